@@ -1,0 +1,225 @@
+//! The invariant checker: walks every structure and panics with a description on the first
+//! inconsistency. Runs after every event and control-file write when enabled (the tests
+//! enable it).
+//!
+//! Invariants:
+//! * every allocated frame is owned by a memcg and is on exactly one LRU list of that memcg's
+//!   lruvec, the list its flags select; free frames are on no list and owned by nobody;
+//! * list lengths equal the lruvec sizes and the memcg's local LRU statistics;
+//! * the local anon / file / mlock / swap statistics equal what they count;
+//! * each memcg's memory page_counter equals the pages owned in its subtree plus the pages
+//!   held for its subtree in per-CPU stocks (v1 memsw adds swap entries; v2 swap counter
+//!   equals swap entries); a parent's usage is at least the sum of its children's;
+//! * children_min_usage / children_low_usage equal the sums over the children;
+//! * every resident file page is found at its index in its file, and every present PTE points
+//!   at a frame mapped back to it.
+
+use crate::machine::Machine;
+use crate::memcontrol::ROOT_MEMCG;
+use crate::page_cgroup::{pf, LRU_NONE, MAPPING_FILE_BIT, NIL};
+use crate::stat::{lru, Stat};
+
+impl Machine {
+    /// Run the full check if enabled.
+    pub fn after_step_check(&self) {
+        if self.check_invariants {
+            if let Err(e) = self.check() {
+                panic!("invariant violated at t={}ns: {e}", self.sched.clock);
+            }
+        }
+    }
+
+    /// Check every invariant; Err describes the first violation.
+    pub fn check(&self) -> Result<(), String> {
+        let n = self.memcgs.len();
+        let nr_frames = self.frames.nr_frames() as usize;
+        let mut seen = vec![false; nr_frames];
+        // LRU lists.
+        for (id, mc) in self.memcgs.iter().enumerate() {
+            if id == 0 || !mc.online {
+                continue;
+            }
+            for l in 0..lru::NR_LRU_LISTS {
+                let mut count = 0u64;
+                let mut prev = NIL;
+                let mut cur = mc.lruvec.head[l];
+                while cur != NIL {
+                    let c = cur as usize;
+                    if c >= nr_frames {
+                        return Err(format!("memcg {id} list {l}: bad frame {cur}"));
+                    }
+                    if seen[c] {
+                        return Err(format!("frame {cur} on two lists (or a cycle)"));
+                    }
+                    seen[c] = true;
+                    let pc = &self.frames.pc[c];
+                    if pc.memcg as usize != id {
+                        return Err(format!(
+                            "frame {cur} on memcg {id}'s list {l} but owned by {}",
+                            pc.memcg
+                        ));
+                    }
+                    if (pc.flags & pf::LRU_MASK) as usize != l {
+                        return Err(format!("frame {cur} on list {l} but flags say {}", pc.flags & pf::LRU_MASK));
+                    }
+                    if self.page_lru_list(cur) != l {
+                        return Err(format!("frame {cur} on list {l} but belongs on {}", self.page_lru_list(cur)));
+                    }
+                    if pc.prev != prev {
+                        return Err(format!("frame {cur}: broken prev link"));
+                    }
+                    prev = cur;
+                    cur = pc.next;
+                    count += 1;
+                }
+                if mc.lruvec.tail[l] != prev {
+                    return Err(format!("memcg {id} list {l}: tail mismatch"));
+                }
+                if count != mc.lruvec.size[l] {
+                    return Err(format!(
+                        "memcg {id} list {l}: {count} pages but size {}",
+                        mc.lruvec.size[l]
+                    ));
+                }
+                let st = mc.stats.local[lru::stat(l) as usize];
+                if st != count as i64 {
+                    return Err(format!("memcg {id} list {l}: {count} pages but stat {st}"));
+                }
+            }
+        }
+        // Frames vs free list, ownership counts.
+        let mut owned = vec![[0i64; 4]; n]; // anon, file, mlock, total
+        let mut free_seen = vec![false; nr_frames];
+        for &f in &self.frames.free {
+            let f = f as usize;
+            if free_seen[f] {
+                return Err(format!("frame {f} twice on the free list"));
+            }
+            free_seen[f] = true;
+        }
+        for pfn in 0..nr_frames {
+            let pc = &self.frames.pc[pfn];
+            let allocated = pc.flags & pf::ALLOCATED != 0;
+            if allocated == free_seen[pfn] {
+                return Err(format!("frame {pfn}: allocated={allocated} but free-list={}", free_seen[pfn]));
+            }
+            if !allocated {
+                if pc.memcg != 0 || pc.flags & pf::LRU_MASK != LRU_NONE {
+                    return Err(format!("free frame {pfn} is owned or on a list"));
+                }
+                continue;
+            }
+            if pc.memcg == 0 {
+                return Err(format!("allocated frame {pfn} has no memcg"));
+            }
+            if !seen[pfn] {
+                return Err(format!("allocated frame {pfn} is on no LRU list"));
+            }
+            let m = pc.memcg as usize;
+            let map = self.frames.map[pfn];
+            if pc.flags & pf::SWAPBACKED != 0 {
+                owned[m][0] += 1;
+                let v = &self.vmas.v[map.mapping as usize];
+                if !v.live || v.ptes.get(map.index as usize) != Some(&(pfn as u32 + 1)) {
+                    return Err(format!("anon frame {pfn}: rmap does not match its PTE"));
+                }
+            } else {
+                owned[m][1] += 1;
+                if map.mapping & MAPPING_FILE_BIT == 0 {
+                    return Err(format!("file frame {pfn} without a file mapping"));
+                }
+                let f = &self.files.v[(map.mapping & !MAPPING_FILE_BIT) as usize];
+                let e = f.entries.get(map.index as usize).copied().unwrap_or(0);
+                if e & (1 << 62) == 0 || (e & 0xffff_ffff) as usize != pfn {
+                    return Err(format!("file frame {pfn}: not found at its index"));
+                }
+            }
+            if pc.flags & pf::MLOCKED != 0 {
+                owned[m][2] += 1;
+            }
+            owned[m][3] += 1;
+        }
+        let mut swap_owned = vec![0i64; n];
+        for o in self.swap.used_by() {
+            swap_owned[o as usize] += 1;
+        }
+        for (id, mc) in self.memcgs.iter().enumerate() {
+            if id == 0 || !mc.online {
+                if id != 0 && owned[id][3] != 0 {
+                    return Err(format!("offline memcg {id} still owns pages"));
+                }
+                continue;
+            }
+            let l = &mc.stats.local;
+            for (item, v) in [
+                (Stat::Anon, owned[id][0]),
+                (Stat::File, owned[id][1]),
+                (Stat::Mlock, owned[id][2]),
+                (Stat::Swap, swap_owned[id]),
+            ] {
+                if l[item as usize] != v {
+                    return Err(format!(
+                        "memcg {id}: stat {item:?} = {} but counts {v}",
+                        l[item as usize]
+                    ));
+                }
+            }
+        }
+        // Subtree sums, children before parents.
+        let mut order: Vec<usize> = (1..n).filter(|&i| self.memcgs[i].online).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(self.memcgs[i].depth));
+        let mut sub_pages = vec![0u64; n];
+        let mut sub_swap = vec![0u64; n];
+        let mut sub_stock = vec![0u64; n];
+        for s in &self.stock {
+            if s.memcg != 0 {
+                sub_stock[s.memcg as usize] += s.nr_pages;
+            }
+        }
+        let mut child_usage = vec![0u64; n];
+        let mut child_min = vec![0u64; n];
+        let mut child_low = vec![0u64; n];
+        for &i in &order {
+            sub_pages[i] += owned[i][3] as u64;
+            sub_swap[i] += swap_owned[i] as u64;
+            let c = self.memory.get(i);
+            if i != ROOT_MEMCG as usize {
+                let expect = sub_pages[i] + sub_stock[i];
+                if c.usage != expect {
+                    return Err(format!(
+                        "memcg {i}: memory usage {} but owns {} pages + {} stock",
+                        c.usage, sub_pages[i], sub_stock[i]
+                    ));
+                }
+                if self.is_v1() {
+                    let s = self.memsw.get(i);
+                    if s.usage != expect + sub_swap[i] {
+                        return Err(format!("memcg {i}: memsw usage {} but expected {}", s.usage, expect + sub_swap[i]));
+                    }
+                } else if self.swap_counter.get(i).usage != sub_swap[i] {
+                    return Err(format!(
+                        "memcg {i}: swap usage {} but owns {} swap entries",
+                        self.swap_counter.get(i).usage,
+                        sub_swap[i]
+                    ));
+                }
+            }
+            if c.usage < child_usage[i] {
+                return Err(format!("memcg {i}: usage {} below its children's sum {}", c.usage, child_usage[i]));
+            }
+            if c.children_min_usage != child_min[i] || c.children_low_usage != child_low[i] {
+                return Err(format!("memcg {i}: children protected usage sums are stale"));
+            }
+            if let Some(p) = self.memcgs[i].parent {
+                let p = p as usize;
+                sub_pages[p] += sub_pages[i];
+                sub_swap[p] += sub_swap[i];
+                sub_stock[p] += sub_stock[i];
+                child_usage[p] += c.usage;
+                child_min[p] += c.min_usage;
+                child_low[p] += c.low_usage;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,229 @@
+//! Machine configuration: RAM, swap, CPUs, cgroup version, sysctls (vm.swappiness,
+//! min_free_kbytes, watermark_scale_factor), mount options (memory_recursiveprot,
+//! memory_localevents), the storage device and the cost of each simulated operation.
+//!
+//! Every field has a documented default; `MachineConfig::set` takes the `key=value` words of a
+//! script's `machine` line.
+
+use crate::units::{parse_duration_ns, parse_size};
+
+pub const PAGE_SIZE: u64 = 4096;
+pub const PAGE_SHIFT: u32 = 12;
+
+/// cgroup v1 (legacy memory hierarchy) or v2 (unified hierarchy).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CgroupVersion {
+    V1,
+    V2,
+}
+
+/// A storage device: a fixed access latency plus a transfer rate, serving one request at a
+/// time in arrival order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceConfig {
+    /// Time from submission to completion of an idle-device request, ns. Default 100 µs.
+    pub latency_ns: u64,
+    /// Transfer rate in bytes per second. Default 500 MB/s.
+    pub bandwidth_bps: u64,
+}
+
+/// The CPU cost of each simulated operation, in nanoseconds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Costs {
+    /// A memory access that hits a resident, mapped page. Default 20 ns.
+    pub hit_ns: u64,
+    /// A minor fault: allocate, zero, charge and map a page. Default 1000 ns.
+    pub minor_fault_ns: u64,
+    /// CPU part of a major fault (the device time comes on top). Default 2000 ns.
+    pub major_fault_ns: u64,
+    /// read() of one resident page-cache page. Default 200 ns.
+    pub read_hit_ns: u64,
+    /// One page looked at by reclaim (isolate, check references, put back). Default 100 ns.
+    pub scan_ns: u64,
+    /// One page freed by reclaim (unmap, remove from mapping, uncharge). Default 300 ns.
+    pub reclaim_ns: u64,
+    /// Scheduling quantum: how long a task runs before the next event is looked at. 1 ms.
+    pub quantum_ns: u64,
+}
+
+/// Everything that defines a simulated machine.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MachineConfig {
+    /// RAM in bytes (rounded down to pages). Default 1 GiB.
+    pub memory_bytes: u64,
+    /// Swap space in bytes (0 = no swap). Default 0.
+    pub swap_bytes: u64,
+    /// Number of CPUs. Default 2.
+    pub cpus: u32,
+    /// cgroup version. Default v2.
+    pub cgroup: CgroupVersion,
+    /// Seed of the machine's random number generator. Default 1.
+    pub seed: u64,
+    /// vm.swappiness (0..=200). Default 60.
+    pub swappiness: u32,
+    /// vm.min_free_kbytes; None derives it as the kernel does (sqrt(lowmem_kb * 16)).
+    pub min_free_kbytes: Option<u64>,
+    /// vm.watermark_scale_factor in 1/10000 of memory. Default 10.
+    pub watermark_scale_factor: u64,
+    /// cgroup2 mount option memory_recursiveprot. Default off.
+    pub recursive_prot: bool,
+    /// cgroup2 mount option memory_localevents. Default off.
+    pub local_events: bool,
+    /// Per-CPU charge stock of MEMCG_CHARGE_BATCH pages. Default on, as in the kernel.
+    pub charge_stock: bool,
+    /// Enable the memory controller in the root's cgroup.subtree_control at boot, as systemd
+    /// does on every distribution (v2 only). Default on.
+    pub root_memory_enabled: bool,
+    /// Number of NUMA nodes. Only 1 is supported now; per-node lruvecs exist in the data.
+    pub nodes: u32,
+    pub device: DeviceConfig,
+    pub costs: Costs,
+}
+
+impl Default for MachineConfig {
+    fn default() -> Self {
+        MachineConfig {
+            memory_bytes: 1 << 30,
+            swap_bytes: 0,
+            cpus: 2,
+            cgroup: CgroupVersion::V2,
+            seed: 1,
+            swappiness: 60,
+            min_free_kbytes: None,
+            watermark_scale_factor: 10,
+            recursive_prot: false,
+            local_events: false,
+            charge_stock: true,
+            root_memory_enabled: true,
+            nodes: 1,
+            device: DeviceConfig {
+                latency_ns: 100_000,
+                bandwidth_bps: 500_000_000,
+            },
+            costs: Costs {
+                hit_ns: 20,
+                minor_fault_ns: 1_000,
+                major_fault_ns: 2_000,
+                read_hit_ns: 200,
+                scan_ns: 100,
+                reclaim_ns: 300,
+                quantum_ns: 1_000_000,
+            },
+        }
+    }
+}
+
+fn parse_bool(v: &str) -> Result<bool, String> {
+    match v {
+        "1" | "on" | "yes" | "true" => Ok(true),
+        "0" | "off" | "no" | "false" => Ok(false),
+        _ => Err(format!("expected on/off or 1/0, got '{v}'")),
+    }
+}
+
+fn parse_u64(v: &str) -> Result<u64, String> {
+    v.parse::<u64>().map_err(|_| format!("expected a number, got '{v}'"))
+}
+
+impl MachineConfig {
+    /// The keys `set` accepts, for help and error texts.
+    pub const KEYS: &'static [&'static str] = &[
+        "memory",
+        "swap",
+        "cpus",
+        "cgroup",
+        "seed",
+        "swappiness",
+        "min_free_kbytes",
+        "watermark_scale_factor",
+        "recursiveprot",
+        "localevents",
+        "stock",
+        "root_memory",
+        "disk_latency",
+        "disk_bandwidth",
+        "hit_cost",
+        "fault_cost",
+        "scan_cost",
+        "quantum",
+    ];
+
+    /// Apply one `key=value` setting of a `machine` line.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let r: Result<(), String> = (|| {
+            match key {
+                "memory" => self.memory_bytes = parse_size(value)?,
+                "swap" => self.swap_bytes = parse_size(value)?,
+                "cpus" => self.cpus = parse_u64(value)? as u32,
+                "cgroup" => {
+                    self.cgroup = match value {
+                        "v1" | "1" => CgroupVersion::V1,
+                        "v2" | "2" => CgroupVersion::V2,
+                        _ => return Err(format!("expected v1 or v2, got '{value}'")),
+                    }
+                }
+                "seed" => self.seed = parse_u64(value)?,
+                "swappiness" => self.swappiness = parse_u64(value)? as u32,
+                "min_free_kbytes" => self.min_free_kbytes = Some(parse_u64(value)?),
+                "watermark_scale_factor" => self.watermark_scale_factor = parse_u64(value)?,
+                "recursiveprot" => self.recursive_prot = parse_bool(value)?,
+                "localevents" => self.local_events = parse_bool(value)?,
+                "stock" => self.charge_stock = parse_bool(value)?,
+                "root_memory" => self.root_memory_enabled = parse_bool(value)?,
+                "disk_latency" => self.device.latency_ns = parse_duration_ns(value)?,
+                "disk_bandwidth" => self.device.bandwidth_bps = parse_size(value)?,
+                "hit_cost" => self.costs.hit_ns = parse_duration_ns(value)?,
+                "fault_cost" => self.costs.minor_fault_ns = parse_duration_ns(value)?,
+                "scan_cost" => self.costs.scan_ns = parse_duration_ns(value)?,
+                "quantum" => self.costs.quantum_ns = parse_duration_ns(value)?,
+                _ => {
+                    return Err(format!(
+                        "unknown machine option '{key}' (known: {})",
+                        Self::KEYS.join(", ")
+                    ))
+                }
+            }
+            Ok(())
+        })();
+        r.map_err(|e| {
+            if e.starts_with("unknown machine option") {
+                e
+            } else {
+                format!("machine option {key}: {e}")
+            }
+        })
+    }
+
+    /// Check the whole configuration; the error names the offending setting.
+    pub fn validate(&self) -> Result<(), String> {
+        let pages = self.memory_bytes / PAGE_SIZE;
+        if pages < 4096 {
+            return Err("memory must be at least 16M".into());
+        }
+        if pages > u32::MAX as u64 / 2 {
+            return Err("memory must be below 8T (frame numbers are 31-bit)".into());
+        }
+        if self.swap_bytes / PAGE_SIZE > u32::MAX as u64 / 2 {
+            return Err("swap must be below 8T".into());
+        }
+        if self.cpus == 0 || self.cpus > 1024 {
+            return Err("cpus must be between 1 and 1024".into());
+        }
+        if self.swappiness > 200 {
+            return Err("swappiness must be between 0 and 200".into());
+        }
+        if self.watermark_scale_factor == 0 || self.watermark_scale_factor > 3000 {
+            return Err("watermark_scale_factor must be between 1 and 3000".into());
+        }
+        if self.nodes != 1 {
+            return Err("only one NUMA node is modelled".into());
+        }
+        if self.device.bandwidth_bps == 0 {
+            return Err("disk_bandwidth must be positive".into());
+        }
+        if self.costs.quantum_ns == 0 {
+            return Err("quantum must be positive".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,283 @@
+//! The page cache: mm/filemap.c — files map a page index to a resident frame or to a shadow
+//! entry (workingset.rs). read() of a missing page allocates, charges it to the reader's memcg
+//! (first touch owns it), adds it to the inactive file list and marks it accessed; a second
+//! read promotes it (folio_mark_accessed). write() dirties pages (page-writeback.rs cleans
+//! them). Reclaim removes clean pages and leaves a shadow entry (`__remove_mapping()`).
+//!
+//! Page-cache pages here are only reached through read()/write(); file mmap is not modelled
+//! yet, so file pages are never mapped.
+
+use std::collections::BTreeMap;
+
+use crate::machine::Machine;
+use crate::page_cgroup::{pf, PageMap, Pfn, MAPPING_FILE_BIT};
+use crate::program::{Fault, Pid};
+use crate::stat::Stat;
+
+/// Entry tags: a resident page (`PRESENT | pfn`), a shadow entry (bit 63 set, see
+/// workingset.rs), or empty (0). `ONDISK` is kept in any state: the page's data exists on
+/// disk, so bringing it back costs a read.
+const PRESENT: u64 = 1 << 62;
+const ONDISK: u64 = 1 << 61;
+const SHADOW_TAG: u64 = 1 << 63;
+
+#[derive(Clone, Debug)]
+pub struct File {
+    pub name: Option<String>,
+    pub entries: Vec<u64>,
+    /// File size in pages.
+    pub size: u64,
+    /// Resident pages.
+    pub nrpages: u64,
+    /// Dirty pages.
+    pub nr_dirty: u64,
+    /// When the inode was first dirtied (dirtied_when), for the flusher's expiry.
+    pub dirtied_when: Option<u64>,
+}
+
+#[derive(Default)]
+pub struct Files {
+    pub v: Vec<File>,
+    pub by_name: BTreeMap<String, u32>,
+}
+
+impl Machine {
+    /// Open (creating if needed) a named file.
+    pub fn file_open(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.files.by_name.get(name) {
+            return id;
+        }
+        let id = self.file_new(Some(name.to_string()));
+        self.files.by_name.insert(name.to_string(), id);
+        id
+    }
+
+    /// Create an unnamed file (O_TMPFILE).
+    pub fn file_new(&mut self, name: Option<String>) -> u32 {
+        self.files.v.push(File {
+            name,
+            entries: Vec::new(),
+            size: 0,
+            nrpages: 0,
+            nr_dirty: 0,
+            dirtied_when: None,
+        });
+        (self.files.v.len() - 1) as u32
+    }
+
+    /// ftruncate(): growing adds holes; shrinking drops pages past the end.
+    pub fn file_truncate(&mut self, f: u32, new_size: u64) {
+        let file = &mut self.files.v[f as usize];
+        if new_size >= file.size {
+            file.size = new_size;
+            if file.entries.len() < new_size as usize {
+                file.entries.resize(new_size as usize, 0);
+            }
+            return;
+        }
+        let old = file.size;
+        file.size = new_size;
+        for idx in new_size..old {
+            let e = self.files.v[f as usize].entries[idx as usize];
+            if e & PRESENT != 0 {
+                let pfn = (e & 0xffff_ffff) as Pfn;
+                self.file_drop_page(pfn);
+            }
+        }
+        self.files.v[f as usize].entries.truncate(new_size as usize);
+    }
+
+    /// Drop a resident page from the cache (truncation): no shadow entry.
+    fn file_drop_page(&mut self, pfn: Pfn) {
+        let m = self.frames.map[pfn as usize];
+        let f = (m.mapping & !MAPPING_FILE_BIT) as usize;
+        let memcg = self.frames.memcg(pfn);
+        self.lru_del(pfn);
+        if self.frames.test(pfn, pf::DIRTY) {
+            self.account_clean(pfn);
+        }
+        if self.frames.test(pfn, pf::WRITEBACK) {
+            // Truncation waits for writeback; the model ends it at once.
+            self.mod_stat(memcg, Stat::Writeback, -1);
+        }
+        let file = &mut self.files.v[f];
+        file.entries[m.index as usize] = 0;
+        file.nrpages -= 1;
+        self.mod_stat(memcg, Stat::File, -1);
+        self.uncharge_page(memcg);
+        self.free_frame(pfn);
+    }
+
+    pub fn file_size(&self, f: u32) -> u64 {
+        self.files.v[f as usize].size
+    }
+
+    /// Get the page at `idx`, bringing it into the cache if needed. `for_write` skips the
+    /// read from disk (a whole-page write).
+    fn file_get_page(&mut self, pid: Pid, f: u32, idx: u64, for_write: bool) -> Result<Pfn, Fault> {
+        let e = self.files.v[f as usize].entries[idx as usize];
+        if e & PRESENT != 0 {
+            self.spend_cpu(self.cfg.costs.read_hit_ns);
+            return Ok((e & 0xffff_ffff) as Pfn);
+        }
+        self.spend_cpu(self.cfg.costs.minor_fault_ns);
+        let memcg = self.task(pid).memcg;
+        let pfn = self.alloc_page()?;
+        if let Err(e) = self.try_charge(memcg, 1) {
+            self.free_frame(pfn);
+            return Err(e.into());
+        }
+        if self.task(pid).killed {
+            // Charged but the task died meanwhile: still insert; the page belongs to the file.
+        }
+        self.commit_charge(pfn, memcg);
+        self.frames.map[pfn as usize] = PageMap {
+            mapping: f | MAPPING_FILE_BIT,
+            index: idx as u32,
+        };
+        let ondisk = e & ONDISK;
+        if ondisk != 0 {
+            self.frames.set(pfn, pf::ONDISK);
+            if !for_write {
+                let now = self.now();
+                let wait = self.device.read(now, crate::config::PAGE_SIZE);
+                self.spend_wait(wait);
+                self.task_mut(pid).stats.io_wait_ns += wait;
+            }
+        }
+        if e & SHADOW_TAG != 0 {
+            self.workingset_refault(pfn, e & !ONDISK);
+        }
+        self.mod_stat(memcg, Stat::File, 1);
+        self.lru_add(pfn);
+        let file = &mut self.files.v[f as usize];
+        file.entries[idx as usize] = PRESENT | ondisk | pfn as u64;
+        file.nrpages += 1;
+        Ok(pfn)
+    }
+
+    /// read() of one page. Reads past the end of the file do nothing.
+    pub fn file_read(&mut self, pid: Pid, f: u32, idx: u64) -> Result<(), Fault> {
+        if idx >= self.files.v[f as usize].size {
+            return Ok(());
+        }
+        let pfn = self.file_get_page(pid, f, idx, false)?;
+        self.mark_page_accessed(pfn);
+        if self.task(pid).killed {
+            return Err(Fault::Killed);
+        }
+        Ok(())
+    }
+
+    /// write() of one whole page; extends the file.
+    pub fn file_write(&mut self, pid: Pid, f: u32, idx: u64) -> Result<(), Fault> {
+        if idx >= self.files.v[f as usize].size {
+            self.file_truncate(f, idx + 1);
+        }
+        let pfn = self.file_get_page(pid, f, idx, true)?;
+        self.mark_page_accessed(pfn);
+        if !self.frames.test(pfn, pf::DIRTY) {
+            self.account_dirty(pfn);
+        }
+        if self.task(pid).killed {
+            return Err(Fault::Killed);
+        }
+        Ok(())
+    }
+
+    /// __remove_mapping() for a clean page-cache page: leave a shadow entry, free the page.
+    pub fn remove_mapping_file(&mut self, pfn: Pfn, shadow: u64) {
+        let m = self.frames.map[pfn as usize];
+        let f = (m.mapping & !MAPPING_FILE_BIT) as usize;
+        let memcg = self.frames.memcg(pfn);
+        let file = &mut self.files.v[f];
+        let ondisk = file.entries[m.index as usize] & ONDISK;
+        debug_assert!(shadow & (PRESENT | ONDISK) == 0);
+        file.entries[m.index as usize] = shadow | ondisk;
+        file.nrpages -= 1;
+        self.mod_stat(memcg, Stat::File, -1);
+        self.uncharge_page(memcg);
+        self.free_frame(pfn);
+    }
+
+    /// Mark a file page's data as present on disk (writeback completed).
+    pub fn file_mark_ondisk(&mut self, pfn: Pfn) {
+        let m = self.frames.map[pfn as usize];
+        let f = (m.mapping & !MAPPING_FILE_BIT) as usize;
+        self.files.v[f].entries[m.index as usize] |= ONDISK;
+        self.frames.set(pfn, pf::ONDISK);
+    }
+
+    /// Reparent every page and swap entry of a dying memcg to its parent.
+    pub fn reparent_pages(&mut self, from: crate::memcontrol::MemcgId, to: crate::memcontrol::MemcgId) {
+        let mut moved = 0u64;
+        for l in 0..crate::stat::lru::NR_LRU_LISTS {
+            let mut guard = 0u64;
+            loop {
+                let t = self.memcg(from).lruvec.tail[l];
+                if t == crate::page_cgroup::NIL {
+                    break;
+                }
+                guard += 1;
+                assert!(guard <= self.frames.nr_frames() as u64, "LRU list cycle");
+                self.lru_del(t);
+                self.move_page_stats(t, from, to);
+                self.frames.pc[t as usize].memcg = to;
+                self.lru_add(t);
+                moved += 1;
+            }
+        }
+        if moved > 0 {
+            self.memory.cancel_local(from as usize, moved);
+            if self.is_v1() {
+                self.memsw.cancel_local(from as usize, moved);
+            }
+        }
+        let swapped = self.swap.reparent(from, to);
+        if swapped > 0 {
+            if self.is_v1() {
+                self.memsw.cancel_local(from as usize, swapped);
+            } else {
+                self.swap_counter.cancel_local(from as usize, swapped);
+            }
+            self.mod_stat(from, Stat::Swap, -(swapped as i64));
+            self.mod_stat(to, Stat::Swap, swapped as i64);
+        }
+        // If the parent is the root, its counter is not charged directly: uncharge the root.
+        if to == crate::memcontrol::ROOT_MEMCG {
+            // The root's usage counts its children only; pages now owned by the root leave it.
+            let c = self.memory.get_mut(to as usize);
+            c.usage = c.usage.saturating_sub(moved);
+            if self.is_v1() {
+                let s = self.memsw.get_mut(to as usize);
+                s.usage = s.usage.saturating_sub(moved + swapped);
+            } else {
+                let s = self.swap_counter.get_mut(to as usize);
+                s.usage = s.usage.saturating_sub(swapped);
+            }
+        }
+    }
+
+    fn move_page_stats(&mut self, pfn: Pfn, from: crate::memcontrol::MemcgId, to: crate::memcontrol::MemcgId) {
+        let flags = self.frames.flags(pfn);
+        let mut items = Vec::with_capacity(4);
+        if flags & pf::SWAPBACKED != 0 {
+            items.push(Stat::Anon);
+        } else {
+            items.push(Stat::File);
+        }
+        if flags & pf::DIRTY != 0 && flags & pf::SWAPBACKED == 0 {
+            items.push(Stat::FileDirty);
+        }
+        if flags & pf::WRITEBACK != 0 {
+            items.push(Stat::Writeback);
+        }
+        if flags & pf::MLOCKED != 0 {
+            items.push(Stat::Mlock);
+        }
+        for it in items {
+            self.mod_stat(from, it, -1);
+            self.mod_stat(to, it, 1);
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! The machine: every piece of model state in one struct, and boot.
+//!
+//! Mechanisms are `impl Machine` blocks in the module named after the kernel file that holds
+//! them (vmscan.rs has shrink_lruvec, memcontrol.rs has try_charge, ...), so that a kernel
+//! developer finds each mechanism where they expect it.
+
+use crate::blkdev::Device;
+use crate::config::{MachineConfig, PAGE_SIZE};
+use crate::filemap::Files;
+use crate::memcontrol::{Memcg, Stock, ROOT_MEMCG};
+use crate::memory::Vmas;
+use crate::page_alloc::Watermarks;
+use crate::page_cgroup::Frames;
+use crate::page_counter::Counters;
+use crate::page_writeback::Writeback;
+use crate::rng::Rng;
+use crate::sched::{ExecCtx, Sched};
+use crate::swapfile::SwapSpace;
+use crate::task::Task;
+use crate::vmscan::Kswapd;
+
+pub struct Machine {
+    pub cfg: MachineConfig,
+    pub frames: Frames,
+    /// Memcgs by id; index 0 is a placeholder (id 0 means "no memcg").
+    pub memcgs: Vec<Memcg>,
+    pub free_memcg_ids: Vec<u16>,
+    /// memory, swap (v2) and memsw (v1) page counters, indexed by memcg id.
+    pub memory: Counters,
+    pub swap_counter: Counters,
+    pub memsw: Counters,
+    /// Per-CPU charge stock.
+    pub stock: Vec<Stock>,
+    pub wmark: Watermarks,
+    pub swap: SwapSpace,
+    pub files: Files,
+    pub vmas: Vmas,
+    pub tasks: Vec<Task>,
+    pub sched: Sched,
+    /// The context currently executing (a task's quantum, kswapd, or none for a control-file
+    /// write from outside), to which CPU and wait time are charged.
+    pub cur: Option<ExecCtx>,
+    pub kswapd: Kswapd,
+    pub writeback: Writeback,
+    pub device: Device,
+    pub rng: Rng,
+    /// Run the full invariant check after every step.
+    pub check_invariants: bool,
+    /// vm.swappiness (the root's; v1 children may differ).
+    pub vm_swappiness: u32,
+    /// Total RAM pages and swap pages.
+    pub totalram_pages: u64,
+    pub total_swap_pages: u64,
+}
+
+impl Machine {
+    /// Boot a machine. The configuration must be valid (`MachineConfig::validate`).
+    pub fn new(cfg: MachineConfig) -> Result<Machine, String> {
+        cfg.validate()?;
+        let nr_frames = (cfg.memory_bytes / PAGE_SIZE) as u32;
+        let nr_swap = cfg.swap_bytes / PAGE_SIZE;
+        let mut m = Machine {
+            frames: Frames::new(nr_frames),
+            memcgs: Vec::new(),
+            free_memcg_ids: Vec::new(),
+            memory: Counters::default(),
+            swap_counter: Counters::default(),
+            memsw: Counters::default(),
+            stock: (0..cfg.cpus).map(|_| Stock::default()).collect(),
+            wmark: Watermarks::compute(&cfg, nr_frames as u64),
+            swap: SwapSpace::new(nr_swap as u32),
+            files: Files::default(),
+            vmas: Vmas::default(),
+            tasks: Vec::new(),
+            sched: Sched::new(cfg.cpus),
+            cur: None,
+            kswapd: Kswapd::default(),
+            writeback: Writeback::default(),
+            device: Device::new(cfg.device.clone()),
+            rng: Rng::new(cfg.seed),
+            check_invariants: false,
+            vm_swappiness: cfg.swappiness,
+            totalram_pages: nr_frames as u64,
+            total_swap_pages: nr_swap,
+            cfg,
+        };
+        m.memcgs.push(Memcg::new(0, None, 0)); // placeholder for id 0
+        let root = m.memcg_create_raw(None);
+        debug_assert_eq!(root, ROOT_MEMCG);
+        m.writeback_init();
+        Ok(m)
+    }
+
+    /// Current virtual time in ns: the event being processed plus the time the running
+    /// context has consumed so far.
+    #[inline]
+    pub fn now(&self) -> u64 {
+        match &self.cur {
+            Some(c) => c.start + c.cpu_ns + c.wait_ns,
+            None => self.sched.clock,
+        }
+    }
+
+    /// Charge CPU time to the running context.
+    #[inline]
+    pub fn spend_cpu(&mut self, ns: u64) {
+        if let Some(c) = &mut self.cur {
+            c.cpu_ns += ns;
+        }
+    }
+
+    /// Charge waiting time (I/O, throttling sleep) to the running context.
+    #[inline]
+    pub fn spend_wait(&mut self, ns: u64) {
+        if let Some(c) = &mut self.cur {
+            c.wait_ns += ns;
+        }
+    }
+
+    pub fn nr_free_pages(&self) -> u64 {
+        self.frames.free.len() as u64
+    }
+}

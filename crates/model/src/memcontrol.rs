@@ -1,0 +1,926 @@
+//! The memory controller: mm/memcontrol.c (and mm/memcontrol-v1.c for the legacy files).
+//!
+//! * the memcg tree (parent / first child / next sibling, so an iterator can skip a subtree)
+//!   and `mem_cgroup_iter()` with a predicate returning Visit / Skip / SkipTree;
+//! * statistics and memory events (`memcg_memory_event()`, hierarchical and local);
+//! * the per-CPU charge stock (consume_stock / refill_stock / drain_all_stock,
+//!   MEMCG_CHARGE_BATCH = 64);
+//! * `try_charge_memcg()`: limit reclaim with MAX_RECLAIM_RETRIES, the stock drain retry, the
+//!   memcg OOM killer, and the memory.high check that queues throttling;
+//! * `mem_cgroup_handle_over_high()`: reclaim_high() and the penalty delay of
+//!   calculate_high_delay(), slept in virtual time;
+//! * swap charging (v2 swap counter, v1 memsw) and `mem_cgroup_get_nr_swap_pages()`;
+//! * the control-file write paths: memory.max, memory.high, memory.min/low, memory.reclaim,
+//!   v1 limit_in_bytes / memsw.limit_in_bytes (mem_cgroup_resize_max) and force_empty.
+
+use crate::config::CgroupVersion;
+use crate::errno::Errno;
+use crate::machine::Machine;
+use crate::page_cgroup::Pfn;
+use crate::page_counter::PAGE_COUNTER_MAX;
+use crate::program::Pid;
+use crate::stat::{MemcgStats, Stat};
+use crate::swap::Lruvec;
+
+/// A memcg id (the kernel's mem_cgroup_id(), 16 bits).
+pub type MemcgId = u16;
+/// The root memcg's id.
+pub const ROOT_MEMCG: MemcgId = 1;
+/// MEMCG_CHARGE_BATCH (6.1+).
+pub const MEMCG_CHARGE_BATCH: u64 = 64;
+/// MAX_RECLAIM_RETRIES.
+pub const MAX_RECLAIM_RETRIES: u32 = 16;
+/// PAGE_ALLOC_COSTLY_ORDER in pages.
+const COSTLY_PAGES: u64 = 1 << 3;
+/// HZ of the modelled kernel (jiffies per second).
+pub const HZ: u64 = 1000;
+const NS_PER_JIFFY: u64 = 1_000_000_000 / HZ;
+const MEMCG_MAX_HIGH_DELAY_JIFFIES: u64 = 2 * HZ;
+const MEMCG_DELAY_PRECISION_SHIFT: u32 = 20;
+const MEMCG_DELAY_SCALING_SHIFT: u32 = 14;
+
+/// memory.events and memory.swap.events counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum MemcgEvent {
+    Low = 0,
+    High,
+    Max,
+    Oom,
+    OomKill,
+    OomGroupKill,
+    SwapHigh,
+    SwapMax,
+    SwapFail,
+}
+pub const NR_MEMCG_EVENTS: usize = 9;
+
+/// One memory cgroup.
+#[derive(Clone, Debug)]
+pub struct Memcg {
+    pub id: MemcgId,
+    pub online: bool,
+    pub parent: Option<MemcgId>,
+    pub first_child: Option<MemcgId>,
+    pub last_child: Option<MemcgId>,
+    pub next_sibling: Option<MemcgId>,
+    pub depth: u32,
+    /// One lruvec per node (one node modelled).
+    pub lruvec: Lruvec,
+    pub stats: MemcgStats,
+    pub events_local: [u64; NR_MEMCG_EVENTS],
+    pub events: [u64; NR_MEMCG_EVENTS],
+    pub oom_group: bool,
+    /// v1 memory.swappiness (v2 uses vm.swappiness).
+    pub swappiness: u32,
+    pub oom_kill_disable: bool,
+    pub under_oom: bool,
+    /// v1 memory.soft_limit_in_bytes, in pages.
+    pub soft_limit: u64,
+    /// Tasks attached directly to this memcg.
+    pub nr_tasks: u32,
+}
+
+impl Memcg {
+    pub fn new(id: MemcgId, parent: Option<MemcgId>, depth: u32) -> Memcg {
+        Memcg {
+            id,
+            online: true,
+            parent,
+            first_child: None,
+            last_child: None,
+            next_sibling: None,
+            depth,
+            lruvec: Lruvec::default(),
+            stats: MemcgStats::default(),
+            events_local: [0; NR_MEMCG_EVENTS],
+            events: [0; NR_MEMCG_EVENTS],
+            oom_group: false,
+            swappiness: 60,
+            oom_kill_disable: false,
+            under_oom: false,
+            soft_limit: PAGE_COUNTER_MAX,
+            nr_tasks: 0,
+        }
+    }
+}
+
+/// A per-CPU charge stock (struct memcg_stock_pcp).
+#[derive(Clone, Debug, Default)]
+pub struct Stock {
+    pub memcg: MemcgId,
+    pub nr_pages: u64,
+}
+
+/// What the memcg iterator predicate decides for a group (seed 000's iterator).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IterVisit {
+    Visit,
+    /// Do not visit this group, but do visit its children.
+    Skip,
+    /// Skip this group and its whole subtree.
+    SkipTree,
+}
+
+/// Why a charge failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChargeError {
+    /// -ENOMEM: the OOM killer found nothing to kill.
+    NoMem,
+    /// The charging task itself was killed.
+    Killed,
+}
+
+impl Machine {
+    // ---------------------------------------------------------------- tree
+
+    #[inline]
+    pub fn memcg(&self, id: MemcgId) -> &Memcg {
+        &self.memcgs[id as usize]
+    }
+
+    #[inline]
+    pub fn memcg_mut(&mut self, id: MemcgId) -> &mut Memcg {
+        &mut self.memcgs[id as usize]
+    }
+
+    pub fn is_v1(&self) -> bool {
+        self.cfg.cgroup == CgroupVersion::V1
+    }
+
+    /// Allocate a memcg under `parent` (css_alloc + css_online).
+    pub(crate) fn memcg_create_raw(&mut self, parent: Option<MemcgId>) -> MemcgId {
+        let id = match self.free_memcg_ids.pop() {
+            Some(id) => id,
+            None => {
+                self.memcgs.push(Memcg::new(0, None, 0));
+                (self.memcgs.len() - 1) as MemcgId
+            }
+        };
+        let depth = parent.map(|p| self.memcg(p).depth + 1).unwrap_or(0);
+        let mut mc = Memcg::new(id, parent, depth);
+        mc.swappiness = match parent {
+            Some(p) => self.memcg(p).swappiness,
+            None => self.vm_swappiness,
+        };
+        self.memcgs[id as usize] = mc;
+        let pidx = parent.map(|p| p as usize);
+        self.memory.ensure(id as usize, pidx, true);
+        self.swap_counter.ensure(id as usize, pidx, false);
+        self.memsw.ensure(id as usize, pidx, false);
+        if let Some(p) = parent {
+            match self.memcg(p).last_child {
+                Some(last) => self.memcg_mut(last).next_sibling = Some(id),
+                None => self.memcg_mut(p).first_child = Some(id),
+            }
+            self.memcg_mut(p).last_child = Some(id);
+        }
+        id
+    }
+
+    /// Create a child memcg. EAGAIN-like ENOSPC when the 16-bit id space is exhausted.
+    pub fn memcg_create(&mut self, parent: MemcgId) -> Result<MemcgId, Errno> {
+        if self.free_memcg_ids.is_empty() && self.memcgs.len() > u16::MAX as usize {
+            return Err(Errno::ENOSPC);
+        }
+        Ok(self.memcg_create_raw(Some(parent)))
+    }
+
+    /// Offline and free a memcg with no children and no tasks. Its remaining pages, swap
+    /// entries and stock move to the parent (reparenting; see docs/FIDELITY.md).
+    pub fn memcg_destroy(&mut self, id: MemcgId) -> Result<(), Errno> {
+        let mc = self.memcg(id);
+        if id == ROOT_MEMCG || mc.first_child.is_some() {
+            return Err(Errno::EBUSY);
+        }
+        if mc.nr_tasks > 0 {
+            return Err(Errno::EBUSY);
+        }
+        let parent = mc.parent.expect("non-root memcg has a parent");
+        self.drain_all_stock(id);
+        self.reparent_pages(id, parent);
+        // Clear protection so the parent's children_*_usage sums lose this child's share.
+        self.memory.set_min(id as usize, 0);
+        self.memory.set_low(id as usize, 0);
+        // Fold this memcg's local event/stat history into nothing: hierarchical totals of
+        // ancestors keep what happened (as the kernel's do after a child dies).
+        // Unlink from the sibling list.
+        let next = self.memcg(id).next_sibling;
+        if self.memcg(parent).first_child == Some(id) {
+            self.memcg_mut(parent).first_child = next;
+        } else {
+            let mut c = self.memcg(parent).first_child;
+            let mut guard = 0usize;
+            while let Some(x) = c {
+                guard += 1;
+                assert!(guard <= self.memcgs.len(), "sibling list cycle");
+                if self.memcg(x).next_sibling == Some(id) {
+                    self.memcg_mut(x).next_sibling = next;
+                    break;
+                }
+                c = self.memcg(x).next_sibling;
+            }
+        }
+        if self.memcg(parent).last_child == Some(id) {
+            let mut last = None;
+            let mut c = self.memcg(parent).first_child;
+            while let Some(x) = c {
+                last = Some(x);
+                c = self.memcg(x).next_sibling;
+            }
+            self.memcg_mut(parent).last_child = last;
+        }
+        let mc = self.memcg_mut(id);
+        mc.online = false;
+        mc.parent = None;
+        mc.next_sibling = None;
+        self.free_memcg_ids.push(id);
+        Ok(())
+    }
+
+    /// Is `id` `root` or a descendant of it?
+    pub fn memcg_is_descendant(&self, mut id: MemcgId, root: MemcgId) -> bool {
+        loop {
+            if id == root {
+                return true;
+            }
+            match self.memcg(id).parent {
+                Some(p) => id = p,
+                None => return false,
+            }
+        }
+    }
+
+    /// The next memcg after `cur` in a pre-order walk of `root`'s subtree;
+    /// `skip_children` jumps over `cur`'s subtree.
+    pub fn memcg_iter_next(
+        &self,
+        root: MemcgId,
+        cur: MemcgId,
+        skip_children: bool,
+    ) -> Option<MemcgId> {
+        if !skip_children {
+            if let Some(c) = self.memcg(cur).first_child {
+                return Some(c);
+            }
+        }
+        let mut x = cur;
+        loop {
+            if x == root {
+                return None;
+            }
+            if let Some(s) = self.memcg(x).next_sibling {
+                return Some(s);
+            }
+            x = self.memcg(x).parent?;
+        }
+    }
+
+    /// mem_cgroup_iter() with a predicate: the groups of `root`'s subtree (root included) in
+    /// pre-order that the predicate visits. A SkipTree answer skips the whole subtree without
+    /// looking at it. Returns the groups and how many the walk looked at.
+    pub fn memcg_walk(
+        &self,
+        root: MemcgId,
+        mut pred: impl FnMut(&Machine, MemcgId) -> IterVisit,
+        out: &mut Vec<MemcgId>,
+    ) -> usize {
+        out.clear();
+        let mut looked = 0usize;
+        let mut cur = Some(root);
+        while let Some(m) = cur {
+            looked += 1;
+            assert!(looked <= self.memcgs.len(), "memcg walk does not terminate");
+            let v = pred(self, m);
+            if v == IterVisit::Visit {
+                out.push(m);
+            }
+            cur = self.memcg_iter_next(root, m, v == IterVisit::SkipTree);
+        }
+        looked
+    }
+
+    // ---------------------------------------------------------------- stats & events
+
+    /// Add `delta` to a statistic of `memcg` (local) and of it and every ancestor (total).
+    #[inline]
+    pub fn mod_stat(&mut self, memcg: MemcgId, item: Stat, delta: i64) {
+        let i = item as usize;
+        self.memcgs[memcg as usize].stats.local[i] += delta;
+        let mut cur = Some(memcg);
+        while let Some(m) = cur {
+            let mc = &mut self.memcgs[m as usize];
+            mc.stats.total[i] += delta;
+            cur = mc.parent;
+        }
+    }
+
+    /// Hierarchical value of a statistic (pages or events).
+    #[inline]
+    pub fn stat_total(&self, memcg: MemcgId, item: Stat) -> u64 {
+        self.memcg(memcg).stats.total[item as usize].max(0) as u64
+    }
+
+    #[inline]
+    pub fn stat_local(&self, memcg: MemcgId, item: Stat) -> u64 {
+        self.memcg(memcg).stats.local[item as usize].max(0) as u64
+    }
+
+    /// Global (node) value of a statistic: the root's hierarchical total.
+    pub fn global_stat(&self, item: Stat) -> u64 {
+        self.stat_total(ROOT_MEMCG, item)
+    }
+
+    /// memcg_memory_event(): count locally, and hierarchically on the memcg and its ancestors
+    /// below the root.
+    pub fn memcg_memory_event(&mut self, memcg: MemcgId, ev: MemcgEvent) {
+        let i = ev as usize;
+        self.memcgs[memcg as usize].events_local[i] += 1;
+        let mut cur = Some(memcg);
+        while let Some(m) = cur {
+            if m == ROOT_MEMCG {
+                break;
+            }
+            self.memcgs[m as usize].events[i] += 1;
+            cur = self.memcg(m).parent;
+        }
+    }
+
+    // ---------------------------------------------------------------- stock
+
+    fn consume_stock(&mut self, cpu: usize, memcg: MemcgId, nr: u64) -> bool {
+        if nr > MEMCG_CHARGE_BATCH {
+            return false;
+        }
+        let s = &mut self.stock[cpu];
+        if s.memcg == memcg && s.nr_pages >= nr {
+            s.nr_pages -= nr;
+            return true;
+        }
+        false
+    }
+
+    fn drain_stock(&mut self, cpu: usize) {
+        let (m, nr) = (self.stock[cpu].memcg, self.stock[cpu].nr_pages);
+        if m != 0 && nr > 0 {
+            self.memory.uncharge(m as usize, nr);
+            if self.is_v1() {
+                self.memsw.uncharge(m as usize, nr);
+            }
+        }
+        self.stock[cpu] = Stock::default();
+    }
+
+    fn refill_stock(&mut self, cpu: usize, memcg: MemcgId, nr: u64) {
+        if self.stock[cpu].memcg != memcg {
+            self.drain_stock(cpu);
+            self.stock[cpu].memcg = memcg;
+        }
+        self.stock[cpu].nr_pages += nr;
+        if self.stock[cpu].nr_pages > MEMCG_CHARGE_BATCH {
+            self.drain_stock(cpu);
+        }
+    }
+
+    /// drain_all_stock(): drain every CPU's stock that caches `root` or a descendant.
+    pub fn drain_all_stock(&mut self, root: MemcgId) {
+        for cpu in 0..self.stock.len() {
+            let m = self.stock[cpu].memcg;
+            if m != 0 && self.stock[cpu].nr_pages > 0 && self.memcg_is_descendant(m, root) {
+                self.drain_stock(cpu);
+            }
+        }
+    }
+
+    /// Pages held in per-CPU stocks for exactly this memcg.
+    pub fn stock_pages(&self, memcg: MemcgId) -> u64 {
+        self.stock
+            .iter()
+            .filter(|s| s.memcg == memcg)
+            .map(|s| s.nr_pages)
+            .sum()
+    }
+
+    // ---------------------------------------------------------------- charge
+
+    /// mem_cgroup_margin().
+    pub fn mem_cgroup_margin(&self, memcg: MemcgId) -> u64 {
+        let c = self.memory.get(memcg as usize);
+        let mut margin = c.max.saturating_sub(c.usage);
+        if self.is_v1() {
+            let s = self.memsw.get(memcg as usize);
+            margin = margin.min(s.max.saturating_sub(s.usage));
+        }
+        margin
+    }
+
+    fn current_cpu(&self) -> usize {
+        self.cur.as_ref().map(|c| c.cpu as usize).unwrap_or(0)
+    }
+
+    fn current_pid(&self) -> Option<Pid> {
+        self.cur.as_ref().and_then(|c| c.pid)
+    }
+
+    /// try_charge_memcg(): charge `nr` pages to `memcg`, reclaiming and OOM-killing as the
+    /// kernel does.
+    pub fn try_charge(&mut self, memcg: MemcgId, nr: u64) -> Result<(), ChargeError> {
+        if memcg == ROOT_MEMCG {
+            return Ok(());
+        }
+        let cpu = self.current_cpu();
+        let use_stock = self.cfg.charge_stock;
+        let mut batch = if use_stock {
+            nr.max(MEMCG_CHARGE_BATCH)
+        } else {
+            nr
+        };
+        let mut nr_retries = MAX_RECLAIM_RETRIES;
+        let mut drained = false;
+        let mut passed_oom = false;
+        let v1 = self.is_v1();
+        // Bound: each pass either consumes a retry, an OOM kill, or makes reclaim progress.
+        for _pass in 0..100_000u32 {
+            if use_stock && self.consume_stock(cpu, memcg, nr) {
+                return Ok(());
+            }
+            let mut may_swap = true;
+            let over: MemcgId = if v1 {
+                match self.memsw.try_charge(memcg as usize, batch) {
+                    Ok(()) => match self.memory.try_charge(memcg as usize, batch) {
+                        Ok(()) => {
+                            self.done_restock(memcg, nr, batch, cpu);
+                            return Ok(());
+                        }
+                        Err(f) => {
+                            self.memsw.uncharge(memcg as usize, batch);
+                            f as MemcgId
+                        }
+                    },
+                    Err(f) => {
+                        // Over the memory+swap limit: swapping would not help.
+                        may_swap = false;
+                        f as MemcgId
+                    }
+                }
+            } else {
+                match self.memory.try_charge(memcg as usize, batch) {
+                    Ok(()) => {
+                        self.done_restock(memcg, nr, batch, cpu);
+                        return Ok(());
+                    }
+                    Err(f) => f as MemcgId,
+                }
+            };
+            if batch > nr {
+                batch = nr;
+                continue;
+            }
+            if let Some(r) = self.charge_slowpath(
+                over,
+                nr,
+                may_swap,
+                &mut nr_retries,
+                &mut drained,
+                &mut passed_oom,
+            ) {
+                return r;
+            }
+        }
+        Err(ChargeError::NoMem)
+    }
+
+    /// The part of try_charge_memcg() after a failed counter charge. Returns Some(result) to
+    /// finish, None to retry.
+    fn charge_slowpath(
+        &mut self,
+        over: MemcgId,
+        nr: u64,
+        may_swap: bool,
+        nr_retries: &mut u32,
+        drained: &mut bool,
+        passed_oom: &mut bool,
+    ) -> Option<Result<(), ChargeError>> {
+        if self.current_is_dying() {
+            // A killed task does not reclaim; the fault fails and the task exits.
+            return Some(Err(ChargeError::Killed));
+        }
+        self.memcg_memory_event(over, MemcgEvent::Max);
+        let reclaimed = self.try_to_free_mem_cgroup_pages(over, nr, may_swap, false, None);
+        if self.mem_cgroup_margin(over) >= nr {
+            return None;
+        }
+        if !*drained {
+            self.drain_all_stock(over);
+            *drained = true;
+            return None;
+        }
+        if reclaimed > 0 && nr <= COSTLY_PAGES {
+            return None;
+        }
+        if *nr_retries > 0 {
+            *nr_retries -= 1;
+            return None;
+        }
+        if *passed_oom && self.current_is_dying() {
+            return Some(Err(ChargeError::Killed));
+        }
+        // mem_cgroup_oom()
+        self.memcg_memory_event(over, MemcgEvent::Oom);
+        if self.is_v1() && self.memcg(over).oom_kill_disable {
+            // v1 oom_kill_disable: the task would sleep until the limit is raised; the model
+            // fails the charge instead (see docs/FIDELITY.md).
+            self.memcg_mut(over).under_oom = true;
+            return Some(Err(ChargeError::NoMem));
+        }
+        if self.mem_cgroup_out_of_memory(over, nr) {
+            if self.current_is_dying() {
+                return Some(Err(ChargeError::Killed));
+            }
+            *passed_oom = true;
+            *nr_retries = MAX_RECLAIM_RETRIES;
+            return None;
+        }
+        Some(Err(ChargeError::NoMem))
+    }
+
+    fn done_restock(&mut self, memcg: MemcgId, nr: u64, batch: u64, cpu: usize) {
+        if batch > nr {
+            self.refill_stock(cpu, memcg, batch - nr);
+        }
+        // memory.high check: queue throttling on the current task.
+        let Some(pid) = self.current_pid() else {
+            return;
+        };
+        let mut cur = Some(memcg);
+        while let Some(m) = cur {
+            let mem_high = {
+                let c = self.memory.get(m as usize);
+                c.usage > c.high
+            };
+            let swap_high = {
+                let c = self.swap_counter.get(m as usize);
+                c.usage > c.high
+            };
+            if mem_high || swap_high {
+                self.task_mut(pid).nr_pages_over_high += batch;
+                break;
+            }
+            cur = self.memcg(m).parent;
+        }
+        if self.task(pid).nr_pages_over_high > MEMCG_CHARGE_BATCH {
+            self.mem_cgroup_handle_over_high(pid);
+        }
+    }
+
+    /// commit_charge() + mem_cgroup_charge_statistics().
+    pub fn commit_charge(&mut self, pfn: Pfn, memcg: MemcgId) {
+        self.frames.pc[pfn as usize].memcg = memcg;
+        self.mod_stat(memcg, Stat::Pgpgin, 1);
+    }
+
+    /// Uncharge one page owned by `memcg` (the folio is being freed).
+    pub fn uncharge_page(&mut self, memcg: MemcgId) {
+        if memcg != ROOT_MEMCG {
+            self.memory.uncharge(memcg as usize, 1);
+            if self.is_v1() {
+                self.memsw.uncharge(memcg as usize, 1);
+            }
+        }
+        self.mod_stat(memcg, Stat::Pgpgout, 1);
+    }
+
+    // ---------------------------------------------------------------- swap charge
+
+    /// __mem_cgroup_try_charge_swap(): charge a swap slot to `memcg` (v2 swap counter).
+    pub fn mem_cgroup_try_charge_swap(&mut self, memcg: MemcgId) -> bool {
+        if !self.is_v1() && memcg != ROOT_MEMCG {
+            if let Err(f) = self.swap_counter.try_charge(memcg as usize, 1) {
+                let f = f as MemcgId;
+                self.memcg_memory_event(f, MemcgEvent::SwapMax);
+                self.memcg_memory_event(f, MemcgEvent::SwapFail);
+                return false;
+            }
+        }
+        self.mod_stat(memcg, Stat::Swap, 1);
+        true
+    }
+
+    /// mem_cgroup_swapout(): the page's memory charge goes away; in v1 the memsw charge
+    /// stays with the swap entry.
+    pub fn mem_cgroup_swapout(&mut self, memcg: MemcgId) {
+        if memcg != ROOT_MEMCG {
+            self.memory.uncharge(memcg as usize, 1);
+        }
+        self.mod_stat(memcg, Stat::Pgpgout, 1);
+    }
+
+    /// mem_cgroup_uncharge_swap(): a swap entry is freed.
+    pub fn mem_cgroup_uncharge_swap(&mut self, memcg: MemcgId) {
+        if memcg != ROOT_MEMCG {
+            if self.is_v1() {
+                self.memsw.uncharge(memcg as usize, 1);
+            } else {
+                self.swap_counter.uncharge(memcg as usize, 1);
+            }
+        }
+        self.mod_stat(memcg, Stat::Swap, -1);
+    }
+
+    /// mem_cgroup_get_nr_swap_pages(): swap space this memcg may still use.
+    pub fn mem_cgroup_get_nr_swap_pages(&self, memcg: MemcgId) -> u64 {
+        let mut nr = self.swap.nr_free() as u64;
+        if self.is_v1() {
+            return nr;
+        }
+        let mut cur = Some(memcg);
+        while let Some(m) = cur {
+            if m == ROOT_MEMCG {
+                break;
+            }
+            let c = self.swap_counter.get(m as usize);
+            nr = nr.min(c.max.saturating_sub(c.usage));
+            cur = self.memcg(m).parent;
+        }
+        nr
+    }
+
+    /// mem_cgroup_get_max(): the OOM "totalpages" of a memcg.
+    pub fn mem_cgroup_get_max(&self, memcg: MemcgId) -> u64 {
+        let max = self.memory.get(memcg as usize).max;
+        if self.is_v1() {
+            let memsw = self.memsw.get(memcg as usize).max;
+            return max.max(memsw).min(PAGE_COUNTER_MAX);
+        }
+        if self.memcg_swappiness(memcg) > 0 {
+            let swap_max = self
+                .swap_counter
+                .get(memcg as usize)
+                .max
+                .min(self.total_swap_pages);
+            return max.saturating_add(swap_max).min(PAGE_COUNTER_MAX);
+        }
+        max
+    }
+
+    /// mem_cgroup_swappiness(): v2 uses vm.swappiness everywhere; v1 the group's own value.
+    pub fn memcg_swappiness(&self, memcg: MemcgId) -> u32 {
+        if !self.is_v1() || memcg == ROOT_MEMCG {
+            return self.vm_swappiness;
+        }
+        self.memcg(memcg).swappiness
+    }
+
+    // ---------------------------------------------------------------- memory.high
+
+    fn calculate_overage(usage: u64, high: u64) -> u64 {
+        if usage <= high {
+            return 0;
+        }
+        let high = high.max(1);
+        (((usage - high) as u128) << MEMCG_DELAY_PRECISION_SHIFT) as u64 / high
+    }
+
+    fn max_overage(&self, memcg: MemcgId, swap: bool) -> u64 {
+        let mut best = 0;
+        let mut cur = Some(memcg);
+        while let Some(m) = cur {
+            if m == ROOT_MEMCG {
+                break;
+            }
+            let c = if swap {
+                self.swap_counter.get(m as usize)
+            } else {
+                self.memory.get(m as usize)
+            };
+            best = best.max(Self::calculate_overage(c.usage, c.high));
+            cur = self.memcg(m).parent;
+        }
+        best
+    }
+
+    /// calculate_high_delay(), in jiffies.
+    pub fn calculate_high_delay(nr_pages: u64, max_overage: u64) -> u64 {
+        if max_overage == 0 {
+            return 0;
+        }
+        let p = (max_overage as u128 * max_overage as u128 * HZ as u128)
+            >> (MEMCG_DELAY_PRECISION_SHIFT + MEMCG_DELAY_SCALING_SHIFT);
+        (p * nr_pages as u128 / MEMCG_CHARGE_BATCH as u128) as u64
+    }
+
+    /// reclaim_high(): reclaim from every ancestor (below root) that is over its high.
+    fn reclaim_high(&mut self, memcg: MemcgId, nr: u64) -> u64 {
+        let mut reclaimed = 0;
+        let mut cur = Some(memcg);
+        while let Some(m) = cur {
+            if m == ROOT_MEMCG {
+                break;
+            }
+            let c = self.memory.get(m as usize);
+            if c.usage > c.high {
+                self.memcg_memory_event(m, MemcgEvent::High);
+                reclaimed += self.try_to_free_mem_cgroup_pages(m, nr, true, false, None);
+            }
+            let s = self.swap_counter.get(m as usize);
+            if s.usage > s.high {
+                self.memcg_memory_event(m, MemcgEvent::SwapHigh);
+            }
+            cur = self.memcg(m).parent;
+        }
+        reclaimed
+    }
+
+    /// mem_cgroup_handle_over_high(): reclaim, then sleep the penalty in virtual time.
+    pub fn mem_cgroup_handle_over_high(&mut self, pid: Pid) {
+        let nr_pages = std::mem::take(&mut self.task_mut(pid).nr_pages_over_high);
+        if nr_pages == 0 {
+            return;
+        }
+        let memcg = self.task(pid).memcg;
+        let mut nr_retries = MAX_RECLAIM_RETRIES;
+        let mut in_retry = false;
+        for _ in 0..1000 {
+            if self.task(pid).killed {
+                return;
+            }
+            let nr = if in_retry {
+                crate::vmscan::SWAP_CLUSTER_MAX
+            } else {
+                nr_pages
+            };
+            let reclaimed = self.reclaim_high(memcg, nr);
+            let mut penalty =
+                Self::calculate_high_delay(nr_pages, self.max_overage(memcg, false));
+            penalty += Self::calculate_high_delay(nr_pages, self.max_overage(memcg, true));
+            penalty = penalty.min(MEMCG_MAX_HIGH_DELAY_JIFFIES);
+            if penalty <= HZ / 100 {
+                return;
+            }
+            if reclaimed > 0 || nr_retries > 0 {
+                if reclaimed == 0 {
+                    nr_retries -= 1;
+                }
+                in_retry = true;
+                continue;
+            }
+            let ns = penalty * NS_PER_JIFFY;
+            self.task_mut(pid).stats.throttled_ns += ns;
+            self.spend_wait(ns);
+            return;
+        }
+    }
+
+    // ---------------------------------------------------------------- control files
+
+    /// memory.max write (v2): set the limit, reclaim down to it, then OOM-kill until it fits.
+    pub fn write_memory_max(&mut self, memcg: MemcgId, max: u64) {
+        self.memory.get_mut(memcg as usize).max = max;
+        let mut nr_reclaims = MAX_RECLAIM_RETRIES;
+        let mut drained = false;
+        for _ in 0..100_000u32 {
+            let usage = self.memory.get(memcg as usize).usage;
+            if usage <= max {
+                break;
+            }
+            if !drained {
+                self.drain_all_stock(memcg);
+                drained = true;
+                continue;
+            }
+            if nr_reclaims > 0 {
+                if self.try_to_free_mem_cgroup_pages(memcg, usage - max, true, false, None) == 0 {
+                    nr_reclaims -= 1;
+                }
+                continue;
+            }
+            self.memcg_memory_event(memcg, MemcgEvent::Oom);
+            if !self.mem_cgroup_out_of_memory(memcg, 0) {
+                break;
+            }
+        }
+        self.after_step_check();
+    }
+
+    /// memory.high write: set, then reclaim down to it (no OOM).
+    pub fn write_memory_high(&mut self, memcg: MemcgId, high: u64) {
+        self.memory.get_mut(memcg as usize).high = high;
+        let mut nr_retries = MAX_RECLAIM_RETRIES;
+        let mut drained = false;
+        for _ in 0..100_000u32 {
+            let usage = self.memory.get(memcg as usize).usage;
+            if usage <= high {
+                break;
+            }
+            if !drained {
+                self.drain_all_stock(memcg);
+                drained = true;
+                continue;
+            }
+            let reclaimed =
+                self.try_to_free_mem_cgroup_pages(memcg, usage - high, true, false, None);
+            if reclaimed == 0 {
+                if nr_retries == 0 {
+                    break;
+                }
+                nr_retries -= 1;
+            }
+        }
+        self.after_step_check();
+    }
+
+    /// memory.reclaim write: reclaim `nr` pages or fail with EAGAIN.
+    pub fn write_memory_reclaim(
+        &mut self,
+        memcg: MemcgId,
+        nr: u64,
+        swappiness: Option<u32>,
+    ) -> Result<(), Errno> {
+        let mut nr_retries = MAX_RECLAIM_RETRIES;
+        let mut reclaimed_total = 0u64;
+        let mut result = Ok(());
+        for _ in 0..1_000_000u32 {
+            if reclaimed_total >= nr {
+                break;
+            }
+            let r = self.try_to_free_mem_cgroup_pages(
+                memcg,
+                nr - reclaimed_total,
+                true,
+                true,
+                swappiness,
+            );
+            if r == 0 {
+                if nr_retries == 0 {
+                    result = Err(Errno::EAGAIN);
+                    break;
+                }
+                nr_retries -= 1;
+            }
+            reclaimed_total += r;
+        }
+        self.after_step_check();
+        result
+    }
+
+    /// mem_cgroup_resize_max() (v1 limit_in_bytes and memsw.limit_in_bytes).
+    pub fn resize_max_v1(&mut self, memcg: MemcgId, max: u64, memsw: bool) -> Result<(), Errno> {
+        let mut drained = false;
+        let mut result = Err(Errno::EBUSY);
+        for _ in 0..1_000_000u32 {
+            let invariant = if memsw {
+                max >= self.memory.get(memcg as usize).max
+            } else {
+                max <= self.memsw.get(memcg as usize).max
+            };
+            if !invariant {
+                result = Err(Errno::EINVAL);
+                break;
+            }
+            let ok = if memsw {
+                self.memsw.set_max_checked(memcg as usize, max)
+            } else {
+                self.memory.set_max_checked(memcg as usize, max)
+            };
+            if ok {
+                result = Ok(());
+                break;
+            }
+            if !drained {
+                self.drain_all_stock(memcg);
+                drained = true;
+                continue;
+            }
+            if self.try_to_free_mem_cgroup_pages(memcg, 1, !memsw, false, None) == 0 {
+                result = Err(Errno::EBUSY);
+                break;
+            }
+        }
+        self.after_step_check();
+        result
+    }
+
+    /// memory.force_empty (v1): reclaim as much as possible.
+    pub fn force_empty(&mut self, memcg: MemcgId) {
+        self.drain_all_stock(memcg);
+        let mut nr_retries = MAX_RECLAIM_RETRIES;
+        for _ in 0..10_000_000u32 {
+            if nr_retries == 0 || self.memory.get(memcg as usize).usage == 0 {
+                break;
+            }
+            if self.try_to_free_mem_cgroup_pages(memcg, 1, true, false, None) == 0 {
+                nr_retries -= 1;
+            }
+        }
+        self.after_step_check();
+    }
+
+    /// Usage of a memcg as memory.current reports it (page_counter usage).
+    pub fn memcg_usage(&self, memcg: MemcgId) -> u64 {
+        if memcg == ROOT_MEMCG {
+            // The root is never charged directly; v1 reports it from the statistics.
+            return self.stat_total(ROOT_MEMCG, Stat::Anon) + self.stat_total(ROOT_MEMCG, Stat::File);
+        }
+        self.memory.get(memcg as usize).usage
+    }
+}

@@ -1,0 +1,263 @@
+//! Anonymous memory: mm/memory.c (do_anonymous_page, do_swap_page), mm/rmap.c (unmapping a
+//! page to a swap entry) and mm/mlock.c (VM_LOCKED mappings put their pages on the
+//! unevictable list).
+//!
+//! An anon VMA is an array of page-table entries, one `u32` per virtual page: 0 = not
+//! present, `pfn + 1` = present, `SWAP_PTE | slot` = swapped out. Each VMA belongs to one
+//! task; pages are never shared (no fork), so a page has exactly one PTE.
+
+use crate::machine::Machine;
+use crate::memcontrol::ChargeError;
+use crate::page_cgroup::{pf, PageMap, Pfn};
+use crate::program::{Fault, Pid};
+use crate::stat::Stat;
+use crate::swapfile::SwapSlot;
+
+const SWAP_PTE: u32 = 1 << 31;
+
+pub struct VmaData {
+    pub owner: Pid,
+    pub ptes: Vec<u32>,
+    /// VM_LOCKED.
+    pub locked: bool,
+    pub live: bool,
+}
+
+#[derive(Default)]
+pub struct Vmas {
+    pub v: Vec<VmaData>,
+    free_ids: Vec<u32>,
+}
+
+impl Vmas {
+    fn alloc(&mut self, d: VmaData) -> u32 {
+        if let Some(id) = self.free_ids.pop() {
+            self.v[id as usize] = d;
+            id
+        } else {
+            self.v.push(d);
+            (self.v.len() - 1) as u32
+        }
+    }
+}
+
+impl From<ChargeError> for Fault {
+    fn from(_: ChargeError) -> Fault {
+        Fault::Killed
+    }
+}
+
+impl Machine {
+    /// mmap(MAP_ANONYMOUS) of `npages`; `locked` = MAP_LOCKED / mlock.
+    pub fn mmap_anon(&mut self, pid: Pid, npages: u32, locked: bool) -> u32 {
+        let id = self.vmas.alloc(VmaData {
+            owner: pid,
+            ptes: vec![0; npages as usize],
+            locked,
+            live: true,
+        });
+        self.task_mut(pid).vmas.push(id);
+        id
+    }
+
+    /// A user access to page `idx` of `vma`. The fast path (page present) only sets the PTE
+    /// young bit.
+    #[inline]
+    pub fn touch_anon(&mut self, pid: Pid, vma: u32, idx: u32) -> Result<(), Fault> {
+        let Some(v) = self.vmas.v.get(vma as usize) else {
+            return Err(Fault::Segv);
+        };
+        if !v.live || v.owner != pid {
+            return Err(Fault::Segv);
+        }
+        let Some(&pte) = v.ptes.get(idx as usize) else {
+            return Err(Fault::Segv);
+        };
+        if pte != 0 && pte & SWAP_PTE == 0 {
+            let pfn = pte - 1;
+            self.frames.pc[pfn as usize].flags |= pf::YOUNG;
+            self.spend_cpu(self.cfg.costs.hit_ns);
+            self.task_mut(pid).stats.user_ns += self.cfg.costs.hit_ns;
+            return Ok(());
+        }
+        self.handle_mm_fault(pid, vma, idx)?;
+        // Return to user space: memory.high throttling queued by the charge.
+        if self.task(pid).nr_pages_over_high > 0 {
+            self.mem_cgroup_handle_over_high(pid);
+        }
+        if self.task(pid).killed {
+            return Err(Fault::Killed);
+        }
+        Ok(())
+    }
+
+    /// A fault taken inside the kernel (mlock/MAP_POPULATE): no return to user space between
+    /// pages, so only the synchronous memory.high path of try_charge throttles.
+    pub fn populate_anon(&mut self, pid: Pid, vma: u32, idx: u32) -> Result<(), Fault> {
+        let Some(v) = self.vmas.v.get(vma as usize) else {
+            return Err(Fault::Segv);
+        };
+        let Some(&pte) = v.ptes.get(idx as usize) else {
+            return Err(Fault::Segv);
+        };
+        if pte != 0 && pte & SWAP_PTE == 0 {
+            return Ok(());
+        }
+        self.handle_mm_fault(pid, vma, idx)?;
+        if self.task(pid).killed {
+            return Err(Fault::Killed);
+        }
+        Ok(())
+    }
+
+    fn handle_mm_fault(&mut self, pid: Pid, vma: u32, idx: u32) -> Result<(), Fault> {
+        let pte = self.vmas.v[vma as usize].ptes[idx as usize];
+        if pte & SWAP_PTE != 0 {
+            self.do_swap_page(pid, vma, idx, pte & !SWAP_PTE)
+        } else {
+            self.do_anonymous_page(pid, vma, idx)
+        }
+    }
+
+    fn map_new_anon(&mut self, pid: Pid, vma: u32, idx: u32, pfn: Pfn) {
+        let locked = self.vmas.v[vma as usize].locked;
+        let memcg = self.frames.memcg(pfn);
+        self.frames.map[pfn as usize] = PageMap {
+            mapping: vma,
+            index: idx,
+        };
+        self.frames.set(pfn, pf::SWAPBACKED | pf::MAPPED | pf::YOUNG | pf::DIRTY);
+        if locked {
+            self.frames.set(pfn, pf::MLOCKED);
+            self.mod_stat(memcg, Stat::Mlock, 1);
+        }
+        self.mod_stat(memcg, Stat::Anon, 1);
+        self.lru_add(pfn);
+        self.vmas.v[vma as usize].ptes[idx as usize] = pfn + 1;
+        self.task_mut(pid).rss_anon += 1;
+    }
+
+    /// do_anonymous_page(): allocate, charge, map.
+    fn do_anonymous_page(&mut self, pid: Pid, vma: u32, idx: u32) -> Result<(), Fault> {
+        self.spend_cpu(self.cfg.costs.minor_fault_ns);
+        let memcg = self.task(pid).memcg;
+        self.mod_stat(memcg, Stat::Pgfault, 1);
+        self.task_mut(pid).stats.minflt += 1;
+        let pfn = self.alloc_page()?;
+        if let Err(e) = self.try_charge(memcg, 1) {
+            self.free_frame(pfn);
+            return Err(e.into());
+        }
+        if !self.vmas.v[vma as usize].live {
+            // The task was killed (and its memory reaped) while we reclaimed.
+            self.memcg_uncharge_raw(memcg);
+            self.free_frame(pfn);
+            return Err(Fault::Killed);
+        }
+        self.commit_charge(pfn, memcg);
+        self.map_new_anon(pid, vma, idx, pfn);
+        Ok(())
+    }
+
+    /// do_swap_page(): a major fault reading the page back from swap.
+    fn do_swap_page(&mut self, pid: Pid, vma: u32, idx: u32, slot: SwapSlot) -> Result<(), Fault> {
+        self.spend_cpu(self.cfg.costs.major_fault_ns);
+        let task_memcg = self.task(pid).memcg;
+        self.mod_stat(task_memcg, Stat::Pgfault, 1);
+        self.mod_stat(task_memcg, Stat::Pgmajfault, 1);
+        self.task_mut(pid).stats.majflt += 1;
+        let pfn = self.alloc_page()?;
+        // mem_cgroup_swapin_charge_folio(): charge the memcg recorded with the entry.
+        let owner = self.swap.owner(slot);
+        let memcg = if owner != 0 && self.memcg(owner).online {
+            owner
+        } else {
+            task_memcg
+        };
+        if let Err(e) = self.try_charge(memcg, 1) {
+            self.free_frame(pfn);
+            return Err(e.into());
+        }
+        if !self.vmas.v[vma as usize].live {
+            self.memcg_uncharge_raw(memcg);
+            self.free_frame(pfn);
+            return Err(Fault::Killed);
+        }
+        let now = self.now();
+        let wait = self.device.read(now, crate::config::PAGE_SIZE);
+        self.spend_wait(wait);
+        self.task_mut(pid).stats.io_wait_ns += wait;
+        self.commit_charge(pfn, memcg);
+        let shadow = self.swap.shadow(slot);
+        self.frames.set(pfn, pf::SWAPBACKED);
+        if shadow != 0 {
+            self.workingset_refault(pfn, shadow);
+        }
+        self.mod_stat(memcg, Stat::Pswpin, 1);
+        // The swap entry is freed at once (no swap cache).
+        self.mem_cgroup_uncharge_swap(owner.max(1));
+        self.swap.free(slot);
+        self.task_mut(pid).swapents -= 1;
+        self.map_new_anon(pid, vma, idx, pfn);
+        Ok(())
+    }
+
+    /// Undo a charge that was never committed to a page.
+    fn memcg_uncharge_raw(&mut self, memcg: crate::memcontrol::MemcgId) {
+        if memcg != crate::memcontrol::ROOT_MEMCG {
+            self.memory.uncharge(memcg as usize, 1);
+            if self.is_v1() {
+                self.memsw.uncharge(memcg as usize, 1);
+            }
+        }
+    }
+
+    /// try_to_unmap() of an anon page being swapped out: its PTE becomes a swap entry.
+    pub fn unmap_anon_to_swap(&mut self, pfn: Pfn, slot: SwapSlot) {
+        let m = self.frames.map[pfn as usize];
+        let v = &mut self.vmas.v[m.mapping as usize];
+        debug_assert_eq!(v.ptes[m.index as usize], pfn + 1);
+        v.ptes[m.index as usize] = SWAP_PTE | slot;
+        let owner = v.owner;
+        let t = self.task_mut(owner);
+        t.rss_anon -= 1;
+        t.swapents += 1;
+    }
+
+    /// munmap(): free every page and swap entry of a VMA.
+    pub fn munmap(&mut self, vma: u32) {
+        let v = &mut self.vmas.v[vma as usize];
+        if !v.live {
+            return;
+        }
+        v.live = false;
+        let owner = v.owner;
+        let locked = v.locked;
+        let ptes = std::mem::take(&mut v.ptes);
+        for &pte in &ptes {
+            if pte == 0 {
+                continue;
+            }
+            if pte & SWAP_PTE != 0 {
+                let slot = pte & !SWAP_PTE;
+                let owner_memcg = self.swap.owner(slot);
+                self.mem_cgroup_uncharge_swap(owner_memcg);
+                self.swap.free(slot);
+                self.task_mut(owner).swapents -= 1;
+            } else {
+                let pfn = pte - 1;
+                let memcg = self.frames.memcg(pfn);
+                self.lru_del(pfn);
+                if locked || self.frames.test(pfn, pf::MLOCKED) {
+                    self.mod_stat(memcg, Stat::Mlock, -1);
+                }
+                self.mod_stat(memcg, Stat::Anon, -1);
+                self.uncharge_page(memcg);
+                self.free_frame(pfn);
+                self.task_mut(owner).rss_anon -= 1;
+            }
+        }
+        self.vmas.free_ids.push(vma);
+        self.task_mut(owner).vmas.retain(|&x| x != vma);
+    }
+}

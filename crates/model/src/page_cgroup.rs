@@ -1,0 +1,162 @@
+//! Per-frame metadata in flat arrays preallocated at boot: the page_cgroup design that seed 004
+//! converged on (mm/page_cgroup.c, 2.6.28–3.18), split the way the kernel split it:
+//!
+//! * [`PageCgroup`] — the memcg part: owning memcg id, LRU links (as frame numbers) and the
+//!   page flags reclaim needs. 12 bytes per frame.
+//! * [`PageMap`] — the `struct page` part reclaim needs for the reverse map: which mapping
+//!   (an anon VMA or a file) holds the frame and at which index. 8 bytes per frame.
+//!
+//! Frames are dense `u32` numbers; there is no per-page heap allocation and no pointer.
+//! A free frame has memcg 0, is on no LRU, and has mapping [`NO_MAPPING`].
+
+/// A page frame number.
+pub type Pfn = u32;
+
+/// The "no frame" link value.
+pub const NIL: Pfn = u32::MAX;
+
+/// Mapping value of a frame that is not in any mapping.
+pub const NO_MAPPING: u32 = u32::MAX;
+/// Mappings with this bit set are files (page cache); others are anon VMAs.
+pub const MAPPING_FILE_BIT: u32 = 1 << 31;
+
+/// Page flags kept in [`PageCgroup::flags`]. The low 3 bits hold the LRU list the frame is
+/// on (0..=4, or [`LRU_NONE`]).
+pub mod pf {
+    pub const LRU_MASK: u16 = 0b111;
+    /// PG_active.
+    pub const ACTIVE: u16 = 1 << 3;
+    /// PG_referenced: the software second-chance bit set by folio_mark_accessed().
+    pub const REFERENCED: u16 = 1 << 4;
+    /// The hardware accessed bit of the (single) PTE mapping the page.
+    pub const YOUNG: u16 = 1 << 5;
+    /// PG_dirty.
+    pub const DIRTY: u16 = 1 << 6;
+    /// PG_writeback.
+    pub const WRITEBACK: u16 = 1 << 7;
+    /// PG_swapbacked: anon (lives on the anon LRUs).
+    pub const SWAPBACKED: u16 = 1 << 8;
+    /// PG_mlocked.
+    pub const MLOCKED: u16 = 1 << 9;
+    /// PG_workingset: the page was active before it was deactivated.
+    pub const WORKINGSET: u16 = 1 << 10;
+    /// PG_reclaim: rotate to the inactive tail when writeback ends.
+    pub const RECLAIM: u16 = 1 << 11;
+    /// The page is mapped by a page table (anon pages always are; page-cache pages read
+    /// through read() are not).
+    pub const MAPPED: u16 = 1 << 12;
+    /// The frame is allocated (not on the free list).
+    pub const ALLOCATED: u16 = 1 << 13;
+    /// The file page's data exists on disk (re-reading it after eviction is a real read).
+    pub const ONDISK: u16 = 1 << 14;
+}
+
+/// LRU value meaning "on no list".
+pub const LRU_NONE: u16 = 7;
+
+/// The memcg part of a frame's metadata (the kernel's page_cgroup).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub struct PageCgroup {
+    /// Owning memcg id (0 = not charged / free).
+    pub memcg: u16,
+    /// [`pf`] flags and the LRU list number.
+    pub flags: u16,
+    /// Toward the LRU head (newer).
+    pub prev: Pfn,
+    /// Toward the LRU tail (older).
+    pub next: Pfn,
+}
+
+/// The reverse-map part of a frame's metadata (page->mapping, page->index).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub struct PageMap {
+    pub mapping: u32,
+    pub index: u32,
+}
+
+/// All frames of the machine.
+pub struct Frames {
+    pub pc: Vec<PageCgroup>,
+    pub map: Vec<PageMap>,
+    /// Free frames, a stack (the page allocator's free list).
+    pub free: Vec<Pfn>,
+}
+
+impl Frames {
+    pub fn new(nr: u32) -> Frames {
+        let pc = vec![
+            PageCgroup {
+                memcg: 0,
+                flags: LRU_NONE,
+                prev: NIL,
+                next: NIL,
+            };
+            nr as usize
+        ];
+        let map = vec![
+            PageMap {
+                mapping: NO_MAPPING,
+                index: 0
+            };
+            nr as usize
+        ];
+        // Pop order: low frame numbers first.
+        let free: Vec<Pfn> = (0..nr).rev().collect();
+        Frames { pc, map, free }
+    }
+
+    pub fn nr_frames(&self) -> u32 {
+        self.pc.len() as u32
+    }
+
+    /// Bytes of per-frame metadata (page_cgroup + rmap part), for the memory report.
+    pub const BYTES_PER_FRAME: usize =
+        std::mem::size_of::<PageCgroup>() + std::mem::size_of::<PageMap>();
+
+    #[inline]
+    pub fn flags(&self, pfn: Pfn) -> u16 {
+        self.pc[pfn as usize].flags
+    }
+    #[inline]
+    pub fn test(&self, pfn: Pfn, f: u16) -> bool {
+        self.pc[pfn as usize].flags & f != 0
+    }
+    #[inline]
+    pub fn set(&mut self, pfn: Pfn, f: u16) {
+        self.pc[pfn as usize].flags |= f;
+    }
+    #[inline]
+    pub fn clear(&mut self, pfn: Pfn, f: u16) {
+        self.pc[pfn as usize].flags &= !f;
+    }
+    /// Test and clear a flag.
+    #[inline]
+    pub fn test_clear(&mut self, pfn: Pfn, f: u16) -> bool {
+        let p = &mut self.pc[pfn as usize].flags;
+        let was = *p & f != 0;
+        *p &= !f;
+        was
+    }
+    #[inline]
+    pub fn lru(&self, pfn: Pfn) -> u16 {
+        self.pc[pfn as usize].flags & pf::LRU_MASK
+    }
+    #[inline]
+    pub fn memcg(&self, pfn: Pfn) -> u16 {
+        self.pc[pfn as usize].memcg
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn metadata_is_small() {
+        // The page_cgroup part must stay at 12 bytes, the whole record at 20.
+        assert_eq!(std::mem::size_of::<PageCgroup>(), 12);
+        assert_eq!(std::mem::size_of::<PageMap>(), 8);
+        assert_eq!(Frames::BYTES_PER_FRAME, 20);
+    }
+}

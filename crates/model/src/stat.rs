@@ -1,0 +1,107 @@
+//! Per-memcg statistics: the page-state counters and VM event counters that memory.stat,
+//! /proc/meminfo and /proc/vmstat report (memcg_vmstats in mm/memcontrol.c, vm_stat and
+//! vm_event in mm/vmstat.c).
+//!
+//! Simplification (documented in docs/FIDELITY.md): every update is applied at once to the
+//! memcg's local counter and to the hierarchical counter of the memcg and each ancestor, so a
+//! read is always exact — what the kernel's rstat gives right after a flush. The per-CPU
+//! batching and flush thresholds (seed 003) come later beside this scheme.
+
+/// A page-state item (in pages) or an event counter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Stat {
+    // LRU sizes; the order matches enum lru_list.
+    InactiveAnon = 0,
+    ActiveAnon,
+    InactiveFile,
+    ActiveFile,
+    Unevictable,
+    /// NR_ANON_MAPPED.
+    Anon,
+    /// NR_FILE_PAGES.
+    File,
+    Shmem,
+    FileMapped,
+    FileDirty,
+    Writeback,
+    SwapCached,
+    /// NR_MLOCK.
+    Mlock,
+    /// Swap slots charged to this memcg (v1 "swap" in memory.stat).
+    Swap,
+    WorkingsetRefaultAnon,
+    WorkingsetRefaultFile,
+    WorkingsetActivateAnon,
+    WorkingsetActivateFile,
+    WorkingsetRestoreAnon,
+    WorkingsetRestoreFile,
+    WorkingsetNodereclaim,
+    // VM events.
+    Pgpgin,
+    Pgpgout,
+    Pswpin,
+    Pswpout,
+    PgscanKswapd,
+    PgscanDirect,
+    PgstealKswapd,
+    PgstealDirect,
+    Pgfault,
+    Pgmajfault,
+    Pgrefill,
+    Pgactivate,
+    Pgdeactivate,
+    Pglazyfree,
+    Pglazyfreed,
+    /// Pages rotated to the inactive tail at writeback end (PGROTATED, global only).
+    Pgrotated,
+    /// Direct reclaim entries (ALLOCSTALL, global only).
+    Allocstall,
+    /// OOM kills (OOM_KILL vm event).
+    OomKill,
+}
+
+pub const NR_STATS: usize = Stat::OomKill as usize + 1;
+
+/// Local and hierarchical counters of one memcg.
+#[derive(Clone, Debug)]
+pub struct MemcgStats {
+    pub local: [i64; NR_STATS],
+    pub total: [i64; NR_STATS],
+}
+
+impl Default for MemcgStats {
+    fn default() -> Self {
+        MemcgStats {
+            local: [0; NR_STATS],
+            total: [0; NR_STATS],
+        }
+    }
+}
+
+/// The LRU list numbers (enum lru_list).
+pub mod lru {
+    pub const INACTIVE_ANON: usize = 0;
+    pub const ACTIVE_ANON: usize = 1;
+    pub const INACTIVE_FILE: usize = 2;
+    pub const ACTIVE_FILE: usize = 3;
+    pub const UNEVICTABLE: usize = 4;
+    pub const NR_LRU_LISTS: usize = 5;
+    pub const LRU_ACTIVE: usize = 1;
+    pub const LRU_FILE: usize = 2;
+    pub fn is_file(l: usize) -> bool {
+        l == INACTIVE_FILE || l == ACTIVE_FILE
+    }
+    pub fn is_active(l: usize) -> bool {
+        l == ACTIVE_ANON || l == ACTIVE_FILE
+    }
+    pub fn stat(l: usize) -> super::Stat {
+        match l {
+            0 => super::Stat::InactiveAnon,
+            1 => super::Stat::ActiveAnon,
+            2 => super::Stat::InactiveFile,
+            3 => super::Stat::ActiveFile,
+            _ => super::Stat::Unevictable,
+        }
+    }
+}

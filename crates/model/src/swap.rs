@@ -1,0 +1,217 @@
+//! LRU lists and their maintenance: struct lruvec (include/linux/mmzone.h) and mm/swap.c —
+//! adding pages to the LRU (6.1 placement: new anon and file pages start inactive, mlocked
+//! pages go to the unevictable list), folio_mark_accessed()'s two-step promotion,
+//! activation, rotation to the tail at writeback end, and lru_note_cost().
+//!
+//! Lists are intrusive and doubly linked through frame numbers in [`PageCgroup`]: O(1) add at
+//! the head, isolate from the tail, move and delete. Per-CPU LRU add batches are not modelled
+//! (a page is on its list as soon as it is added).
+
+use crate::machine::Machine;
+use crate::memcontrol::MemcgId;
+use crate::page_cgroup::{pf, Pfn, LRU_NONE, NIL};
+use crate::stat::{lru, Stat};
+
+/// One (memcg, node) set of LRU lists and the reclaim state kept with it.
+#[derive(Clone, Debug)]
+pub struct Lruvec {
+    pub head: [Pfn; lru::NR_LRU_LISTS],
+    pub tail: [Pfn; lru::NR_LRU_LISTS],
+    /// Exact list sizes (lruvec_lru_size()).
+    pub size: [u64; lru::NR_LRU_LISTS],
+    pub anon_cost: u64,
+    pub file_cost: u64,
+    /// The workingset eviction clock (nonresident_age).
+    pub nonresident_age: u64,
+    /// Snapshot of WORKINGSET_ACTIVATE_{ANON,FILE} at the end of the last reclaim cycle.
+    pub refaults: [u64; 2],
+}
+
+impl Default for Lruvec {
+    fn default() -> Self {
+        Lruvec {
+            head: [NIL; lru::NR_LRU_LISTS],
+            tail: [NIL; lru::NR_LRU_LISTS],
+            size: [0; lru::NR_LRU_LISTS],
+            anon_cost: 0,
+            file_cost: 0,
+            nonresident_age: 0,
+            refaults: [0; 2],
+        }
+    }
+}
+
+impl Lruvec {
+    pub fn evictable_size(&self) -> u64 {
+        self.size[0] + self.size[1] + self.size[2] + self.size[3]
+    }
+}
+
+impl Machine {
+    /// The list a page belongs on from its flags (folio_lru_list()).
+    #[inline]
+    pub fn page_lru_list(&self, pfn: Pfn) -> usize {
+        let f = self.frames.flags(pfn);
+        if f & pf::MLOCKED != 0 {
+            return lru::UNEVICTABLE;
+        }
+        let base = if f & pf::SWAPBACKED != 0 {
+            lru::INACTIVE_ANON
+        } else {
+            lru::INACTIVE_FILE
+        };
+        if f & pf::ACTIVE != 0 {
+            base + lru::LRU_ACTIVE
+        } else {
+            base
+        }
+    }
+
+    /// Link a page at the head (or tail) of list `l` of its memcg's lruvec.
+    fn lru_link(&mut self, pfn: Pfn, l: usize, at_tail: bool) {
+        let memcg = self.frames.pc[pfn as usize].memcg;
+        debug_assert!(memcg != 0, "page on LRU without a memcg");
+        debug_assert_eq!(self.frames.lru(pfn), LRU_NONE, "page already on an LRU");
+        let lv = &mut self.memcgs[memcg as usize].lruvec;
+        let pc = &mut self.frames.pc;
+        if at_tail {
+            let t = lv.tail[l];
+            pc[pfn as usize].prev = t;
+            pc[pfn as usize].next = NIL;
+            if t == NIL {
+                lv.head[l] = pfn;
+            } else {
+                pc[t as usize].next = pfn;
+            }
+            lv.tail[l] = pfn;
+        } else {
+            let h = lv.head[l];
+            pc[pfn as usize].prev = NIL;
+            pc[pfn as usize].next = h;
+            if h == NIL {
+                lv.tail[l] = pfn;
+            } else {
+                pc[h as usize].prev = pfn;
+            }
+            lv.head[l] = pfn;
+        }
+        lv.size[l] += 1;
+        let f = &mut pc[pfn as usize].flags;
+        *f = (*f & !pf::LRU_MASK) | l as u16;
+        self.mod_stat(memcg, lru::stat(l), 1);
+    }
+
+    /// Unlink a page from whatever list it is on.
+    pub fn lru_del(&mut self, pfn: Pfn) {
+        let l = self.frames.lru(pfn);
+        if l == LRU_NONE {
+            return;
+        }
+        let l = l as usize;
+        let memcg = self.frames.pc[pfn as usize].memcg;
+        let lv = &mut self.memcgs[memcg as usize].lruvec;
+        let pc = &mut self.frames.pc;
+        let (prev, next) = (pc[pfn as usize].prev, pc[pfn as usize].next);
+        if prev == NIL {
+            lv.head[l] = next;
+        } else {
+            pc[prev as usize].next = next;
+        }
+        if next == NIL {
+            lv.tail[l] = prev;
+        } else {
+            pc[next as usize].prev = prev;
+        }
+        lv.size[l] -= 1;
+        pc[pfn as usize].prev = NIL;
+        pc[pfn as usize].next = NIL;
+        let f = &mut pc[pfn as usize].flags;
+        *f = (*f & !pf::LRU_MASK) | LRU_NONE;
+        self.mod_stat(memcg, lru::stat(l), -1);
+    }
+
+    /// folio_add_lru(): put a new page at the head of the list its flags select.
+    pub fn lru_add(&mut self, pfn: Pfn) {
+        let l = self.page_lru_list(pfn);
+        if l == lru::UNEVICTABLE {
+            self.frames.clear(pfn, pf::ACTIVE);
+        }
+        self.lru_link(pfn, l, false);
+    }
+
+    /// Put back a page (after isolation or a flag change) at the head of its list.
+    pub fn lru_putback(&mut self, pfn: Pfn) {
+        self.lru_del(pfn);
+        self.lru_add(pfn);
+    }
+
+    /// folio_rotate_reclaimable(): move to the tail of the inactive list.
+    pub fn lru_rotate_to_tail(&mut self, pfn: Pfn) {
+        if self.frames.lru(pfn) == LRU_NONE {
+            return;
+        }
+        let l = self.page_lru_list(pfn);
+        if l == lru::UNEVICTABLE {
+            return;
+        }
+        self.lru_del(pfn);
+        self.frames.clear(pfn, pf::ACTIVE);
+        let l = self.page_lru_list(pfn);
+        self.lru_link(pfn, l, true);
+        self.mod_stat(crate::memcontrol::ROOT_MEMCG, Stat::Pgrotated, 1);
+    }
+
+    /// folio_mark_accessed(): the two-step promotion of unmapped page-cache pages.
+    pub fn mark_page_accessed(&mut self, pfn: Pfn) {
+        let f = self.frames.flags(pfn);
+        if f & pf::REFERENCED == 0 {
+            self.frames.set(pfn, pf::REFERENCED);
+            return;
+        }
+        if f & pf::MLOCKED != 0 {
+            return;
+        }
+        if f & pf::ACTIVE == 0 {
+            self.frames.set(pfn, pf::ACTIVE);
+            if self.frames.lru(pfn) != LRU_NONE {
+                self.lru_putback(pfn);
+                let memcg = self.frames.memcg(pfn);
+                self.mod_stat(memcg, Stat::Pgactivate, 1);
+            }
+            self.frames.clear(pfn, pf::REFERENCED);
+            // workingset_activation()
+            let memcg = self.frames.memcg(pfn);
+            self.workingset_age_nonresident(memcg, 1);
+        }
+    }
+
+    /// lru_note_cost(): add reclaim cost to a lruvec and every ancestor, halving both costs
+    /// when they exceed a quarter of the lruvec's evictable size.
+    pub fn lru_note_cost(&mut self, memcg: MemcgId, file: bool, nr_io: u64, nr_rotated: u64) {
+        // 6.1: IO and rotations are weighed 1:1 (a single nr_pages argument).
+        let cost = nr_io + nr_rotated;
+        if cost == 0 {
+            return;
+        }
+        let mut cur = Some(memcg);
+        while let Some(m) = cur {
+            let mc = &mut self.memcgs[m as usize];
+            let lrusize = (mc.stats.total[Stat::InactiveAnon as usize]
+                + mc.stats.total[Stat::ActiveAnon as usize]
+                + mc.stats.total[Stat::InactiveFile as usize]
+                + mc.stats.total[Stat::ActiveFile as usize])
+                .max(0) as u64;
+            let lv = &mut mc.lruvec;
+            if file {
+                lv.file_cost += cost;
+            } else {
+                lv.anon_cost += cost;
+            }
+            if lv.anon_cost + lv.file_cost > lrusize / 4 {
+                lv.anon_cost /= 2;
+                lv.file_cost /= 2;
+            }
+            cur = mc.parent;
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! Tasks (processes) and the context a program sees while it runs.
+//!
+//! A task lives in a memcg (its cgroup's effective memcg), has an oom_score_adj, owns anon
+//! VMAs, and can move between cgroups (charges stay where they were made, as in v2). On exit
+//! or kill its anon memory and swap entries are freed; page-cache pages it faulted stay
+//! charged to its memcg.
+
+use crate::machine::Machine;
+use crate::memcontrol::MemcgId;
+use crate::program::{Fault, Pid, Program, TaskOutcome};
+
+/// The first pid handed out.
+pub const FIRST_PID: u32 = 100;
+
+/// A handle on an anon mapping of the running task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Vma(pub u32);
+
+/// A handle on a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileId(pub u32);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskState {
+    Runnable,
+    /// Finished its work, holding its memory until killed.
+    Holding,
+    Exited(TaskOutcome),
+}
+
+/// What a task did and how long it took, in virtual time.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TaskStats {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// CPU time in user space (page hits and the program's own work).
+    pub user_ns: u64,
+    /// All CPU time (user + system).
+    pub cpu_ns: u64,
+    pub io_wait_ns: u64,
+    /// Time slept in memory.high throttling.
+    pub throttled_ns: u64,
+    pub minflt: u64,
+    pub majflt: u64,
+}
+
+pub struct Task {
+    pub pid: Pid,
+    pub name: String,
+    pub memcg: MemcgId,
+    pub oom_score_adj: i32,
+    pub state: TaskState,
+    pub program: Option<Box<dyn Program>>,
+    pub vmas: Vec<u32>,
+    pub rss_anon: u64,
+    pub rss_file: u64,
+    pub swapents: u64,
+    /// memcg_nr_pages_over_high.
+    pub nr_pages_over_high: u64,
+    /// SIGKILL received.
+    pub killed: bool,
+    /// Generation of the task's pending run event.
+    pub gen: u64,
+    /// The CPU it last ran on.
+    pub cpu: u32,
+    pub stats: TaskStats,
+}
+
+impl Task {
+    pub fn exited(&self) -> bool {
+        matches!(self.state, TaskState::Exited(_))
+    }
+}
+
+impl Machine {
+    #[inline]
+    pub fn task(&self, pid: Pid) -> &Task {
+        &self.tasks[(pid.0 - FIRST_PID) as usize]
+    }
+
+    #[inline]
+    pub fn task_mut(&mut self, pid: Pid) -> &mut Task {
+        &mut self.tasks[(pid.0 - FIRST_PID) as usize]
+    }
+
+    pub fn task_exists(&self, pid: Pid) -> bool {
+        pid.0 >= FIRST_PID && ((pid.0 - FIRST_PID) as usize) < self.tasks.len()
+    }
+
+    /// Is the task running in the current context killed (task_is_dying())?
+    pub fn current_is_dying(&self) -> bool {
+        match self.cur.as_ref().and_then(|c| c.pid) {
+            Some(p) => self.task(p).killed,
+            None => false,
+        }
+    }
+
+    /// fork+exec into `memcg`: the task becomes runnable now.
+    pub fn spawn(
+        &mut self,
+        memcg: MemcgId,
+        name: String,
+        oom_score_adj: i32,
+        program: Box<dyn Program>,
+    ) -> Pid {
+        let pid = Pid(FIRST_PID + self.tasks.len() as u32);
+        let now = self.sched.clock;
+        self.tasks.push(Task {
+            pid,
+            name,
+            memcg,
+            oom_score_adj,
+            state: TaskState::Runnable,
+            program: Some(program),
+            vmas: Vec::new(),
+            rss_anon: 0,
+            rss_file: 0,
+            swapents: 0,
+            nr_pages_over_high: 0,
+            killed: false,
+            gen: 0,
+            cpu: (pid.0 - FIRST_PID) % self.cfg.cpus,
+            stats: TaskStats {
+                start_ns: now,
+                ..TaskStats::default()
+            },
+        });
+        self.memcg_mut(memcg).nr_tasks += 1;
+        self.sched.push(now, crate::sched::Event::TaskRun(pid, 0));
+        pid
+    }
+
+    /// Move a task to another memcg (writing its pid to cgroup.procs). Charges stay.
+    pub fn move_task(&mut self, pid: Pid, memcg: MemcgId) {
+        let old = self.task(pid).memcg;
+        if old == memcg || self.task(pid).exited() {
+            return;
+        }
+        self.memcg_mut(old).nr_tasks -= 1;
+        self.memcg_mut(memcg).nr_tasks += 1;
+        self.task_mut(pid).memcg = memcg;
+    }
+
+    /// Free the task's memory and mark it exited.
+    pub fn exit_task(&mut self, pid: Pid, outcome: TaskOutcome) {
+        if self.task(pid).exited() {
+            return;
+        }
+        let vmas = std::mem::take(&mut self.task_mut(pid).vmas);
+        for v in vmas {
+            self.munmap(v);
+        }
+        let memcg = self.task(pid).memcg;
+        self.memcg_mut(memcg).nr_tasks -= 1;
+        let now = self.now();
+        let t = self.task_mut(pid);
+        t.state = TaskState::Exited(outcome);
+        t.stats.end_ns = now;
+        t.gen += 1;
+        // The program is dropped unless it is running right now (then the scheduler drops it).
+        t.program = None;
+        t.nr_pages_over_high = 0;
+    }
+
+    /// SIGKILL: the task dies; its memory is reaped at once.
+    pub fn kill_task(&mut self, pid: Pid) {
+        if self.task(pid).exited() {
+            return;
+        }
+        self.task_mut(pid).killed = true;
+        self.exit_task(pid, TaskOutcome::Killed);
+    }
+}
+
+/// What a program sees while it runs: the operations a process can do to memory, each
+/// charging its cost in virtual time to the task.
+pub struct TaskCtx<'a> {
+    pub(crate) m: &'a mut Machine,
+    pub(crate) pid: Pid,
+    pub(crate) quantum_end: u64,
+}
+
+impl TaskCtx<'_> {
+    /// The task's pid.
+    pub fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// Current virtual time.
+    pub fn now(&self) -> u64 {
+        self.m.now()
+    }
+
+    /// Whether the task may keep working in this quantum (programs loop while this holds).
+    #[inline]
+    pub fn has_time(&self) -> bool {
+        !self.m.task(self.pid).killed && self.m.now() < self.quantum_end
+    }
+
+    /// Charge user-space CPU time (the program's own computation).
+    pub fn compute(&mut self, ns: u64) {
+        self.m.spend_cpu(ns);
+        self.m.task_mut(self.pid).stats.user_ns += ns;
+    }
+
+    /// mmap an anonymous region of `pages` pages (`locked`: mlocked).
+    pub fn mmap_anon(&mut self, pages: u64, locked: bool) -> Result<Vma, Fault> {
+        if pages > u32::MAX as u64 / 2 {
+            return Err(Fault::Segv);
+        }
+        Ok(Vma(self.m.mmap_anon(self.pid, pages as u32, locked)))
+    }
+
+    /// A user-space access to page `idx` of `vma` (faults it in if needed).
+    #[inline]
+    pub fn touch(&mut self, vma: Vma, idx: u64) -> Result<(), Fault> {
+        self.m.touch_anon(self.pid, vma.0, idx as u32)
+    }
+
+    /// Fault in page `idx` from inside the kernel (mlock, MAP_POPULATE).
+    pub fn populate(&mut self, vma: Vma, idx: u64) -> Result<(), Fault> {
+        self.m.populate_anon(self.pid, vma.0, idx as u32)
+    }
+
+    /// Return from a system call that populated memory: pending memory.high work runs now.
+    pub fn return_to_user(&mut self) -> Result<(), Fault> {
+        if self.m.task(self.pid).nr_pages_over_high > 0 {
+            self.m.mem_cgroup_handle_over_high(self.pid);
+        }
+        if self.m.task(self.pid).killed {
+            return Err(Fault::Killed);
+        }
+        Ok(())
+    }
+
+    pub fn munmap(&mut self, vma: Vma) {
+        self.m.munmap(vma.0)
+    }
+
+    /// Open (or create) a named file.
+    pub fn open(&mut self, name: &str) -> FileId {
+        FileId(self.m.file_open(name))
+    }
+
+    /// Create an unnamed temporary file.
+    pub fn tmpfile(&mut self) -> FileId {
+        FileId(self.m.file_new(None))
+    }
+
+    /// File size in pages.
+    pub fn file_size(&self, f: FileId) -> u64 {
+        self.m.file_size(f.0)
+    }
+
+    pub fn truncate(&mut self, f: FileId, pages: u64) {
+        self.m.file_truncate(f.0, pages)
+    }
+
+    /// read() one page.
+    pub fn read(&mut self, f: FileId, idx: u64) -> Result<(), Fault> {
+        self.m.file_read(self.pid, f.0, idx)
+    }
+
+    /// write() one page.
+    pub fn write(&mut self, f: FileId, idx: u64) -> Result<(), Fault> {
+        self.m.file_write(self.pid, f.0, idx)
+    }
+}

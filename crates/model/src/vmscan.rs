@@ -1,0 +1,768 @@
+//! Page reclaim: mm/vmscan.c, classic two-list LRU (MGLRU off), as in Linux 6.1.
+//!
+//! * [`ScanControl`] (struct scan_control);
+//! * `do_try_to_free_pages()`: the priority loop from DEF_PRIORITY (12) down to 0, then the
+//!   retries with force_deactivate and with the memory.low override (memcg_low_reclaim);
+//! * `shrink_node()` with the scan-control preparation at the reclaim root (anon/file cost
+//!   balance, may_deactivate from refaults and inactive_is_low, cache_trim_mode,
+//!   file_is_tiny);
+//! * `shrink_node_memcgs()`: the pre-order memcg walk with effective min/low protection;
+//! * `shrink_lruvec()` with `get_scan_count()` (all five scan balances, proportional
+//!   protection scaling) and the proportional rebalance once the goal is met;
+//! * `shrink_active_list()`, `shrink_inactive_list()` + `shrink_folio_list()` decisions and
+//!   `folio_check_references()`;
+//! * memcg limit reclaim (`try_to_free_mem_cgroup_pages()`), global direct reclaim
+//!   (`try_to_free_pages()`), and kswapd's `balance_pgdat()` run one priority step per event.
+//!
+//! Simplifications (docs/FIDELITY.md): swap writes are synchronous, as on a
+//! SWP_SYNCHRONOUS_IO device, so an anon page is written and freed in one pass; dirty file
+//! pages are never written from reclaim (the flusher cleans them, as in the newest kernels);
+//! reclaim_throttle() and too_many_isolated() are not modelled; no slab shrinkers.
+
+use crate::machine::Machine;
+use crate::memcontrol::{IterVisit, MemcgEvent, MemcgId, ROOT_MEMCG};
+use crate::page_cgroup::{pf, Pfn, MAPPING_FILE_BIT, NIL};
+use crate::stat::{lru, Stat};
+
+pub const SWAP_CLUSTER_MAX: u64 = 32;
+pub const DEF_PRIORITY: i32 = 12;
+const DEACTIVATE_ANON: u8 = 1;
+const DEACTIVATE_FILE: u8 = 2;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ScanBalance {
+    Equal,
+    Fract,
+    Anon,
+    File,
+}
+
+/// struct scan_control.
+#[derive(Clone, Debug)]
+pub struct ScanControl {
+    pub nr_to_reclaim: u64,
+    /// The reclaim root: the limited memcg, or the root memcg for global reclaim.
+    pub target: MemcgId,
+    /// cgroup_reclaim(sc): limit or proactive reclaim of a memcg (not global).
+    pub cgroup_reclaim: bool,
+    pub kswapd: bool,
+    pub priority: i32,
+    pub may_writepage: bool,
+    pub may_unmap: bool,
+    pub may_swap: bool,
+    pub proactive: bool,
+    pub proactive_swappiness: Option<u32>,
+    pub memcg_low_reclaim: bool,
+    pub memcg_low_skipped: bool,
+    pub may_deactivate: u8,
+    pub force_deactivate: bool,
+    pub skipped_deactivate: bool,
+    pub cache_trim_mode: bool,
+    pub file_is_tiny: bool,
+    pub anon_cost: u64,
+    pub file_cost: u64,
+    pub nr_scanned: u64,
+    pub nr_reclaimed: u64,
+    /// Soft-limit reclaim hooks will use this to restrict the walk (seed 000).
+    pub walk_filter: Option<fn(&Machine, MemcgId) -> IterVisit>,
+    pub nr_dirty: u64,
+    pub nr_unqueued_dirty: u64,
+    pub nr_writeback: u64,
+    pub nr_immediate: u64,
+    pub nr_taken: u64,
+    pub nr_file_taken: u64,
+}
+
+impl ScanControl {
+    pub fn new(target: MemcgId, nr_to_reclaim: u64, cgroup_reclaim: bool) -> ScanControl {
+        ScanControl {
+            nr_to_reclaim,
+            target,
+            cgroup_reclaim,
+            kswapd: false,
+            priority: DEF_PRIORITY,
+            may_writepage: true,
+            may_unmap: true,
+            may_swap: true,
+            proactive: false,
+            proactive_swappiness: None,
+            memcg_low_reclaim: false,
+            memcg_low_skipped: false,
+            may_deactivate: 0,
+            force_deactivate: false,
+            skipped_deactivate: false,
+            cache_trim_mode: false,
+            file_is_tiny: false,
+            anon_cost: 0,
+            file_cost: 0,
+            nr_scanned: 0,
+            nr_reclaimed: 0,
+            walk_filter: None,
+            nr_dirty: 0,
+            nr_unqueued_dirty: 0,
+            nr_writeback: 0,
+            nr_immediate: 0,
+            nr_taken: 0,
+            nr_file_taken: 0,
+        }
+    }
+}
+
+/// kswapd's state between its events.
+#[derive(Clone, Debug)]
+pub struct Kswapd {
+    pub awake: bool,
+    pub priority: i32,
+    /// Pages reclaimed in the current balance_pgdat() run.
+    pub nr_reclaimed: u64,
+    /// kswapd_failures: balance runs that reclaimed nothing.
+    pub failures: u32,
+    /// Total CPU time kswapd used.
+    pub cpu_ns: u64,
+}
+
+impl Default for Kswapd {
+    fn default() -> Self {
+        Kswapd {
+            awake: false,
+            priority: DEF_PRIORITY,
+            nr_reclaimed: 0,
+            failures: 0,
+            cpu_ns: 0,
+        }
+    }
+}
+
+/// What shrink_folio_list decided for one page.
+enum Verdict {
+    Activate,
+    Keep,
+    Freed,
+}
+
+fn int_sqrt(x: u64) -> u64 {
+    if x < 2 {
+        return x;
+    }
+    let mut r = (x as f64).sqrt() as u64;
+    while r * r > x {
+        r -= 1;
+    }
+    while (r + 1) * (r + 1) <= x {
+        r += 1;
+    }
+    r
+}
+
+impl Machine {
+    // ---------------------------------------------------------------- entry points
+
+    /// try_to_free_mem_cgroup_pages(): limit (or proactive) reclaim of `memcg`'s subtree.
+    pub fn try_to_free_mem_cgroup_pages(
+        &mut self,
+        memcg: MemcgId,
+        nr_pages: u64,
+        may_swap: bool,
+        proactive: bool,
+        swappiness: Option<u32>,
+    ) -> u64 {
+        let mut sc = ScanControl::new(memcg, nr_pages.max(SWAP_CLUSTER_MAX), true);
+        sc.may_swap = may_swap;
+        sc.proactive = proactive;
+        sc.proactive_swappiness = swappiness;
+        self.do_try_to_free_pages(&mut sc)
+    }
+
+    /// try_to_free_pages(): global direct reclaim of SWAP_CLUSTER_MAX pages.
+    pub fn try_to_free_pages(&mut self) -> u64 {
+        let mut sc = ScanControl::new(ROOT_MEMCG, SWAP_CLUSTER_MAX, false);
+        self.mod_stat(ROOT_MEMCG, Stat::Allocstall, 1);
+        self.do_try_to_free_pages(&mut sc)
+    }
+
+    /// do_try_to_free_pages().
+    pub fn do_try_to_free_pages(&mut self, sc: &mut ScanControl) -> u64 {
+        let initial_priority = sc.priority;
+        for _retry in 0..4 {
+            loop {
+                sc.nr_scanned = 0;
+                self.shrink_node(sc);
+                if sc.nr_reclaimed >= sc.nr_to_reclaim {
+                    break;
+                }
+                if sc.priority < DEF_PRIORITY - 2 {
+                    sc.may_writepage = true;
+                }
+                sc.priority -= 1;
+                if sc.priority < 0 {
+                    break;
+                }
+            }
+            self.snapshot_refaults(sc.target);
+            if sc.nr_reclaimed > 0 {
+                return sc.nr_reclaimed;
+            }
+            if sc.skipped_deactivate {
+                sc.priority = initial_priority;
+                sc.force_deactivate = true;
+                sc.skipped_deactivate = false;
+                continue;
+            }
+            if sc.memcg_low_skipped {
+                sc.priority = initial_priority;
+                sc.force_deactivate = false;
+                sc.memcg_low_reclaim = true;
+                sc.memcg_low_skipped = false;
+                continue;
+            }
+            return 0;
+        }
+        sc.nr_reclaimed
+    }
+
+    fn snapshot_refaults(&mut self, target: MemcgId) {
+        let a = self.stat_total(target, Stat::WorkingsetActivateAnon);
+        let f = self.stat_total(target, Stat::WorkingsetActivateFile);
+        self.memcg_mut(target).lruvec.refaults = [a, f];
+    }
+
+    /// inactive_is_low(), on hierarchical LRU sizes (lruvec_page_state()).
+    pub fn inactive_is_low(&self, memcg: MemcgId, file: bool) -> bool {
+        let (ia, aa) = if file {
+            (Stat::InactiveFile, Stat::ActiveFile)
+        } else {
+            (Stat::InactiveAnon, Stat::ActiveAnon)
+        };
+        let inactive = self.stat_total(memcg, ia);
+        let active = self.stat_total(memcg, aa);
+        let gb = (inactive + active) >> (30 - crate::config::PAGE_SHIFT);
+        let ratio = if gb > 0 { int_sqrt(10 * gb) } else { 1 };
+        inactive * ratio < active
+    }
+
+    /// prepare_scan_count() of 6.1 (done once per shrink_node at the reclaim root).
+    fn prepare_scan_control(&mut self, sc: &mut ScanControl) {
+        let t = sc.target;
+        sc.anon_cost = self.memcg(t).lruvec.anon_cost;
+        sc.file_cost = self.memcg(t).lruvec.file_cost;
+        if sc.force_deactivate {
+            sc.may_deactivate = DEACTIVATE_ANON | DEACTIVATE_FILE;
+        } else {
+            let refaults = self.memcg(t).lruvec.refaults;
+            let mut d = 0;
+            if self.stat_total(t, Stat::WorkingsetActivateAnon) != refaults[0]
+                || self.inactive_is_low(t, false)
+            {
+                d |= DEACTIVATE_ANON;
+            }
+            if self.stat_total(t, Stat::WorkingsetActivateFile) != refaults[1]
+                || self.inactive_is_low(t, true)
+            {
+                d |= DEACTIVATE_FILE;
+            }
+            sc.may_deactivate = d;
+        }
+        let inactive_file = self.stat_total(t, Stat::InactiveFile);
+        sc.cache_trim_mode =
+            (inactive_file >> sc.priority) > 0 && sc.may_deactivate & DEACTIVATE_FILE == 0;
+        if !sc.cgroup_reclaim {
+            let free = self.nr_free_pages();
+            let file = self.global_stat(Stat::ActiveFile) + self.global_stat(Stat::InactiveFile);
+            let anon = self.global_stat(Stat::InactiveAnon);
+            sc.file_is_tiny = file + free <= self.wmark.high
+                && sc.may_deactivate & DEACTIVATE_ANON == 0
+                && (anon >> sc.priority) > 0;
+        } else {
+            sc.file_is_tiny = false;
+        }
+    }
+
+    /// shrink_node().
+    pub fn shrink_node(&mut self, sc: &mut ScanControl) {
+        sc.nr_dirty = 0;
+        sc.nr_unqueued_dirty = 0;
+        sc.nr_writeback = 0;
+        sc.nr_immediate = 0;
+        sc.nr_taken = 0;
+        sc.nr_file_taken = 0;
+        let before = sc.nr_reclaimed;
+        self.prepare_scan_control(sc);
+        self.shrink_node_memcgs(sc);
+        if sc.nr_reclaimed > before && !sc.cgroup_reclaim {
+            // Any progress makes the node reclaimable again.
+            self.kswapd.failures = 0;
+        }
+        if sc.nr_unqueued_dirty > 0 && sc.nr_unqueued_dirty == sc.nr_file_taken {
+            // All isolated file pages were dirty and not queued: kick the flusher.
+            self.wakeup_flusher();
+        }
+    }
+
+    /// mem_cgroup_unprotected(): the root and the reclaim target are never protected.
+    fn memcg_unprotected(target: MemcgId, memcg: MemcgId) -> bool {
+        memcg == ROOT_MEMCG || memcg == target
+    }
+
+    /// shrink_node_memcgs(): a full pre-order walk of the target's subtree.
+    fn shrink_node_memcgs(&mut self, sc: &mut ScanControl) {
+        let mut list = Vec::new();
+        match sc.walk_filter {
+            Some(f) => self.memcg_walk(sc.target, f, &mut list),
+            None => self.memcg_walk(sc.target, |_, _| IterVisit::Visit, &mut list),
+        };
+        let recursive = self.cfg.recursive_prot;
+        for memcg in list {
+            self.memory
+                .calculate_protection(sc.target as usize, memcg as usize, recursive);
+            if !Self::memcg_unprotected(sc.target, memcg) {
+                let c = self.memory.get(memcg as usize);
+                if c.emin >= c.usage {
+                    continue;
+                }
+                if c.elow >= c.usage {
+                    if !sc.memcg_low_reclaim {
+                        sc.memcg_low_skipped = true;
+                        continue;
+                    }
+                    self.memcg_memory_event(memcg, MemcgEvent::Low);
+                }
+            }
+            self.shrink_lruvec(memcg, sc);
+        }
+    }
+
+    /// can_reclaim_anon_pages().
+    fn can_reclaim_anon_pages(&self, memcg: MemcgId) -> bool {
+        self.mem_cgroup_get_nr_swap_pages(memcg) > 0
+    }
+
+    /// get_scan_count(): how many pages of each evictable list to scan.
+    fn get_scan_count(&mut self, memcg: MemcgId, sc: &mut ScanControl) -> [u64; 4] {
+        let swappiness = sc
+            .proactive_swappiness
+            .unwrap_or_else(|| self.memcg_swappiness(memcg)) as u64;
+        let mut fraction = [0u64; 2];
+        let mut denominator = 1u64;
+        let balance = if !sc.may_swap || !self.can_reclaim_anon_pages(memcg) {
+            ScanBalance::File
+        } else if sc.cgroup_reclaim && swappiness == 0 {
+            ScanBalance::File
+        } else if sc.priority == 0 && swappiness > 0 {
+            ScanBalance::Equal
+        } else if sc.file_is_tiny {
+            ScanBalance::Anon
+        } else if sc.cache_trim_mode {
+            ScanBalance::File
+        } else {
+            let total_cost = sc.anon_cost + sc.file_cost;
+            let anon_cost = total_cost + sc.anon_cost;
+            let file_cost = total_cost + sc.file_cost;
+            let total = anon_cost + file_cost;
+            let ap = swappiness * (total + 1) / (anon_cost + 1);
+            let fp = (200 - swappiness) * (total + 1) / (file_cost + 1);
+            fraction = [ap, fp];
+            denominator = ap + fp;
+            ScanBalance::Fract
+        };
+        let (emin, elow) = if memcg == sc.target {
+            (0, 0)
+        } else {
+            let c = self.memory.get(memcg as usize);
+            (c.emin, c.elow)
+        };
+        let usage = self.memory.get(memcg as usize).usage;
+        let mut nr = [0u64; 4];
+        for (l, slot) in nr.iter_mut().enumerate() {
+            let file = lru::is_file(l);
+            let size = self.memcg(memcg).lruvec.size[l];
+            let mut scan = if emin > 0 || elow > 0 {
+                let protection = if !sc.memcg_low_reclaim && elow > emin {
+                    sc.memcg_low_skipped = true;
+                    elow
+                } else {
+                    emin
+                };
+                let cgroup_size = usage.max(protection);
+                let s = size - (size as u128 * protection as u128 / (cgroup_size as u128 + 1)) as u64;
+                s.max(SWAP_CLUSTER_MAX)
+            } else {
+                size
+            };
+            scan >>= sc.priority;
+            *slot = match balance {
+                ScanBalance::Equal => scan,
+                ScanBalance::Fract => {
+                    (scan as u128 * fraction[file as usize] as u128 / denominator as u128) as u64
+                }
+                ScanBalance::File => {
+                    if file {
+                        scan
+                    } else {
+                        0
+                    }
+                }
+                ScanBalance::Anon => {
+                    if file {
+                        0
+                    } else {
+                        scan
+                    }
+                }
+            };
+        }
+        nr
+    }
+
+    /// shrink_lruvec().
+    pub fn shrink_lruvec(&mut self, memcg: MemcgId, sc: &mut ScanControl) {
+        let mut nr = self.get_scan_count(memcg, sc);
+        let targets = nr;
+        let nr_to_reclaim = sc.nr_to_reclaim;
+        let mut scan_adjusted = !sc.cgroup_reclaim && !sc.kswapd && sc.priority == DEF_PRIORITY;
+        let mut reclaimed = 0u64;
+        let mut guard = 0u64;
+        while nr[lru::INACTIVE_ANON] > 0 || nr[lru::ACTIVE_FILE] > 0 || nr[lru::INACTIVE_FILE] > 0
+        {
+            guard += 1;
+            assert!(guard < 1 << 40, "shrink_lruvec does not terminate");
+            for l in 0..4 {
+                if nr[l] > 0 {
+                    let n = nr[l].min(SWAP_CLUSTER_MAX);
+                    nr[l] -= n;
+                    reclaimed += self.shrink_list(l, n, memcg, sc);
+                }
+            }
+            if reclaimed < nr_to_reclaim || scan_adjusted {
+                continue;
+            }
+            let nr_file = nr[lru::INACTIVE_FILE] + nr[lru::ACTIVE_FILE];
+            let nr_anon = nr[lru::INACTIVE_ANON] + nr[lru::ACTIVE_ANON];
+            if nr_file == 0 || nr_anon == 0 {
+                break;
+            }
+            let (stop, percentage) = if nr_file > nr_anon {
+                let t = targets[lru::INACTIVE_ANON] + targets[lru::ACTIVE_ANON] + 1;
+                (lru::INACTIVE_ANON, nr_anon * 100 / t)
+            } else {
+                let t = targets[lru::INACTIVE_FILE] + targets[lru::ACTIVE_FILE] + 1;
+                (lru::INACTIVE_FILE, nr_file * 100 / t)
+            };
+            nr[stop] = 0;
+            nr[stop + lru::LRU_ACTIVE] = 0;
+            let other = if stop == lru::INACTIVE_FILE {
+                lru::INACTIVE_ANON
+            } else {
+                lru::INACTIVE_FILE
+            };
+            for l in [other, other + lru::LRU_ACTIVE] {
+                let scanned = targets[l] - nr[l];
+                let v = targets[l] * (100 - percentage) / 100;
+                nr[l] = v - v.min(scanned);
+            }
+            scan_adjusted = true;
+        }
+        sc.nr_reclaimed += reclaimed;
+        if self.total_swap_pages > 0 && self.inactive_is_low(memcg, false) {
+            self.shrink_active_list(SWAP_CLUSTER_MAX, memcg, sc, lru::ACTIVE_ANON);
+        }
+    }
+
+    fn shrink_list(&mut self, l: usize, n: u64, memcg: MemcgId, sc: &mut ScanControl) -> u64 {
+        if lru::is_active(l) {
+            let bit = if lru::is_file(l) {
+                DEACTIVATE_FILE
+            } else {
+                DEACTIVATE_ANON
+            };
+            if sc.may_deactivate & bit != 0 {
+                self.shrink_active_list(n, memcg, sc, l);
+            } else {
+                sc.skipped_deactivate = true;
+            }
+            return 0;
+        }
+        self.shrink_inactive_list(n, memcg, sc, l)
+    }
+
+    /// isolate_lru_folios(): take up to `n` pages from the tail of a list.
+    fn isolate(&mut self, memcg: MemcgId, l: usize, n: u64, out: &mut Vec<Pfn>) {
+        out.clear();
+        for _ in 0..n {
+            let t = self.memcg(memcg).lruvec.tail[l];
+            if t == NIL {
+                break;
+            }
+            self.lru_del(t);
+            out.push(t);
+        }
+    }
+
+    /// folio_referenced() for our single-mapping pages: test and clear the PTE young bit.
+    #[inline]
+    fn page_referenced(&mut self, pfn: Pfn) -> bool {
+        self.frames.test(pfn, pf::MAPPED) && self.frames.test_clear(pfn, pf::YOUNG)
+    }
+
+    /// shrink_active_list().
+    pub fn shrink_active_list(&mut self, n: u64, memcg: MemcgId, sc: &mut ScanControl, l: usize) {
+        let mut pages = Vec::with_capacity(n as usize);
+        self.isolate(memcg, l, n, &mut pages);
+        let taken = pages.len() as u64;
+        if taken == 0 {
+            return;
+        }
+        self.mod_stat(memcg, Stat::Pgrefill, taken as i64);
+        self.spend_cpu(taken * self.cfg.costs.scan_ns);
+        let mut nr_deactivate = 0i64;
+        for &pfn in &pages {
+            if self.frames.test(pfn, pf::MLOCKED) {
+                self.lru_add(pfn);
+                continue;
+            }
+            // Referenced executable file pages would stay active; no VM_EXEC mappings are
+            // modelled, so every page is deactivated (its young bit is still harvested).
+            let _ = self.page_referenced(pfn);
+            self.frames.clear(pfn, pf::ACTIVE);
+            self.frames.set(pfn, pf::WORKINGSET);
+            self.lru_add(pfn);
+            nr_deactivate += 1;
+        }
+        self.mod_stat(memcg, Stat::Pgdeactivate, nr_deactivate);
+        let _ = sc;
+    }
+
+    /// shrink_inactive_list() with shrink_folio_list()'s per-page decisions.
+    fn shrink_inactive_list(
+        &mut self,
+        n: u64,
+        memcg: MemcgId,
+        sc: &mut ScanControl,
+        l: usize,
+    ) -> u64 {
+        let mut pages = Vec::with_capacity(n as usize);
+        self.isolate(memcg, l, n, &mut pages);
+        let taken = pages.len() as u64;
+        if taken == 0 {
+            return 0;
+        }
+        let file = lru::is_file(l);
+        sc.nr_taken += taken;
+        if file {
+            sc.nr_file_taken += taken;
+        }
+        self.mod_stat(
+            memcg,
+            if sc.kswapd {
+                Stat::PgscanKswapd
+            } else {
+                Stat::PgscanDirect
+            },
+            taken as i64,
+        );
+        sc.nr_scanned += taken;
+        self.spend_cpu(taken * self.cfg.costs.scan_ns);
+        let mut nr_reclaimed = 0u64;
+        let mut nr_pageout = 0u64;
+        let mut nr_activate = 0i64;
+        for &pfn in &pages {
+            let v = self.shrink_folio(pfn, memcg, sc, &mut nr_pageout);
+            match v {
+                Verdict::Freed => nr_reclaimed += 1,
+                Verdict::Activate => {
+                    if !self.frames.test(pfn, pf::MLOCKED) {
+                        self.frames.set(pfn, pf::ACTIVE);
+                        nr_activate += 1;
+                        self.workingset_age_nonresident(memcg, 1);
+                    }
+                    self.lru_add(pfn);
+                }
+                Verdict::Keep => self.lru_add(pfn),
+            }
+        }
+        if nr_activate > 0 {
+            self.mod_stat(memcg, Stat::Pgactivate, nr_activate);
+        }
+        if nr_pageout > 0 {
+            let now = self.now();
+            let wait = self.device.io(now, nr_pageout * crate::config::PAGE_SIZE);
+            self.spend_wait(wait);
+        }
+        self.spend_cpu(nr_reclaimed * self.cfg.costs.reclaim_ns);
+        self.mod_stat(
+            memcg,
+            if sc.kswapd {
+                Stat::PgstealKswapd
+            } else {
+                Stat::PgstealDirect
+            },
+            nr_reclaimed as i64,
+        );
+        self.lru_note_cost(memcg, file, nr_pageout, 0);
+        nr_reclaimed
+    }
+
+    /// folio_check_references() + the rest of shrink_folio_list() for one isolated page.
+    fn shrink_folio(
+        &mut self,
+        pfn: Pfn,
+        memcg: MemcgId,
+        sc: &mut ScanControl,
+        nr_pageout: &mut u64,
+    ) -> Verdict {
+        let flags = self.frames.flags(pfn);
+        if flags & pf::MLOCKED != 0 {
+            // Not evictable: culled to the unevictable list.
+            return Verdict::Activate;
+        }
+        let anon = flags & pf::SWAPBACKED != 0;
+        if !sc.may_unmap && flags & pf::MAPPED != 0 {
+            return Verdict::Keep;
+        }
+        if !anon {
+            if flags & pf::DIRTY != 0 {
+                sc.nr_dirty += 1;
+                if flags & pf::WRITEBACK == 0 {
+                    sc.nr_unqueued_dirty += 1;
+                }
+            }
+        }
+        if flags & pf::WRITEBACK != 0 {
+            self.frames.set(pfn, pf::RECLAIM);
+            sc.nr_writeback += 1;
+            return Verdict::Activate;
+        }
+        // folio_check_references()
+        let referenced_ptes = self.page_referenced(pfn);
+        let referenced_folio = self.frames.test_clear(pfn, pf::REFERENCED);
+        let mut reclaim_clean = false;
+        if referenced_ptes {
+            self.frames.set(pfn, pf::REFERENCED);
+            if referenced_folio {
+                return Verdict::Activate;
+            }
+            return Verdict::Keep;
+        }
+        if referenced_folio && !anon {
+            reclaim_clean = true;
+        }
+        if anon {
+            // add_to_swap(): allocate a slot and charge it to the page's memcg.
+            let owner = self.frames.memcg(pfn);
+            let Some(slot) = self.swap.alloc() else {
+                return Verdict::Activate;
+            };
+            if !self.mem_cgroup_try_charge_swap(owner) {
+                self.swap.free(slot);
+                return Verdict::Activate;
+            }
+            self.swap.set_owner(slot, owner);
+            // try_to_unmap() + pageout() (synchronous write) + __remove_mapping().
+            *nr_pageout += 1;
+            self.mod_stat(owner, Stat::Pswpout, 1);
+            let shadow = self.workingset_eviction(pfn, sc.target);
+            self.swap.set_shadow(slot, shadow);
+            self.unmap_anon_to_swap(pfn, slot);
+            self.mem_cgroup_swapout(owner);
+            self.mod_stat(owner, Stat::Anon, -1);
+            self.free_frame(pfn);
+            return Verdict::Freed;
+        }
+        // File page.
+        if flags & pf::DIRTY != 0 {
+            if reclaim_clean {
+                return Verdict::Keep;
+            }
+            // Reclaim does not write file pages; mark for rotation when the flusher has
+            // written it.
+            self.frames.set(pfn, pf::RECLAIM);
+            sc.nr_immediate += 1;
+            return Verdict::Activate;
+        }
+        let _ = memcg;
+        let shadow = self.workingset_eviction(pfn, sc.target);
+        self.remove_mapping_file(pfn, shadow);
+        Verdict::Freed
+    }
+
+    // ---------------------------------------------------------------- kswapd
+
+    /// wakeup_kswapd(): schedule kswapd unless it is awake or the node is hopeless.
+    pub fn wakeup_kswapd(&mut self) {
+        if self.kswapd.awake || self.kswapd.failures >= crate::memcontrol::MAX_RECLAIM_RETRIES {
+            return;
+        }
+        self.kswapd.awake = true;
+        self.kswapd.priority = DEF_PRIORITY;
+        self.kswapd.nr_reclaimed = 0;
+        let now = self.now();
+        self.sched.push(now, crate::sched::Event::Kswapd);
+    }
+
+    fn pgdat_balanced(&self) -> bool {
+        self.nr_free_pages() > self.wmark.high
+    }
+
+    /// One priority step of balance_pgdat(). Returns the time kswapd used, or None when it
+    /// goes back to sleep.
+    pub fn kswapd_step(&mut self) -> Option<u64> {
+        if self.pgdat_balanced() {
+            self.kswapd.awake = false;
+            return None;
+        }
+        let mut sc = ScanControl::new(ROOT_MEMCG, 0, false);
+        sc.kswapd = true;
+        sc.priority = self.kswapd.priority;
+        // kswapd_age_node()
+        if self.total_swap_pages > 0 {
+            let mut all = Vec::new();
+            self.memcg_walk(ROOT_MEMCG, |_, _| IterVisit::Visit, &mut all);
+            for m in all {
+                if self.inactive_is_low(m, false) {
+                    self.shrink_active_list(SWAP_CLUSTER_MAX, m, &mut sc, lru::ACTIVE_ANON);
+                }
+            }
+        }
+        sc.nr_to_reclaim = self.wmark.high.max(SWAP_CLUSTER_MAX);
+        sc.nr_scanned = 0;
+        self.shrink_node(&mut sc);
+        let raise_priority = sc.nr_scanned < sc.nr_to_reclaim;
+        self.kswapd.nr_reclaimed += sc.nr_reclaimed;
+        if raise_priority || sc.nr_reclaimed == 0 {
+            self.kswapd.priority -= 1;
+        }
+        self.snapshot_refaults(ROOT_MEMCG);
+        if self.kswapd.priority < 1 {
+            // balance_pgdat() ends without balancing the node.
+            if self.kswapd.nr_reclaimed == 0 {
+                self.kswapd.failures += 1;
+            }
+            self.kswapd.priority = DEF_PRIORITY;
+            self.kswapd.nr_reclaimed = 0;
+            if self.kswapd.failures >= crate::memcontrol::MAX_RECLAIM_RETRIES {
+                self.kswapd.awake = false;
+                return None;
+            }
+        }
+        Some(0)
+    }
+
+    /// Free a frame that is off the LRU and out of every mapping.
+    pub fn free_frame(&mut self, pfn: Pfn) {
+        debug_assert_eq!(self.frames.lru(pfn), crate::page_cgroup::LRU_NONE);
+        let pc = &mut self.frames.pc[pfn as usize];
+        pc.memcg = 0;
+        pc.flags = crate::page_cgroup::LRU_NONE;
+        pc.prev = NIL;
+        pc.next = NIL;
+        self.frames.map[pfn as usize] = crate::page_cgroup::PageMap {
+            mapping: crate::page_cgroup::NO_MAPPING,
+            index: 0,
+        };
+        self.frames.free.push(pfn);
+    }
+
+    /// Is this frame's mapping a file?
+    pub fn frame_is_file(&self, pfn: Pfn) -> bool {
+        self.frames.map[pfn as usize].mapping & MAPPING_FILE_BIT != 0
+    }
+}
