@@ -60,10 +60,16 @@ impl Machine {
                         ));
                     }
                     if (pc.flags & pf::LRU_MASK) as usize != l {
-                        return Err(format!("frame {cur} on list {l} but flags say {}", pc.flags & pf::LRU_MASK));
+                        return Err(format!(
+                            "frame {cur} on list {l} but flags say {}",
+                            pc.flags & pf::LRU_MASK
+                        ));
                     }
                     if self.page_lru_list(cur) != l {
-                        return Err(format!("frame {cur} on list {l} but belongs on {}", self.page_lru_list(cur)));
+                        return Err(format!(
+                            "frame {cur} on list {l} but belongs on {}",
+                            self.page_lru_list(cur)
+                        ));
                     }
                     if pc.prev != prev {
                         return Err(format!("frame {cur}: broken prev link"));
@@ -101,7 +107,10 @@ impl Machine {
             let pc = &self.frames.pc[pfn];
             let allocated = pc.flags & pf::ALLOCATED != 0;
             if allocated == free_seen[pfn] {
-                return Err(format!("frame {pfn}: allocated={allocated} but free-list={}", free_seen[pfn]));
+                return Err(format!(
+                    "frame {pfn}: allocated={allocated} but free-list={}",
+                    free_seen[pfn]
+                ));
             }
             if !allocated {
                 if pc.memcg != 0 || pc.flags & pf::LRU_MASK != LRU_NONE {
@@ -194,7 +203,11 @@ impl Machine {
                 if self.is_v1() {
                     let s = self.memsw.get(i);
                     if s.usage != expect + sub_swap[i] {
-                        return Err(format!("memcg {i}: memsw usage {} but expected {}", s.usage, expect + sub_swap[i]));
+                        return Err(format!(
+                            "memcg {i}: memsw usage {} but expected {}",
+                            s.usage,
+                            expect + sub_swap[i]
+                        ));
                     }
                 } else if self.swap_counter.get(i).usage != sub_swap[i] {
                     return Err(format!(
@@ -205,10 +218,15 @@ impl Machine {
                 }
             }
             if c.usage < child_usage[i] {
-                return Err(format!("memcg {i}: usage {} below its children's sum {}", c.usage, child_usage[i]));
+                return Err(format!(
+                    "memcg {i}: usage {} below its children's sum {}",
+                    c.usage, child_usage[i]
+                ));
             }
             if c.children_min_usage != child_min[i] || c.children_low_usage != child_low[i] {
-                return Err(format!("memcg {i}: children protected usage sums are stale"));
+                return Err(format!(
+                    "memcg {i}: children protected usage sums are stale"
+                ));
             }
             if let Some(p) = self.memcgs[i].parent {
                 let p = p as usize;

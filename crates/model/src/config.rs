@@ -122,7 +122,8 @@ fn parse_bool(v: &str) -> Result<bool, String> {
 }
 
 fn parse_u64(v: &str) -> Result<u64, String> {
-    v.parse::<u64>().map_err(|_| format!("expected a number, got '{v}'"))
+    v.parse::<u64>()
+        .map_err(|_| format!("expected a number, got '{v}'"))
 }
 
 impl MachineConfig {

@@ -22,6 +22,8 @@ pub enum Errno {
     ENOSPC,
     ENOTEMPTY,
     EOPNOTSUPP,
+    ENODEV,
+    ERANGE,
 }
 
 impl Errno {
@@ -44,6 +46,8 @@ impl Errno {
             Errno::ENOSPC => "ENOSPC",
             Errno::ENOTEMPTY => "ENOTEMPTY",
             Errno::EOPNOTSUPP => "EOPNOTSUPP",
+            Errno::ENODEV => "ENODEV",
+            Errno::ERANGE => "ERANGE",
         }
     }
 
@@ -66,12 +70,14 @@ impl Errno {
             Errno::ENOSPC => "No space left on device",
             Errno::ENOTEMPTY => "Directory not empty",
             Errno::EOPNOTSUPP => "Operation not supported",
+            Errno::ENODEV => "No such device",
+            Errno::ERANGE => "Numerical result out of range",
         }
     }
 
     /// Parse a symbolic name ("EBUSY"); used by scripts that assert an errno.
     pub fn from_name(s: &str) -> Option<Errno> {
-        const ALL: [Errno; 16] = [
+        const ALL: [Errno; 18] = [
             Errno::EPERM,
             Errno::ENOENT,
             Errno::ESRCH,
@@ -88,6 +94,8 @@ impl Errno {
             Errno::ENOSPC,
             Errno::ENOTEMPTY,
             Errno::EOPNOTSUPP,
+            Errno::ENODEV,
+            Errno::ERANGE,
         ];
         ALL.into_iter().find(|e| e.name() == s)
     }

@@ -209,7 +209,11 @@ impl Machine {
     }
 
     /// Reparent every page and swap entry of a dying memcg to its parent.
-    pub fn reparent_pages(&mut self, from: crate::memcontrol::MemcgId, to: crate::memcontrol::MemcgId) {
+    pub fn reparent_pages(
+        &mut self,
+        from: crate::memcontrol::MemcgId,
+        to: crate::memcontrol::MemcgId,
+    ) {
         let mut moved = 0u64;
         for l in 0..crate::stat::lru::NR_LRU_LISTS {
             let mut guard = 0u64;
@@ -258,7 +262,12 @@ impl Machine {
         }
     }
 
-    fn move_page_stats(&mut self, pfn: Pfn, from: crate::memcontrol::MemcgId, to: crate::memcontrol::MemcgId) {
+    fn move_page_stats(
+        &mut self,
+        pfn: Pfn,
+        from: crate::memcontrol::MemcgId,
+        to: crate::memcontrol::MemcgId,
+    ) {
         let flags = self.frames.flags(pfn);
         let mut items = Vec::with_capacity(4);
         if flags & pf::SWAPBACKED != 0 {

@@ -750,8 +750,7 @@ impl Machine {
                 nr_pages
             };
             let reclaimed = self.reclaim_high(memcg, nr);
-            let mut penalty =
-                Self::calculate_high_delay(nr_pages, self.max_overage(memcg, false));
+            let mut penalty = Self::calculate_high_delay(nr_pages, self.max_overage(memcg, false));
             penalty += Self::calculate_high_delay(nr_pages, self.max_overage(memcg, true));
             penalty = penalty.min(MEMCG_MAX_HIGH_DELAY_JIFFIES);
             if penalty <= HZ / 100 {
@@ -919,7 +918,8 @@ impl Machine {
     pub fn memcg_usage(&self, memcg: MemcgId) -> u64 {
         if memcg == ROOT_MEMCG {
             // The root is never charged directly; v1 reports it from the statistics.
-            return self.stat_total(ROOT_MEMCG, Stat::Anon) + self.stat_total(ROOT_MEMCG, Stat::File);
+            return self.stat_total(ROOT_MEMCG, Stat::Anon)
+                + self.stat_total(ROOT_MEMCG, Stat::File);
         }
         self.memory.get(memcg as usize).usage
     }

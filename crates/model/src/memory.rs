@@ -126,7 +126,8 @@ impl Machine {
             mapping: vma,
             index: idx,
         };
-        self.frames.set(pfn, pf::SWAPBACKED | pf::MAPPED | pf::YOUNG | pf::DIRTY);
+        self.frames
+            .set(pfn, pf::SWAPBACKED | pf::MAPPED | pf::YOUNG | pf::DIRTY);
         if locked {
             self.frames.set(pfn, pf::MLOCKED);
             self.mod_stat(memcg, Stat::Mlock, 1);

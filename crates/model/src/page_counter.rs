@@ -203,6 +203,13 @@ impl Counters {
         }
     }
 
+    /// page_counter_reset_watermark() (v1 max_usage_in_bytes write): both marks to usage.
+    pub fn reset_watermark(&mut self, idx: usize) {
+        let c = &mut self.c[idx];
+        c.local_watermark = c.usage;
+        c.watermark = c.usage;
+    }
+
     /// Reset the local watermark to the current usage (a write to memory.peak).
     pub fn reset_local_watermark(&mut self, idx: usize) {
         let c = &mut self.c[idx];

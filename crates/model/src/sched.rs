@@ -102,9 +102,7 @@ impl Machine {
 
     /// Is there anything left that could make progress?
     pub fn has_pending_work(&self) -> bool {
-        self.tasks
-            .iter()
-            .any(|t| t.state == TaskState::Runnable)
+        self.tasks.iter().any(|t| t.state == TaskState::Runnable)
     }
 
     /// Process one event.
@@ -153,7 +151,9 @@ impl Machine {
         let last = self.task(pid).cpu as usize;
         let cpu = if self.sched.cpu_free[last] <= t {
             last
-        } else if let Some(c) = (0..self.sched.cpu_free.len()).find(|&c| self.sched.cpu_free[c] <= t) {
+        } else if let Some(c) =
+            (0..self.sched.cpu_free.len()).find(|&c| self.sched.cpu_free[c] <= t)
+        {
             c
         } else {
             let (c, &free_at) = self

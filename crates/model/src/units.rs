@@ -23,7 +23,9 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         return Err(format!("bad size '{s}'"));
     }
     if let Ok(v) = num.parse::<u64>() {
-        return v.checked_mul(mult).ok_or_else(|| format!("size '{s}' is too large"));
+        return v
+            .checked_mul(mult)
+            .ok_or_else(|| format!("size '{s}' is too large"));
     }
     match num.parse::<f64>() {
         Ok(f) if f >= 0.0 && f.is_finite() && mult > 1 => {
@@ -41,9 +43,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 /// ("500ms", "2s", "100us", "10ns", "1m" for minutes). Returns nanoseconds.
 pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
     let s = s.trim();
-    let split = s
-        .find(|c: char| c.is_ascii_alphabetic())
-        .unwrap_or(s.len());
+    let split = s.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
     let mult: f64 = match unit {
         "" | "s" => 1e9,

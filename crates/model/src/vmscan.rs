@@ -343,9 +343,9 @@ impl Machine {
             .unwrap_or_else(|| self.memcg_swappiness(memcg)) as u64;
         let mut fraction = [0u64; 2];
         let mut denominator = 1u64;
-        let balance = if !sc.may_swap || !self.can_reclaim_anon_pages(memcg) {
-            ScanBalance::File
-        } else if sc.cgroup_reclaim && swappiness == 0 {
+        // Rule 1: no swap for this memcg; rule 2: cgroup reclaim with swappiness 0.
+        let no_anon = !sc.may_swap || !self.can_reclaim_anon_pages(memcg);
+        let balance = if no_anon || (sc.cgroup_reclaim && swappiness == 0) {
             ScanBalance::File
         } else if sc.priority == 0 && swappiness > 0 {
             ScanBalance::Equal
@@ -383,7 +383,8 @@ impl Machine {
                     emin
                 };
                 let cgroup_size = usage.max(protection);
-                let s = size - (size as u128 * protection as u128 / (cgroup_size as u128 + 1)) as u64;
+                let s =
+                    size - (size as u128 * protection as u128 / (cgroup_size as u128 + 1)) as u64;
                 s.max(SWAP_CLUSTER_MAX)
             } else {
                 size
@@ -421,10 +422,11 @@ impl Machine {
         let mut scan_adjusted = !sc.cgroup_reclaim && !sc.kswapd && sc.priority == DEF_PRIORITY;
         let mut reclaimed = 0u64;
         let mut guard = 0u64;
-        while nr[lru::INACTIVE_ANON] > 0 || nr[lru::ACTIVE_FILE] > 0 || nr[lru::INACTIVE_FILE] > 0
-        {
+        while nr[lru::INACTIVE_ANON] > 0 || nr[lru::ACTIVE_FILE] > 0 || nr[lru::INACTIVE_FILE] > 0 {
             guard += 1;
             assert!(guard < 1 << 40, "shrink_lruvec does not terminate");
+            // for_each_evictable_lru: inactive anon, active anon, inactive file, active file.
+            #[allow(clippy::needless_range_loop)]
             for l in 0..4 {
                 if nr[l] > 0 {
                     let n = nr[l].min(SWAP_CLUSTER_MAX);
@@ -618,12 +620,10 @@ impl Machine {
         if !sc.may_unmap && flags & pf::MAPPED != 0 {
             return Verdict::Keep;
         }
-        if !anon {
-            if flags & pf::DIRTY != 0 {
-                sc.nr_dirty += 1;
-                if flags & pf::WRITEBACK == 0 {
-                    sc.nr_unqueued_dirty += 1;
-                }
+        if !anon && flags & pf::DIRTY != 0 {
+            sc.nr_dirty += 1;
+            if flags & pf::WRITEBACK == 0 {
+                sc.nr_unqueued_dirty += 1;
             }
         }
         if flags & pf::WRITEBACK != 0 {

@@ -1,0 +1,754 @@
+//! The virtual cgroupfs: cgroup v2 (default) and v1 memory-controller files, cgroup core
+//! files, and /proc files (meminfo, vmstat, sys/vm) over a [`memcgsim_model::Machine`].
+//!
+//! This layer owns the cgroup tree (directories). A cgroup has its own memcg when the memory
+//! controller is enabled for it: always in v1, and in v2 when its parent has `memory` in
+//! cgroup.subtree_control. Tasks are charged to the nearest cgroup (self or ancestor) with a
+//! memcg. Read formats, parse rules (page_counter_memparse) and errnos follow
+//! mm/memcontrol.c, mm/memcontrol-v1.c and kernel/cgroup/cgroup.c of Linux 6.1, plus the
+//! writable memory.peak / memory.swap.peak of newer kernels.
+
+mod parse;
+mod proc;
+mod stat;
+mod v1;
+mod v2;
+
+use std::collections::BTreeMap;
+
+use memcgsim_model::{CgroupVersion, Machine, MemcgId, ROOT_MEMCG};
+pub use memcgsim_model::{Errno, MachineConfig, Pid, Program, TaskOutcome};
+pub use parse::{memparse, page_counter_memparse};
+
+/// An open file description on a cgroupfs file (needed for memory.peak's per-fd reset).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Fd(pub u32);
+
+/// Options for starting a task.
+#[derive(Clone, Debug, Default)]
+pub struct SpawnOpts {
+    /// Task name (as `ps` would show `comm`); defaults to the workload name.
+    pub name: Option<String>,
+    /// /proc/PID/oom_score_adj, -1000..=1000.
+    pub oom_score_adj: i32,
+}
+
+/// What `wait` observed about a task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitResult {
+    /// The task has ended (exited or killed).
+    Ended(TaskOutcome),
+    /// The task finished its work and is holding its memory (`--hold`), alive.
+    Holding,
+}
+
+/// One cgroup directory.
+#[derive(Clone, Debug)]
+pub(crate) struct Cgroup {
+    pub name: String,
+    pub parent: Option<usize>,
+    pub children: BTreeMap<String, usize>,
+    /// Its own memcg (memory controller enabled for this cgroup).
+    pub memcg: Option<MemcgId>,
+    /// v2: `memory` is in cgroup.subtree_control.
+    pub subtree_memory: bool,
+    /// Tasks attached to this cgroup, in attach order.
+    pub tasks: Vec<Pid>,
+}
+
+/// Which counter a peak file watches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PeakKind {
+    Memory,
+    Swap,
+}
+
+#[derive(Clone, Debug)]
+struct OpenFile {
+    path: String,
+    cg: usize,
+    file: String,
+    /// The fd's memory.peak view: None until written.
+    peak: Option<u64>,
+}
+
+/// The simulated system: one machine and its cgroup filesystem.
+pub struct System {
+    pub machine: Machine,
+    pub(crate) cgroups: Vec<Option<Cgroup>>,
+    fds: BTreeMap<u32, OpenFile>,
+    next_fd: u32,
+    /// Task -> cgroup index.
+    task_cg: BTreeMap<Pid, usize>,
+}
+
+/// A resolved path.
+pub(crate) enum Node {
+    Dir(usize),
+    File(usize, String),
+    ProcDir,
+    ProcFile(String),
+}
+
+impl System {
+    /// Boot a machine. Errors name what is wrong with the configuration.
+    pub fn new(cfg: MachineConfig) -> Result<System, String> {
+        let v2 = cfg.cgroup == CgroupVersion::V2;
+        let root_mem = cfg.root_memory_enabled && v2;
+        let machine = Machine::new(cfg)?;
+        Ok(System {
+            machine,
+            cgroups: vec![Some(Cgroup {
+                name: String::new(),
+                parent: None,
+                children: BTreeMap::new(),
+                memcg: Some(ROOT_MEMCG),
+                subtree_memory: root_mem,
+                tasks: Vec::new(),
+            })],
+            fds: BTreeMap::new(),
+            next_fd: 3,
+            task_cg: BTreeMap::new(),
+        })
+    }
+
+    pub fn is_v1(&self) -> bool {
+        self.machine.is_v1()
+    }
+
+    /// Turn on the full invariant check after every simulation step (used by the tests).
+    pub fn set_check_invariants(&mut self, on: bool) {
+        self.machine.check_invariants = on;
+        self.machine.after_step_check();
+    }
+
+    /// Current virtual time in nanoseconds.
+    pub fn now_ns(&self) -> u64 {
+        self.machine.sched.clock
+    }
+
+    pub(crate) fn cg(&self, i: usize) -> &Cgroup {
+        self.cgroups[i].as_ref().expect("live cgroup")
+    }
+
+    pub(crate) fn cg_mut(&mut self, i: usize) -> &mut Cgroup {
+        self.cgroups[i].as_mut().expect("live cgroup")
+    }
+
+    /// The memcg a cgroup's tasks are charged to.
+    pub(crate) fn effective_memcg(&self, mut i: usize) -> MemcgId {
+        loop {
+            let c = self.cg(i);
+            if let Some(m) = c.memcg {
+                return m;
+            }
+            i = c.parent.expect("root has a memcg");
+        }
+    }
+
+    fn split(path: &str) -> Result<Vec<&str>, Errno> {
+        if !path.starts_with('/') {
+            return Err(Errno::ENOENT);
+        }
+        Ok(path
+            .split('/')
+            .filter(|s| !s.is_empty() && *s != ".")
+            .collect())
+    }
+
+    /// Resolve an absolute path.
+    pub(crate) fn resolve(&self, path: &str) -> Result<Node, Errno> {
+        let parts = Self::split(path)?;
+        if parts.first() == Some(&"proc") {
+            return match parts.len() {
+                1 => Ok(Node::ProcDir),
+                _ => {
+                    let rest = parts[1..].join("/");
+                    if proc::proc_files().contains(&rest.as_str()) {
+                        Ok(Node::ProcFile(rest))
+                    } else if proc::proc_dirs().contains(&rest.as_str()) {
+                        Ok(Node::ProcDir)
+                    } else {
+                        Err(Errno::ENOENT)
+                    }
+                }
+            };
+        }
+        let mut cur = 0usize;
+        for (k, part) in parts.iter().enumerate() {
+            if *part == ".." {
+                cur = self.cg(cur).parent.unwrap_or(0);
+                continue;
+            }
+            if let Some(&c) = self.cg(cur).children.get(*part) {
+                cur = c;
+                continue;
+            }
+            if k == parts.len() - 1 && self.files(cur).contains(&part.to_string()) {
+                return Ok(Node::File(cur, part.to_string()));
+            }
+            if k < parts.len() - 1 && self.files(cur).contains(&part.to_string()) {
+                return Err(Errno::ENOTDIR);
+            }
+            return Err(Errno::ENOENT);
+        }
+        Ok(Node::Dir(cur))
+    }
+
+    /// Files present in a cgroup directory.
+    pub(crate) fn files(&self, i: usize) -> Vec<String> {
+        if self.is_v1() {
+            v1::files(self, i)
+        } else {
+            v2::files(self, i)
+        }
+    }
+
+    /// Create a cgroup directory. `path` is absolute within the cgroupfs, e.g. "/A/B".
+    pub fn mkdir(&mut self, path: &str) -> Result<(), Errno> {
+        let parts = Self::split(path)?;
+        let Some((name, parent_parts)) = parts.split_last() else {
+            return Err(Errno::EEXIST);
+        };
+        if *name == ".."
+            || parent_parts.first() == Some(&"proc")
+            || *name == "proc" && parent_parts.is_empty()
+        {
+            return Err(Errno::EEXIST);
+        }
+        let parent_path = format!("/{}", parent_parts.join("/"));
+        let parent = match self.resolve(&parent_path)? {
+            Node::Dir(p) => p,
+            Node::File(..) | Node::ProcFile(_) => return Err(Errno::ENOTDIR),
+            Node::ProcDir => return Err(Errno::EPERM),
+        };
+        if self.cg(parent).children.contains_key(*name)
+            || self.files(parent).contains(&name.to_string())
+        {
+            return Err(Errno::EEXIST);
+        }
+        let memcg = if self.is_v1() || self.cg(parent).subtree_memory {
+            let pm = self.effective_memcg(parent);
+            Some(self.machine.memcg_create(pm)?)
+        } else {
+            None
+        };
+        let idx = self.cgroups.len();
+        self.cgroups.push(Some(Cgroup {
+            name: name.to_string(),
+            parent: Some(parent),
+            children: BTreeMap::new(),
+            memcg,
+            subtree_memory: false,
+            tasks: Vec::new(),
+        }));
+        self.cg_mut(parent).children.insert(name.to_string(), idx);
+        self.machine.after_step_check();
+        Ok(())
+    }
+
+    /// Remove a cgroup directory (EBUSY if it has tasks or children).
+    pub fn rmdir(&mut self, path: &str) -> Result<(), Errno> {
+        let i = match self.resolve(path)? {
+            Node::Dir(i) => i,
+            Node::File(..) | Node::ProcFile(_) => return Err(Errno::ENOTDIR),
+            Node::ProcDir => return Err(Errno::EPERM),
+        };
+        if i == 0 {
+            return Err(Errno::EBUSY);
+        }
+        let c = self.cg(i);
+        if !c.children.is_empty() || !c.tasks.is_empty() {
+            return Err(Errno::EBUSY);
+        }
+        let (memcg, parent, name) = (c.memcg, c.parent.expect("non-root"), c.name.clone());
+        if let Some(m) = memcg {
+            self.machine.memcg_destroy(m)?;
+        }
+        self.cg_mut(parent).children.remove(&name);
+        self.cgroups[i] = None;
+        self.fds.retain(|_, f| f.cg != i);
+        self.machine.after_step_check();
+        Ok(())
+    }
+
+    /// Whether `path` names a directory (a cgroup, "/proc", or "/").
+    pub fn is_dir(&self, path: &str) -> bool {
+        matches!(self.resolve(path), Ok(Node::Dir(_)) | Ok(Node::ProcDir))
+    }
+
+    /// Entries of a directory, sorted: child cgroups and files.
+    pub fn list(&self, path: &str) -> Result<Vec<String>, Errno> {
+        match self.resolve(path)? {
+            Node::Dir(i) => {
+                let mut v: Vec<String> = self.cg(i).children.keys().cloned().collect();
+                v.extend(self.files(i));
+                if i == 0 {
+                    v.push("proc".to_string());
+                }
+                v.sort();
+                Ok(v)
+            }
+            Node::ProcDir => {
+                let parts = Self::split(path)?;
+                let prefix = parts[1..].join("/");
+                let mut v: Vec<String> = proc::proc_files()
+                    .iter()
+                    .chain(proc::proc_dirs().iter())
+                    .filter_map(|f| {
+                        let rest = if prefix.is_empty() {
+                            Some(*f)
+                        } else {
+                            f.strip_prefix(&format!("{prefix}/"))
+                        }?;
+                        Some(rest.split('/').next().unwrap_or(rest).to_string())
+                    })
+                    .collect();
+                v.sort();
+                v.dedup();
+                Ok(v)
+            }
+            Node::File(..) | Node::ProcFile(_) => Err(Errno::ENOTDIR),
+        }
+    }
+
+    /// Read a whole file, exactly as the kernel prints it (with trailing newline).
+    pub fn read(&mut self, path: &str) -> Result<String, Errno> {
+        match self.resolve(path)? {
+            Node::Dir(_) | Node::ProcDir => Err(Errno::EISDIR),
+            Node::ProcFile(f) => proc::read(self, &f),
+            Node::File(i, f) => self.read_file(i, &f, None),
+        }
+    }
+
+    fn read_file(&mut self, i: usize, f: &str, peak: Option<Option<u64>>) -> Result<String, Errno> {
+        if let Some(s) = self.read_core(i, f)? {
+            return Ok(s);
+        }
+        if self.is_v1() {
+            v1::read(self, i, f)
+        } else {
+            v2::read(self, i, f, peak)
+        }
+    }
+
+    /// Write to a file (open, write, close), as `echo VALUE > FILE` does.
+    pub fn write(&mut self, path: &str, data: &str) -> Result<(), Errno> {
+        let fd = self.open(path)?;
+        let r = self.write_fd(fd, data);
+        let _ = self.close(fd);
+        r
+    }
+
+    /// Open a file for reading and writing.
+    pub fn open(&mut self, path: &str) -> Result<Fd, Errno> {
+        let (cg, file) = match self.resolve(path)? {
+            Node::Dir(_) | Node::ProcDir => return Err(Errno::EISDIR),
+            Node::ProcFile(f) => (usize::MAX, f),
+            Node::File(i, f) => (i, f),
+        };
+        let fd = self.next_fd;
+        self.next_fd += 1;
+        self.fds.insert(
+            fd,
+            OpenFile {
+                path: path.to_string(),
+                cg,
+                file,
+                peak: None,
+            },
+        );
+        Ok(Fd(fd))
+    }
+
+    /// Read a whole file through an open fd.
+    pub fn read_fd(&mut self, fd: Fd) -> Result<String, Errno> {
+        let of = self.fds.get(&fd.0).ok_or(Errno::EBADF)?.clone();
+        if of.cg == usize::MAX {
+            return proc::read(self, &of.file);
+        }
+        if self.cgroups.get(of.cg).map(|c| c.is_none()).unwrap_or(true) {
+            return Err(Errno::ENODEV);
+        }
+        self.read_file(of.cg, &of.file, Some(of.peak))
+    }
+
+    /// Write through an open fd.
+    pub fn write_fd(&mut self, fd: Fd, data: &str) -> Result<(), Errno> {
+        let of = self.fds.get(&fd.0).ok_or(Errno::EBADF)?.clone();
+        if of.cg == usize::MAX {
+            return proc::write(self, &of.file, data);
+        }
+        if self.cgroups.get(of.cg).map(|c| c.is_none()).unwrap_or(true) {
+            return Err(Errno::ENODEV);
+        }
+        let _ = &of.path;
+        if let Some(kind) = v2::peak_kind(&of.file) {
+            if !self.is_v1() {
+                return self.peak_write(fd, of.cg, kind);
+            }
+        }
+        if self.write_core(of.cg, &of.file, data)? {
+            return Ok(());
+        }
+        let r = if self.is_v1() {
+            v1::write(self, of.cg, &of.file, data)
+        } else {
+            v2::write(self, of.cg, &of.file, data)
+        };
+        self.machine.after_step_check();
+        r
+    }
+
+    /// Close an open fd.
+    pub fn close(&mut self, fd: Fd) -> Result<(), Errno> {
+        self.fds.remove(&fd.0).map(|_| ()).ok_or(Errno::EBADF)
+    }
+
+    /// memory.peak / memory.swap.peak write: reset this fd's view and the local watermark.
+    fn peak_write(&mut self, fd: Fd, cg: usize, kind: PeakKind) -> Result<(), Errno> {
+        let memcg = self.cg(cg).memcg.ok_or(Errno::ENOENT)? as usize;
+        let counters = match kind {
+            PeakKind::Memory => &mut self.machine.memory,
+            PeakKind::Swap => &mut self.machine.swap_counter,
+        };
+        let usage = counters.get(memcg).usage;
+        counters.reset_local_watermark(memcg);
+        let file = self.fds[&fd.0].file.clone();
+        for (k, of) in self.fds.iter_mut() {
+            if *k == fd.0 || of.cg != cg || of.file != file {
+                continue;
+            }
+            if let Some(v) = of.peak.as_mut() {
+                *v = (*v).max(usage);
+            }
+        }
+        self.fds.get_mut(&fd.0).expect("open fd").peak = Some(usage);
+        Ok(())
+    }
+
+    /// Start a task in cgroup `cgroup` (absolute path) running `program`.
+    pub fn spawn(
+        &mut self,
+        cgroup: &str,
+        opts: SpawnOpts,
+        program: Box<dyn Program>,
+    ) -> Result<Pid, Errno> {
+        let i = match self.resolve(cgroup)? {
+            Node::Dir(i) => i,
+            _ => return Err(Errno::ENOTDIR),
+        };
+        self.can_attach(i)?;
+        if !(-1000..=1000).contains(&opts.oom_score_adj) {
+            return Err(Errno::EINVAL);
+        }
+        let memcg = self.effective_memcg(i);
+        let name = opts.name.unwrap_or_else(|| program.name().to_string());
+        let pid = self.machine.spawn(memcg, name, opts.oom_score_adj, program);
+        self.cg_mut(i).tasks.push(pid);
+        self.task_cg.insert(pid, i);
+        self.machine.after_step_check();
+        Ok(pid)
+    }
+
+    /// v2's no-internal-process rule: a non-root cgroup that distributes controllers to its
+    /// children cannot hold tasks.
+    fn can_attach(&self, i: usize) -> Result<(), Errno> {
+        if !self.is_v1() && i != 0 && self.cg(i).subtree_memory {
+            return Err(Errno::EBUSY);
+        }
+        Ok(())
+    }
+
+    /// Move a task to cgroup `i` (a write of its pid to cgroup.procs).
+    pub(crate) fn attach(&mut self, i: usize, pid: Pid) -> Result<(), Errno> {
+        let Some(&old) = self.task_cg.get(&pid) else {
+            return Err(Errno::ESRCH);
+        };
+        if !self.machine.task_exists(pid) || self.machine.task(pid).exited() {
+            return Err(Errno::ESRCH);
+        }
+        self.can_attach(i)?;
+        self.cg_mut(old).tasks.retain(|&p| p != pid);
+        self.cg_mut(i).tasks.push(pid);
+        self.task_cg.insert(pid, i);
+        let m = self.effective_memcg(i);
+        self.machine.move_task(pid, m);
+        Ok(())
+    }
+
+    /// Drop exited tasks from the cgroups' task lists.
+    pub(crate) fn reap(&mut self) {
+        let dead: Vec<Pid> = self
+            .task_cg
+            .keys()
+            .copied()
+            .filter(|&p| self.machine.task(p).exited())
+            .collect();
+        for p in dead {
+            let i = self.task_cg.remove(&p).expect("known task");
+            if let Some(c) = self.cgroups[i].as_mut() {
+                c.tasks.retain(|&x| x != p);
+            }
+        }
+    }
+
+    /// Pids in a cgroup (cgroup.procs), live tasks only.
+    pub(crate) fn procs(&mut self, i: usize) -> Vec<Pid> {
+        self.reap();
+        self.cg(i).tasks.clone()
+    }
+
+    /// Whether the cgroup or a descendant has a live task.
+    pub(crate) fn populated(&mut self, i: usize) -> bool {
+        self.reap();
+        let mut stack = vec![i];
+        while let Some(c) = stack.pop() {
+            let cg = self.cg(c);
+            if !cg.tasks.is_empty() {
+                return true;
+            }
+            stack.extend(cg.children.values().copied());
+        }
+        false
+    }
+
+    /// Run the simulation until `pid` ends, or until it holds (if `stop_at_hold`).
+    /// Err if the task is unknown, or if virtual time runs past `limit_ns` first.
+    pub fn wait(
+        &mut self,
+        pid: Pid,
+        stop_at_hold: bool,
+        limit_ns: u64,
+    ) -> Result<WaitResult, String> {
+        if !self.machine.task_exists(pid) {
+            return Err(format!("no task with pid {pid}"));
+        }
+        let until = self.machine.sched.clock.saturating_add(limit_ns);
+        let done = |m: &Machine| {
+            let t = m.task(pid);
+            t.exited() || (stop_at_hold && t.state == memcgsim_model::TaskState::Holding)
+        };
+        if !self.machine.run_until(until, done) {
+            return Err(format!(
+                "task {pid} did not finish within {} s of virtual time",
+                limit_ns / 1_000_000_000
+            ));
+        }
+        self.reap();
+        Ok(match self.machine.task(pid).state {
+            memcgsim_model::TaskState::Exited(o) => WaitResult::Ended(o),
+            _ => WaitResult::Holding,
+        })
+    }
+
+    /// Run the simulation for `ns` nanoseconds of virtual time.
+    pub fn advance(&mut self, ns: u64) {
+        let until = self.machine.sched.clock.saturating_add(ns);
+        self.machine.run_until(until, |_| false);
+        self.reap();
+    }
+
+    /// Send SIGKILL to a task (ESRCH if it has ended).
+    pub fn kill(&mut self, pid: Pid) -> Result<(), Errno> {
+        if !self.machine.task_exists(pid) || self.machine.task(pid).exited() {
+            return Err(Errno::ESRCH);
+        }
+        self.machine.kill_task(pid);
+        self.reap();
+        self.machine.after_step_check();
+        Ok(())
+    }
+
+    /// How a task ended, if it has.
+    pub fn outcome(&self, pid: Pid) -> Option<TaskOutcome> {
+        if !self.machine.task_exists(pid) {
+            return None;
+        }
+        match self.machine.task(pid).state {
+            memcgsim_model::TaskState::Exited(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    // ------------------------------------------------------------ cgroup core files
+
+    fn core_files(&self, i: usize) -> Vec<&'static str> {
+        let mut v = vec!["cgroup.procs"];
+        if self.is_v1() {
+            v.push("tasks");
+            v.push("cgroup.clone_children");
+            return v;
+        }
+        v.extend([
+            "cgroup.controllers",
+            "cgroup.subtree_control",
+            "cgroup.stat",
+            "cgroup.max.depth",
+            "cgroup.max.descendants",
+            "cgroup.threads",
+        ]);
+        if i != 0 {
+            v.extend([
+                "cgroup.events",
+                "cgroup.type",
+                "cgroup.freeze",
+                "cgroup.kill",
+            ]);
+        }
+        v
+    }
+
+    pub(crate) fn core_file_names(&self, i: usize) -> Vec<String> {
+        self.core_files(i).into_iter().map(String::from).collect()
+    }
+
+    fn controllers_available(&self, i: usize) -> bool {
+        match self.cg(i).parent {
+            None => true,
+            Some(p) => self.cg(p).subtree_memory,
+        }
+    }
+
+    fn read_core(&mut self, i: usize, f: &str) -> Result<Option<String>, Errno> {
+        let s = match f {
+            "cgroup.procs" | "tasks" | "cgroup.threads" => {
+                let mut s = String::new();
+                for p in self.procs(i) {
+                    s.push_str(&format!("{p}\n"));
+                }
+                s
+            }
+            "cgroup.clone_children" => "0\n".into(),
+            "cgroup.controllers" => {
+                if self.controllers_available(i) {
+                    "memory\n".into()
+                } else {
+                    "\n".into()
+                }
+            }
+            "cgroup.subtree_control" => {
+                if self.cg(i).subtree_memory {
+                    "memory\n".into()
+                } else {
+                    "\n".into()
+                }
+            }
+            "cgroup.events" => format!("populated {}\nfrozen 0\n", self.populated(i) as u8),
+            "cgroup.stat" => {
+                let mut n = 0usize;
+                let mut stack: Vec<usize> = self.cg(i).children.values().copied().collect();
+                while let Some(c) = stack.pop() {
+                    n += 1;
+                    stack.extend(self.cg(c).children.values().copied());
+                }
+                format!("nr_descendants {n}\nnr_dying_descendants 0\n")
+            }
+            "cgroup.max.depth" | "cgroup.max.descendants" => "max\n".into(),
+            "cgroup.type" => "domain\n".into(),
+            "cgroup.freeze" => "0\n".into(),
+            "cgroup.kill" => return Err(Errno::EACCES),
+            _ => return Ok(None),
+        };
+        Ok(Some(s))
+    }
+
+    /// Cgroup core writes. Ok(true) if handled.
+    fn write_core(&mut self, i: usize, f: &str, data: &str) -> Result<bool, Errno> {
+        match f {
+            "cgroup.procs" | "tasks" | "cgroup.threads" => {
+                let pid = parse::kstrtoull(data)?;
+                self.attach(i, Pid(pid as u32))?;
+            }
+            "cgroup.subtree_control" => self.write_subtree_control(i, data)?,
+            "cgroup.kill" => {
+                if parse::kstrtoull(data)? != 1 {
+                    return Err(Errno::ERANGE);
+                }
+                let mut stack = vec![i];
+                let mut pids = Vec::new();
+                while let Some(c) = stack.pop() {
+                    pids.extend(self.cg(c).tasks.iter().copied());
+                    stack.extend(self.cg(c).children.values().copied());
+                }
+                for p in pids {
+                    self.machine.kill_task(p);
+                }
+                self.reap();
+            }
+            "cgroup.freeze"
+            | "cgroup.max.depth"
+            | "cgroup.max.descendants"
+            | "cgroup.type"
+            | "cgroup.clone_children" => return Err(Errno::EOPNOTSUPP),
+            "cgroup.controllers" | "cgroup.events" | "cgroup.stat" => return Err(Errno::EACCES),
+            _ => return Ok(false),
+        }
+        self.machine.after_step_check();
+        Ok(true)
+    }
+
+    fn write_subtree_control(&mut self, i: usize, data: &str) -> Result<(), Errno> {
+        let mut enable = None;
+        for tok in data.split_whitespace() {
+            let (on, name) = match tok.split_at(1) {
+                ("+", n) => (true, n),
+                ("-", n) => (false, n),
+                _ => return Err(Errno::EINVAL),
+            };
+            if name != "memory" {
+                // Other controllers are not modelled.
+                return Err(Errno::EINVAL);
+            }
+            enable = Some(on);
+        }
+        let Some(on) = enable else {
+            return Ok(());
+        };
+        if on == self.cg(i).subtree_memory {
+            return Ok(());
+        }
+        if on {
+            if !self.controllers_available(i) {
+                return Err(Errno::ENOENT);
+            }
+            if i != 0 && !self.cg(i).tasks.is_empty() {
+                return Err(Errno::EBUSY);
+            }
+            let pm = self.effective_memcg(i);
+            let children: Vec<usize> = self.cg(i).children.values().copied().collect();
+            for c in children {
+                let m = self.machine.memcg_create(pm)?;
+                self.cg_mut(c).memcg = Some(m);
+                self.retarget_tasks(c);
+            }
+            self.cg_mut(i).subtree_memory = true;
+        } else {
+            let children: Vec<usize> = self.cg(i).children.values().copied().collect();
+            if children.iter().any(|&c| self.cg(c).subtree_memory) {
+                return Err(Errno::EBUSY);
+            }
+            self.cg_mut(i).subtree_memory = false;
+            for c in children {
+                let m = self.cg_mut(c).memcg.take();
+                self.retarget_tasks(c);
+                if let Some(m) = m {
+                    self.machine.memcg_destroy(m)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Re-point the tasks of `c`'s subtree at their (new) effective memcg.
+    fn retarget_tasks(&mut self, c: usize) {
+        let mut stack = vec![c];
+        while let Some(x) = stack.pop() {
+            let m = self.effective_memcg(x);
+            for p in self.cg(x).tasks.clone() {
+                self.machine.move_task(p, m);
+            }
+            stack.extend(self.cg(x).children.values().copied());
+        }
+    }
+}

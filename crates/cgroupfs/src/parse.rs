@@ -1,0 +1,155 @@
+//! Write-side parse rules of the kernel: page_counter_memparse() over memparse()
+//! (lib/cmdline.c, simple_strtoull with base 0 and one K/M/G/T/P/E suffix), and
+//! kstrtoull()/kstrtoint() as the cftype write handlers use them.
+
+use memcgsim_model::{Errno, PAGE_COUNTER_MAX, PAGE_SIZE};
+
+/// simple_strtoull(s, &end, 0): returns the value and the unparsed rest. Wraps on overflow,
+/// as the kernel's does.
+fn simple_strtoull(s: &str) -> (u64, &str) {
+    let b = s.as_bytes();
+    let (base, mut i) = if b.len() >= 2 && b[0] == b'0' && (b[1] == b'x' || b[1] == b'X') {
+        if b.len() > 2 && (b[2] as char).is_ascii_hexdigit() {
+            (16, 2)
+        } else {
+            (8, 1)
+        }
+    } else if !b.is_empty() && b[0] == b'0' {
+        (8, 1)
+    } else {
+        (10, 0)
+    };
+    let mut v: u64 = 0;
+    if base == 8 && i == 1 {
+        // The leading 0 itself is a digit: "0" parses as 0 with nothing left.
+        v = 0;
+    }
+    while i < b.len() {
+        let d = match (b[i] as char).to_digit(16) {
+            Some(d) if d < base => d as u64,
+            _ => break,
+        };
+        v = v.wrapping_mul(base as u64).wrapping_add(d);
+        i += 1;
+    }
+    (v, &s[i..])
+}
+
+/// memparse(): a number with an optional binary suffix; returns bytes and the rest.
+pub fn memparse(s: &str) -> (u64, &str) {
+    let (mut v, rest) = simple_strtoull(s);
+    let mut chars = rest.chars();
+    let shift = match chars.next() {
+        Some('E') | Some('e') => 60,
+        Some('P') | Some('p') => 50,
+        Some('T') | Some('t') => 40,
+        Some('G') | Some('g') => 30,
+        Some('M') | Some('m') => 20,
+        Some('K') | Some('k') => 10,
+        _ => return (v, rest),
+    };
+    v = v.wrapping_shl(shift);
+    (v, chars.as_str())
+}
+
+/// page_counter_memparse(): the exact `max_token` means unlimited; otherwise bytes rounded
+/// down to pages, capped at PAGE_COUNTER_MAX. Anything left over is EINVAL.
+pub fn page_counter_memparse(buf: &str, max_token: &str) -> Result<u64, Errno> {
+    let buf = buf.trim();
+    if buf == max_token {
+        return Ok(PAGE_COUNTER_MAX);
+    }
+    let (bytes, rest) = memparse(buf);
+    if !rest.is_empty() {
+        return Err(Errno::EINVAL);
+    }
+    Ok((bytes / PAGE_SIZE).min(PAGE_COUNTER_MAX))
+}
+
+/// kstrtoull(s, 0): the whole (stripped) string must be a number.
+pub fn kstrtoull(buf: &str) -> Result<u64, Errno> {
+    let s = buf.trim();
+    let s = s.strip_prefix('+').unwrap_or(s);
+    if s.is_empty() {
+        return Err(Errno::EINVAL);
+    }
+    let (v, rest) = simple_strtoull(s);
+    if !rest.is_empty() || (s.len() > 1 && s == "0x") {
+        return Err(Errno::EINVAL);
+    }
+    Ok(v)
+}
+
+/// kstrtoint(s, 0).
+pub fn kstrtoint(buf: &str) -> Result<i64, Errno> {
+    let s = buf.trim();
+    let (neg, digits) = match s.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, s),
+    };
+    let v = kstrtoull(digits)?;
+    if v > i32::MAX as u64 + neg as u64 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(if neg { -(v as i64) } else { v as i64 })
+}
+
+/// A page count as a v2 tunable prints it: "max" or bytes.
+pub fn fmt_max(pages: u64) -> String {
+    if pages == PAGE_COUNTER_MAX {
+        "max\n".to_string()
+    } else {
+        format!("{}\n", pages * PAGE_SIZE)
+    }
+}
+
+/// A page count in bytes.
+pub fn fmt_bytes(pages: u64) -> String {
+    format!("{}\n", pages * PAGE_SIZE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memparse_rules() {
+        assert_eq!(page_counter_memparse("30M", "max"), Ok(30 * 256));
+        assert_eq!(page_counter_memparse("30m\n", "max"), Ok(30 * 256));
+        assert_eq!(page_counter_memparse("max", "max"), Ok(PAGE_COUNTER_MAX));
+        assert_eq!(page_counter_memparse("-1", "max"), Err(Errno::EINVAL));
+        assert_eq!(page_counter_memparse("-1", "-1"), Ok(PAGE_COUNTER_MAX));
+        assert_eq!(page_counter_memparse("max", "-1"), Err(Errno::EINVAL));
+        assert_eq!(page_counter_memparse("4097", "max"), Ok(1));
+        assert_eq!(page_counter_memparse("1", "max"), Ok(0));
+        assert_eq!(page_counter_memparse("1.0", "-1"), Err(Errno::EINVAL));
+        assert_eq!(page_counter_memparse("1xx", "-1"), Err(Errno::EINVAL));
+        assert_eq!(page_counter_memparse("xx", "-1"), Err(Errno::EINVAL));
+        assert_eq!(page_counter_memparse("1KB", "-1"), Err(Errno::EINVAL));
+        assert_eq!(page_counter_memparse("0x1000", "max"), Ok(1));
+        assert_eq!(page_counter_memparse("010000", "max"), Ok(1)); // octal 4096
+        assert_eq!(page_counter_memparse("", "max"), Ok(0));
+        assert_eq!(page_counter_memparse("1G", "max"), Ok(262144));
+        assert_eq!(
+            page_counter_memparse("9223372036854771712", "-1"),
+            Ok(PAGE_COUNTER_MAX)
+        );
+    }
+
+    #[test]
+    fn kstrto() {
+        assert_eq!(kstrtoull("1\n"), Ok(1));
+        assert_eq!(kstrtoull("x"), Err(Errno::EINVAL));
+        assert_eq!(kstrtoull(""), Err(Errno::EINVAL));
+        assert_eq!(kstrtoint("-1000"), Ok(-1000));
+        assert_eq!(kstrtoint("2"), Ok(2));
+        assert_eq!(kstrtoint("1.5"), Err(Errno::EINVAL));
+    }
+
+    #[test]
+    fn formats() {
+        assert_eq!(fmt_max(PAGE_COUNTER_MAX), "max\n");
+        assert_eq!(fmt_max(7680), "31457280\n");
+        assert_eq!(fmt_bytes(PAGE_COUNTER_MAX), "9223372036854771712\n");
+    }
+}

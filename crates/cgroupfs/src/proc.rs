@@ -1,0 +1,218 @@
+//! /proc files: meminfo (fs/proc/meminfo.c), vmstat (mm/vmstat.c, the subset of items the
+//! model produces, in kernel order), and the vm sysctls swappiness, min_free_kbytes and
+//! watermark_scale_factor (read-only except swappiness).
+
+use std::fmt::Write;
+
+use memcgsim_model::{Errno, Stat, PAGE_SIZE};
+
+use crate::parse::kstrtoull;
+use crate::System;
+
+pub(crate) fn proc_files() -> &'static [&'static str] {
+    &[
+        "meminfo",
+        "vmstat",
+        "swaps",
+        "sys/vm/swappiness",
+        "sys/vm/min_free_kbytes",
+        "sys/vm/watermark_scale_factor",
+    ]
+}
+
+pub(crate) fn proc_dirs() -> &'static [&'static str] {
+    &["sys", "sys/vm"]
+}
+
+fn kb(s: &mut String, name: &str, pages: u64) {
+    let _ = writeln!(
+        s,
+        "{:<16}{:>8} kB",
+        format!("{name}:"),
+        pages * (PAGE_SIZE / 1024)
+    );
+}
+
+pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
+    let m = &sys.machine;
+    let g = |st| m.global_stat(st);
+    let mut s = String::with_capacity(2048);
+    match f {
+        "meminfo" => {
+            let free = m.nr_free_pages();
+            let pagecache = g(Stat::ActiveFile) + g(Stat::InactiveFile);
+            let reserve = m.wmark.high;
+            let avail = (free as i64 - reserve as i64 + pagecache as i64
+                - (pagecache / 2).min(m.wmark.low) as i64)
+                .max(0) as u64;
+            let swap_free = m.swap.nr_free() as u64;
+            kb(&mut s, "MemTotal", m.totalram_pages);
+            kb(&mut s, "MemFree", free);
+            kb(&mut s, "MemAvailable", avail);
+            kb(&mut s, "Buffers", 0);
+            kb(&mut s, "Cached", g(Stat::File));
+            kb(&mut s, "SwapCached", g(Stat::SwapCached));
+            kb(&mut s, "Active", g(Stat::ActiveAnon) + g(Stat::ActiveFile));
+            kb(
+                &mut s,
+                "Inactive",
+                g(Stat::InactiveAnon) + g(Stat::InactiveFile),
+            );
+            kb(&mut s, "Active(anon)", g(Stat::ActiveAnon));
+            kb(&mut s, "Inactive(anon)", g(Stat::InactiveAnon));
+            kb(&mut s, "Active(file)", g(Stat::ActiveFile));
+            kb(&mut s, "Inactive(file)", g(Stat::InactiveFile));
+            kb(&mut s, "Unevictable", g(Stat::Unevictable));
+            kb(&mut s, "Mlocked", g(Stat::Mlock));
+            kb(&mut s, "SwapTotal", m.total_swap_pages);
+            kb(&mut s, "SwapFree", swap_free);
+            kb(&mut s, "Zswap", 0);
+            kb(&mut s, "Zswapped", 0);
+            kb(&mut s, "Dirty", g(Stat::FileDirty));
+            kb(&mut s, "Writeback", g(Stat::Writeback));
+            kb(&mut s, "AnonPages", g(Stat::Anon));
+            kb(&mut s, "Mapped", g(Stat::FileMapped));
+            kb(&mut s, "Shmem", g(Stat::Shmem));
+            for name in [
+                "KReclaimable",
+                "Slab",
+                "SReclaimable",
+                "SUnreclaim",
+                "KernelStack",
+                "PageTables",
+                "SecPageTables",
+                "NFS_Unstable",
+                "Bounce",
+                "WritebackTmp",
+            ] {
+                kb(&mut s, name, 0);
+            }
+            kb(
+                &mut s,
+                "CommitLimit",
+                m.totalram_pages / 2 + m.total_swap_pages,
+            );
+            kb(&mut s, "Committed_AS", g(Stat::Anon) + g(Stat::Swap));
+            let _ = writeln!(s, "{:<16}{:>8} kB", "VmallocTotal:", 34359738367u64);
+            for name in [
+                "VmallocUsed",
+                "VmallocChunk",
+                "Percpu",
+                "HardwareCorrupted",
+                "AnonHugePages",
+                "ShmemHugePages",
+                "ShmemPmdMapped",
+                "FileHugePages",
+                "FilePmdMapped",
+            ] {
+                kb(&mut s, name, 0);
+            }
+            for name in [
+                "HugePages_Total",
+                "HugePages_Free",
+                "HugePages_Rsvd",
+                "HugePages_Surp",
+            ] {
+                let _ = writeln!(s, "{:<16}{:>5}", format!("{name}:"), 0);
+            }
+            kb(&mut s, "Hugepagesize", 512);
+            kb(&mut s, "Hugetlb", 0);
+            kb(&mut s, "DirectMap4k", m.totalram_pages);
+            kb(&mut s, "DirectMap2M", 0);
+            kb(&mut s, "DirectMap1G", 0);
+        }
+        "vmstat" => {
+            let lines: [(&str, u64); 36] = [
+                ("nr_free_pages", m.nr_free_pages()),
+                ("nr_zone_inactive_anon", g(Stat::InactiveAnon)),
+                ("nr_zone_active_anon", g(Stat::ActiveAnon)),
+                ("nr_zone_inactive_file", g(Stat::InactiveFile)),
+                ("nr_zone_active_file", g(Stat::ActiveFile)),
+                ("nr_zone_unevictable", g(Stat::Unevictable)),
+                (
+                    "nr_zone_write_pending",
+                    g(Stat::FileDirty) + g(Stat::Writeback),
+                ),
+                ("nr_mlock", g(Stat::Mlock)),
+                ("nr_inactive_anon", g(Stat::InactiveAnon)),
+                ("nr_active_anon", g(Stat::ActiveAnon)),
+                ("nr_inactive_file", g(Stat::InactiveFile)),
+                ("nr_active_file", g(Stat::ActiveFile)),
+                ("nr_unevictable", g(Stat::Unevictable)),
+                ("workingset_refault_anon", g(Stat::WorkingsetRefaultAnon)),
+                ("workingset_refault_file", g(Stat::WorkingsetRefaultFile)),
+                ("workingset_activate_anon", g(Stat::WorkingsetActivateAnon)),
+                ("workingset_activate_file", g(Stat::WorkingsetActivateFile)),
+                ("workingset_restore_anon", g(Stat::WorkingsetRestoreAnon)),
+                ("workingset_restore_file", g(Stat::WorkingsetRestoreFile)),
+                ("workingset_nodereclaim", g(Stat::WorkingsetNodereclaim)),
+                ("nr_anon_pages", g(Stat::Anon)),
+                ("nr_mapped", g(Stat::FileMapped)),
+                ("nr_file_pages", g(Stat::File)),
+                ("nr_dirty", g(Stat::FileDirty)),
+                ("nr_writeback", g(Stat::Writeback)),
+                ("nr_shmem", g(Stat::Shmem)),
+                ("pgpgin", g(Stat::Pgpgin)),
+                ("pgpgout", g(Stat::Pgpgout)),
+                ("pswpin", g(Stat::Pswpin)),
+                ("pswpout", g(Stat::Pswpout)),
+                ("pgactivate", g(Stat::Pgactivate)),
+                ("pgdeactivate", g(Stat::Pgdeactivate)),
+                ("pgfault", g(Stat::Pgfault)),
+                ("pgmajfault", g(Stat::Pgmajfault)),
+                ("pgrefill", g(Stat::Pgrefill)),
+                ("pgsteal_kswapd", g(Stat::PgstealKswapd)),
+            ];
+            for (k, v) in lines {
+                let _ = writeln!(s, "{k} {v}");
+            }
+            for (k, v) in [
+                ("pgsteal_direct", g(Stat::PgstealDirect)),
+                ("pgscan_kswapd", g(Stat::PgscanKswapd)),
+                ("pgscan_direct", g(Stat::PgscanDirect)),
+                ("pgrotated", g(Stat::Pgrotated)),
+                ("oom_kill", g(Stat::OomKill)),
+                ("allocstall_normal", g(Stat::Allocstall)),
+            ] {
+                let _ = writeln!(s, "{k} {v}");
+            }
+        }
+        "swaps" => {
+            s.push_str("Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n");
+            if m.total_swap_pages > 0 {
+                let used = m.total_swap_pages - m.swap.nr_free() as u64;
+                let _ = writeln!(
+                    s,
+                    "/dev/vdb                                partition\t{}\t\t{}\t\t-2",
+                    m.total_swap_pages * 4,
+                    used * 4
+                );
+            }
+        }
+        "sys/vm/swappiness" => {
+            let _ = writeln!(s, "{}", m.vm_swappiness);
+        }
+        "sys/vm/min_free_kbytes" => {
+            let _ = writeln!(s, "{}", m.wmark.min_free_kbytes);
+        }
+        "sys/vm/watermark_scale_factor" => {
+            let _ = writeln!(s, "{}", m.cfg.watermark_scale_factor);
+        }
+        _ => return Err(Errno::ENOENT),
+    }
+    Ok(s)
+}
+
+pub(crate) fn write(sys: &mut System, f: &str, data: &str) -> Result<(), Errno> {
+    match f {
+        "sys/vm/swappiness" => {
+            let v = kstrtoull(data)?;
+            if v > 200 {
+                return Err(Errno::EINVAL);
+            }
+            sys.machine.vm_swappiness = v as u32;
+            Ok(())
+        }
+        _ => Err(Errno::EACCES),
+    }
+}

@@ -1,0 +1,858 @@
+//! The interpreter: executes parsed commands against a [`System`], keeping the script's state
+//! (working directory, open fds, named tasks, the outcome of the last foreground task and
+//! the status of the last recorded file operation).
+//!
+//! Three kinds of trouble are told apart:
+//! - a failed file operation (a write the kernel would refuse, say) prints a bash-style error
+//!   and the script goes on;
+//! - a failed `expect` prints `FILE:LINE: expect failed: ...`, the script goes on and its exit
+//!   status becomes 1;
+//! - a script error (bad syntax, unknown task, a wait that never ends) is returned as a
+//!   [`ScriptError`]; `run` prints it and stops with exit status 2.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::Write;
+
+use memcgsim_cgroupfs::{Fd, SpawnOpts, System, WaitResult};
+use memcgsim_model::{Errno, MachineConfig, Pid, TaskOutcome};
+
+use crate::parser::{parse_line, Command, Expr, RunSpec, Target, COMMANDS, HELP};
+use crate::path::{join, resolve};
+use crate::value::{keyed_value, show, single_value, values_close, Value};
+
+/// Exit status of a script whose expectations all held.
+pub const EXIT_OK: i32 = 0;
+/// Exit status of a script in which at least one `expect` failed.
+pub const EXIT_EXPECT_FAILED: i32 = 1;
+/// Exit status of a script stopped by a script error.
+pub const EXIT_SCRIPT_ERROR: i32 = 2;
+/// How much virtual time a foreground `run` or a `wait` may take before it is a script error:
+/// one hour.
+pub const DEFAULT_WAIT_LIMIT_NS: u64 = 3600 * 1_000_000_000;
+
+/// An error that stops a script: bad syntax, an unknown command, task or fd name, an unknown
+/// workload, a machine that cannot boot, a wait that does not finish in time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScriptError {
+    /// The script's name, as given to [`Interpreter::new`].
+    pub file: String,
+    /// The 1-based line number.
+    pub line: usize,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ScriptError {
+    /// `FILE:LINE: error: MESSAGE`
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: error: {}", self.file, self.line, self.message)
+    }
+}
+
+impl std::error::Error for ScriptError {}
+
+/// A task started by `run`, by name.
+#[derive(Clone, Copy, Debug)]
+struct Task {
+    pid: Pid,
+    /// Started with `--hold`: `wait` stops when it holds.
+    holds: bool,
+}
+
+/// The recorded status of the last write, mkdir, rmdir, open, close or run.
+#[derive(Clone, Debug)]
+struct OpStatus {
+    /// The command, for failure messages ("mkdir", "echo").
+    what: &'static str,
+    result: Result<(), Errno>,
+}
+
+/// Why an `expect` operand has no value.
+enum EvalError {
+    /// The expectation fails, with this explanation (unreadable file, missing key).
+    Fail(String),
+    /// The script is wrong (unknown fd name, the machine cannot boot).
+    Script(String),
+}
+
+/// Runs script commands one at a time against a lazily booted [`System`].
+pub struct Interpreter {
+    file: String,
+    line: usize,
+    sys: Option<System>,
+    /// Some command other than `machine` or `help` has run: `machine` is no longer allowed.
+    started: bool,
+    check_invariants: bool,
+    wait_limit_ns: u64,
+    cwd: String,
+    fds: BTreeMap<String, Fd>,
+    tasks: BTreeMap<String, Task>,
+    last_fg: Option<(String, TaskOutcome)>,
+    last_op: Option<OpStatus>,
+    expect_failures: u64,
+}
+
+impl Interpreter {
+    /// A fresh interpreter; `file` names the script in messages (`FILE:LINE: ...`). The
+    /// machine boots with the first command that needs it, or with `machine`.
+    pub fn new(file: &str) -> Interpreter {
+        Interpreter {
+            file: file.to_string(),
+            line: 0,
+            sys: None,
+            started: false,
+            check_invariants: false,
+            wait_limit_ns: DEFAULT_WAIT_LIMIT_NS,
+            cwd: "/".to_string(),
+            fds: BTreeMap::new(),
+            tasks: BTreeMap::new(),
+            last_fg: None,
+            last_op: None,
+            expect_failures: 0,
+        }
+    }
+
+    /// Check the model's invariants after every simulation step (slow; for tests). Applies
+    /// to the machine booted later, and to the current one if it is already up.
+    pub fn set_check_invariants(&mut self, on: bool) {
+        self.check_invariants = on;
+        if let Some(sys) = self.sys.as_mut() {
+            sys.set_check_invariants(on);
+        }
+    }
+
+    /// Change how much virtual time a foreground `run` or a `wait` may take
+    /// ([`DEFAULT_WAIT_LIMIT_NS`] by default).
+    pub fn set_wait_limit_ns(&mut self, ns: u64) {
+        self.wait_limit_ns = ns;
+    }
+
+    /// The working directory, e.g. `/A`.
+    pub fn cwd(&self) -> &str {
+        &self.cwd
+    }
+
+    /// The script's name as given to [`Interpreter::new`].
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
+    /// How many `expect` commands have failed so far.
+    pub fn expect_failures(&self) -> u64 {
+        self.expect_failures
+    }
+
+    /// The exit status so far, not counting script errors: [`EXIT_EXPECT_FAILED`] if an
+    /// `expect` failed, else [`EXIT_OK`].
+    pub fn status(&self) -> i32 {
+        if self.expect_failures > 0 {
+            EXIT_EXPECT_FAILED
+        } else {
+            EXIT_OK
+        }
+    }
+
+    /// The machine, if it has booted.
+    pub fn system(&self) -> Option<&System> {
+        self.sys.as_ref()
+    }
+
+    /// The machine, if it has booted.
+    pub fn system_mut(&mut self) -> Option<&mut System> {
+        self.sys.as_mut()
+    }
+
+    /// The machine, booting the default one if none has booted yet.
+    pub fn boot(&mut self) -> Result<&mut System, String> {
+        if self.sys.is_none() {
+            self.boot_with(MachineConfig::default())?;
+        }
+        self.sys
+            .as_mut()
+            .ok_or_else(|| "the machine did not boot".to_string())
+    }
+
+    /// How the last foreground task ended (its name and outcome), if one has.
+    pub fn last_foreground(&self) -> Option<(&str, TaskOutcome)> {
+        self.last_fg.as_ref().map(|(n, o)| (n.as_str(), *o))
+    }
+
+    /// The pid of the task called `name`, running or ended.
+    pub fn task_pid(&self, name: &str) -> Option<Pid> {
+        self.tasks.get(name).map(|t| t.pid)
+    }
+
+    /// Entries of the directory `dir` (absolute or relative) whose names start with
+    /// `prefix`, directories with a trailing `/`; for completion in the shell. Empty if the
+    /// machine has not booted or `dir` is not a directory.
+    pub fn complete(&self, dir: &str, prefix: &str) -> Vec<String> {
+        let Some(sys) = self.sys.as_ref() else {
+            return Vec::new();
+        };
+        let dir = resolve(&self.cwd, dir);
+        let Ok(entries) = sys.list(&dir) else {
+            return Vec::new();
+        };
+        entries
+            .into_iter()
+            .filter(|e| e.starts_with(prefix))
+            .map(|e| {
+                if sys.is_dir(&join(&dir, &e)) {
+                    format!("{e}/")
+                } else {
+                    e
+                }
+            })
+            .collect()
+    }
+
+    /// Completion candidates for the word that ends at byte `pos` of `line`: command names
+    /// for the first word, else entries of the directory the partial path names. Returns the
+    /// byte offset where the word starts and the full replacements for it.
+    pub fn complete_line(&self, line: &str, pos: usize) -> (usize, Vec<String>) {
+        let pos = pos.min(line.len());
+        if !line.is_char_boundary(pos) {
+            return (pos, Vec::new());
+        }
+        let before = &line[..pos];
+        let start = before
+            .char_indices()
+            .rev()
+            .find(|(_, c)| c.is_whitespace())
+            .map(|(i, c)| i + c.len_utf8())
+            .unwrap_or(0);
+        let word = &before[start..];
+        if before[..start].trim().is_empty() {
+            let names = COMMANDS
+                .iter()
+                .filter(|c| c.starts_with(word))
+                .map(|c| c.to_string())
+                .collect();
+            return (start, names);
+        }
+        // A redirection glued to the path (`>memory.max`) completes the path after it.
+        let (start, word) = match word.rfind('>') {
+            Some(i) => (start + i + 1, &word[i + 1..]),
+            None => (start, word),
+        };
+        if word.starts_with('@') || word.starts_with('"') || word.starts_with('\'') {
+            return (start, Vec::new());
+        }
+        let (dir, prefix) = match word.rfind('/') {
+            Some(i) => (&word[..=i], &word[i + 1..]),
+            None => ("", word),
+        };
+        let listed = if dir.is_empty() { "." } else { dir };
+        let names = self
+            .complete(listed, prefix)
+            .into_iter()
+            .map(|e| format!("{dir}{e}"))
+            .collect();
+        (start, names)
+    }
+
+    /// Run a whole script: every line in order until the end or the first script error,
+    /// which is printed to `err`. Returns the exit status: [`EXIT_SCRIPT_ERROR`] after a
+    /// script error, else [`EXIT_EXPECT_FAILED`] if an `expect` failed, else [`EXIT_OK`].
+    pub fn run(&mut self, text: &str, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+        for (i, line) in text.lines().enumerate() {
+            if let Err(e) = self.exec_line(i + 1, line, out, err) {
+                let _ = out.flush();
+                let _ = writeln!(err, "{e}");
+                return EXIT_SCRIPT_ERROR;
+            }
+        }
+        let _ = out.flush();
+        self.status()
+    }
+
+    /// Parse and execute one line (`line_no` is 1-based, for messages). Blank and comment
+    /// lines do nothing. Regular output goes to `out`; bash-style errors and expect failures
+    /// go to `err`; a script error is returned, not printed.
+    pub fn exec_line(
+        &mut self,
+        line_no: usize,
+        text: &str,
+        out: &mut dyn Write,
+        err: &mut dyn Write,
+    ) -> Result<(), ScriptError> {
+        self.line = line_no;
+        match parse_line(text) {
+            Ok(None) => Ok(()),
+            Ok(Some(cmd)) => self.exec(line_no, &cmd, out, err),
+            Err(message) => Err(self.error(message)),
+        }
+    }
+
+    /// Execute one parsed command, as [`Interpreter::exec_line`] does.
+    pub fn exec(
+        &mut self,
+        line_no: usize,
+        cmd: &Command,
+        out: &mut dyn Write,
+        err: &mut dyn Write,
+    ) -> Result<(), ScriptError> {
+        self.line = line_no;
+        self.exec_inner(cmd, out, err).map_err(|m| self.error(m))
+    }
+
+    fn error(&self, message: String) -> ScriptError {
+        ScriptError {
+            file: self.file.clone(),
+            line: self.line,
+            message,
+        }
+    }
+
+    /// Print a bash-style error (`FILE:LINE: MESSAGE`).
+    fn complain(&self, err: &mut dyn Write, message: &str) {
+        let _ = writeln!(err, "{}:{}: {}", self.file, self.line, message);
+    }
+
+    fn record(&mut self, what: &'static str, result: Result<(), Errno>) {
+        self.last_op = Some(OpStatus { what, result });
+    }
+
+    fn boot_with(&mut self, cfg: MachineConfig) -> Result<(), String> {
+        cfg.validate()?;
+        let mut sys = System::new(cfg).map_err(|e| format!("machine: {e}"))?;
+        if self.check_invariants {
+            sys.set_check_invariants(true);
+        }
+        self.sys = Some(sys);
+        Ok(())
+    }
+
+    fn path(&self, p: &str) -> String {
+        resolve(&self.cwd, p)
+    }
+
+    fn fd(&self, name: &str) -> Result<Fd, String> {
+        self.fds
+            .get(name)
+            .copied()
+            .ok_or_else(|| format!("no open fd named '{name}'"))
+    }
+
+    fn task(&self, name: &str) -> Result<Task, String> {
+        self.tasks
+            .get(name)
+            .copied()
+            .ok_or_else(|| format!("no task named '{name}'"))
+    }
+
+    fn exec_inner(
+        &mut self,
+        cmd: &Command,
+        out: &mut dyn Write,
+        err: &mut dyn Write,
+    ) -> Result<(), String> {
+        match cmd {
+            Command::Help => {
+                let _ = out.write_all(HELP.as_bytes());
+                let _ = writeln!(
+                    out,
+                    "Workloads: {}",
+                    memcgsim_workloads::WORKLOADS.join(", ")
+                );
+                return Ok(());
+            }
+            Command::Machine(words) => return self.machine(words),
+            _ => {}
+        }
+        self.started = true;
+        match cmd {
+            Command::Help | Command::Machine(_) => Ok(()),
+            Command::Pwd => {
+                let _ = writeln!(out, "{}", self.cwd);
+                Ok(())
+            }
+            Command::Cd(p) => {
+                let path = self.path(p);
+                if self.boot()?.is_dir(&path) {
+                    self.cwd = path;
+                    Ok(())
+                } else {
+                    Err(format!("cd: {p}: No such directory"))
+                }
+            }
+            Command::Ls(p) => {
+                let shown = p.as_deref().unwrap_or(".");
+                let path = self.path(shown);
+                let sys = self.boot()?;
+                match sys.list(&path) {
+                    Ok(entries) => {
+                        for e in entries {
+                            if sys.is_dir(&join(&path, &e)) {
+                                let _ = writeln!(out, "{e}/");
+                            } else {
+                                let _ = writeln!(out, "{e}");
+                            }
+                        }
+                    }
+                    Err(Errno::ENOTDIR) => {
+                        let _ = writeln!(out, "{shown}");
+                    }
+                    Err(e) => {
+                        self.complain(err, &format!("ls: cannot access '{shown}': {e}"));
+                    }
+                }
+                Ok(())
+            }
+            Command::Mkdir(p) => {
+                let path = self.path(p);
+                let r = self.boot()?.mkdir(&path);
+                if let Err(e) = r {
+                    self.complain(err, &format!("mkdir: cannot create directory '{p}': {e}"));
+                }
+                self.record("mkdir", r);
+                Ok(())
+            }
+            Command::Rmdir(p) => {
+                let path = self.path(p);
+                let r = self.boot()?.rmdir(&path);
+                if let Err(e) = r {
+                    self.complain(err, &format!("rmdir: failed to remove '{p}': {e}"));
+                }
+                self.record("rmdir", r);
+                Ok(())
+            }
+            Command::Echo { text, target: None } => {
+                let _ = writeln!(out, "{text}");
+                Ok(())
+            }
+            Command::Echo {
+                text,
+                target: Some(target),
+            } => {
+                let r = match target {
+                    Target::Path(p) => {
+                        let path = self.path(p);
+                        let r = self.boot()?.write(&path, text);
+                        match r {
+                            // Errors of opening the file, which bash reports by name.
+                            Err(e @ (Errno::ENOENT | Errno::EISDIR | Errno::ENOTDIR)) => {
+                                self.complain(err, &format!("{p}: {e}"));
+                            }
+                            Err(e) => self.complain(err, &format!("echo: write error: {e}")),
+                            Ok(()) => {}
+                        }
+                        r
+                    }
+                    Target::Fd(name) => {
+                        let fd = self.fd(name)?;
+                        let r = self.boot()?.write_fd(fd, text);
+                        if let Err(e) = r {
+                            self.complain(err, &format!("echo: write error: {e}"));
+                        }
+                        r
+                    }
+                };
+                self.record("echo", r);
+                Ok(())
+            }
+            Command::Cat(target) => {
+                let (shown, r) = match target {
+                    Target::Path(p) => {
+                        let path = self.path(p);
+                        (p.clone(), self.boot()?.read(&path))
+                    }
+                    Target::Fd(name) => {
+                        let fd = self.fd(name)?;
+                        (format!("@{name}"), self.boot()?.read_fd(fd))
+                    }
+                };
+                match r {
+                    Ok(s) => {
+                        let _ = out.write_all(s.as_bytes());
+                    }
+                    Err(e) => self.complain(err, &format!("cat: {shown}: {e}")),
+                }
+                Ok(())
+            }
+            Command::Open { name, path } => {
+                if self.fds.contains_key(name) {
+                    return Err(format!("open: an fd named '{name}' is already open"));
+                }
+                let abs = self.path(path);
+                let r = self.boot()?.open(&abs);
+                let r = match r {
+                    Ok(fd) => {
+                        self.fds.insert(name.clone(), fd);
+                        Ok(())
+                    }
+                    Err(e) => {
+                        self.complain(err, &format!("open: {path}: {e}"));
+                        Err(e)
+                    }
+                };
+                self.record("open", r);
+                Ok(())
+            }
+            Command::Close(name) => {
+                let fd = self.fd(name)?;
+                self.fds.remove(name);
+                let r = self.boot()?.close(fd);
+                if let Err(e) = r {
+                    self.complain(err, &format!("close: {name}: {e}"));
+                }
+                self.record("close", r);
+                Ok(())
+            }
+            Command::Run(spec) => self.run_task(spec, err),
+            Command::Sleep(ns) => {
+                self.boot()?.advance(*ns);
+                Ok(())
+            }
+            Command::Kill(name) => {
+                let task = self.task(name)?;
+                let sys = self.boot()?;
+                let r = sys.kill(task.pid);
+                sys.advance(0);
+                if let Err(e) = r {
+                    self.complain(err, &format!("kill: {name}: {e}"));
+                }
+                Ok(())
+            }
+            Command::Wait(name) => self.wait_task(name),
+            Command::Expect { expr, text } => {
+                if let Some(detail) = self.check(expr)? {
+                    self.expect_failures += 1;
+                    self.complain(err, &format!("expect failed: {text} ({detail})"));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn machine(&mut self, words: &[(String, String)]) -> Result<(), String> {
+        if self.started || self.sys.is_some() {
+            return Err("machine must be the first command of a script".into());
+        }
+        let mut cfg = MachineConfig::default();
+        for (k, v) in words {
+            cfg.set(k, v)?;
+        }
+        self.boot_with(cfg)
+    }
+
+    fn run_task(&mut self, spec: &RunSpec, err: &mut dyn Write) -> Result<(), String> {
+        let name = spec.task_name().to_string();
+        let cgroup = self.path(&spec.cgroup);
+        self.boot()?;
+        if let Some(old) = self.tasks.get(&name) {
+            let ended = self.sys.as_ref().and_then(|s| s.outcome(old.pid)).is_some();
+            if !ended {
+                return Err(format!("run: a task named '{name}' is still running"));
+            }
+        }
+        let program = memcgsim_workloads::build(&spec.workload, &spec.args)?;
+        if !spec.background {
+            self.last_fg = None;
+        }
+        let opts = SpawnOpts {
+            name: Some(name.clone()),
+            oom_score_adj: spec.oom_score_adj,
+        };
+        let pid = match self.boot()?.spawn(&cgroup, opts, program) {
+            Ok(pid) => pid,
+            Err(e) => {
+                self.complain(
+                    err,
+                    &format!("run: cannot start '{name}' in '{}': {e}", spec.cgroup),
+                );
+                self.record("run", Err(e));
+                return Ok(());
+            }
+        };
+        self.record("run", Ok(()));
+        self.tasks.insert(
+            name.clone(),
+            Task {
+                pid,
+                holds: spec.holds(),
+            },
+        );
+        if spec.background {
+            return Ok(());
+        }
+        let limit = self.wait_limit_ns;
+        match self.boot()?.wait(pid, false, limit) {
+            Ok(WaitResult::Ended(o)) => {
+                self.last_fg = Some((name, o));
+                Ok(())
+            }
+            Ok(WaitResult::Holding) => Ok(()),
+            Err(e) => {
+                let hint = if spec.holds() {
+                    " (it holds its memory: start it with --bg and use wait)"
+                } else {
+                    ""
+                };
+                Err(format!("run {name}: {e}{hint}"))
+            }
+        }
+    }
+
+    fn wait_task(&mut self, name: &str) -> Result<(), String> {
+        let task = self.task(name)?;
+        if let Some(o) = self.boot()?.outcome(task.pid) {
+            self.last_fg = Some((name.to_string(), o));
+            return Ok(());
+        }
+        let limit = self.wait_limit_ns;
+        match self.boot()?.wait(task.pid, task.holds, limit) {
+            Ok(WaitResult::Ended(o)) => {
+                self.last_fg = Some((name.to_string(), o));
+                Ok(())
+            }
+            Ok(WaitResult::Holding) => Ok(()),
+            Err(e) => Err(format!("wait {name}: {e}")),
+        }
+    }
+
+    fn eval(&mut self, v: &Value) -> Result<i64, EvalError> {
+        let read = |this: &mut Self, p: &str| -> Result<String, EvalError> {
+            let path = this.path(p);
+            let sys = this.boot().map_err(EvalError::Script)?;
+            sys.read(&path)
+                .map_err(|e| EvalError::Fail(format!("cannot read {p}: {e}")))
+        };
+        match v {
+            Value::Int(n) => Ok(*n),
+            Value::File(p) => {
+                let s = read(self, p)?;
+                single_value(&s).map_err(|e| EvalError::Fail(format!("{p}: {e}")))
+            }
+            Value::Key(p, key) => {
+                let s = read(self, p)?;
+                keyed_value(&s, key).map_err(|e| EvalError::Fail(format!("{p}: {e}")))
+            }
+            Value::Fd(name) => {
+                let fd = self.fd(name).map_err(EvalError::Script)?;
+                let sys = self.boot().map_err(EvalError::Script)?;
+                let s = sys
+                    .read_fd(fd)
+                    .map_err(|e| EvalError::Fail(format!("cannot read @{name}: {e}")))?;
+                single_value(&s).map_err(|e| EvalError::Fail(format!("@{name}: {e}")))
+            }
+        }
+    }
+
+    /// Evaluate an expectation: `Ok(None)` if it holds, `Ok(Some(detail))` if it fails.
+    fn check(&mut self, expr: &Expr) -> Result<Option<String>, String> {
+        let eval2 =
+            |this: &mut Self, a: &Value, b: &Value| -> Result<Result<(i64, i64), String>, String> {
+                let va = match this.eval(a) {
+                    Ok(v) => v,
+                    Err(EvalError::Fail(m)) => return Ok(Err(m)),
+                    Err(EvalError::Script(m)) => return Err(m),
+                };
+                let vb = match this.eval(b) {
+                    Ok(v) => v,
+                    Err(EvalError::Fail(m)) => return Ok(Err(m)),
+                    Err(EvalError::Script(m)) => return Err(m),
+                };
+                Ok(Ok((va, vb)))
+            };
+        Ok(match expr {
+            Expr::Cmp(a, op, b) => match eval2(self, a, b)? {
+                Err(m) => Some(m),
+                Ok((va, vb)) if op.eval(va, vb) => None,
+                Ok((va, vb)) => Some(format!("{} {op} {}", show(va), show(vb))),
+            },
+            Expr::Close(a, b, pct) => match eval2(self, a, b)? {
+                Err(m) => Some(m),
+                Ok((va, vb)) if values_close(va, vb, *pct) => None,
+                Ok((va, vb)) => Some(format!("a={va}, b={vb}, pct={pct}")),
+            },
+            Expr::Exit(n) => match &self.last_fg {
+                Some((_, TaskOutcome::Exited(c))) if c == n => None,
+                Some((name, o)) => Some(describe(name, *o)),
+                None => Some("no foreground task has ended".into()),
+            },
+            Expr::Killed => match &self.last_fg {
+                Some((_, TaskOutcome::Killed)) => None,
+                Some((name, o)) => Some(describe(name, *o)),
+                None => Some("no foreground task has ended".into()),
+            },
+            Expr::Errno(want) => match &self.last_op {
+                Some(s) if s.result.err() == *want => None,
+                Some(OpStatus {
+                    what,
+                    result: Ok(()),
+                }) => Some(format!("the last {what} succeeded")),
+                Some(OpStatus {
+                    what,
+                    result: Err(e),
+                }) => Some(format!("the last {what} failed with {}", e.name())),
+                None => Some("no write, mkdir, rmdir, open, close or run has been done".into()),
+            },
+        })
+    }
+}
+
+fn describe(name: &str, o: TaskOutcome) -> String {
+    match o {
+        TaskOutcome::Exited(c) => format!("task '{name}' exited with status {c}"),
+        TaskOutcome::Killed => format!("task '{name}' was killed"),
+    }
+}
+
+/// Run a script on a fresh default-configured interpreter; see [`Interpreter::run`].
+pub fn run_script(name: &str, text: &str, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    Interpreter::new(name).run(text, out, err)
+}
+
+#[cfg(test)]
+mod tests {
+    //! Interpreter tests that never boot a machine: the commands used here (echo to stdout,
+    //! pwd, help, literal-only expects, syntax errors) do not need one.
+
+    use super::*;
+
+    fn run(text: &str) -> (i32, String, String) {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let status = run_script("t.mcg", text, &mut out, &mut err);
+        (
+            status,
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        )
+    }
+
+    #[test]
+    fn echo_pwd_help() {
+        let (status, out, err) = run("echo hello   \"big  world\" # hi\npwd\n\n# c\n");
+        assert_eq!(status, EXIT_OK);
+        assert_eq!(out, "hello big  world\n/\n");
+        assert_eq!(err, "");
+        let (status, out, _) = run("help\n");
+        assert_eq!(status, EXIT_OK);
+        assert!(out.starts_with(HELP));
+        assert!(out.ends_with(&format!(
+            "Workloads: {}\n",
+            memcgsim_workloads::WORKLOADS.join(", ")
+        )));
+    }
+
+    #[test]
+    fn literal_expectations() {
+        let (status, _, err) = run("expect 1K == 1024\nexpect -1 < 0\nexpect max > 1T\n");
+        assert_eq!(status, EXIT_OK, "{err}");
+        let (status, out, err) = run(
+            "expect 30M <= 1M\necho still running\nexpect close( 101 , 99 , 1 )\n\
+             expect close(102, 97, 1)\nexpect close(5, 0, 1)\nexpect close(0, 0, 1)\n",
+        );
+        assert_eq!(status, EXIT_EXPECT_FAILED);
+        assert_eq!(out, "still running\n");
+        assert_eq!(
+            err,
+            "t.mcg:1: expect failed: 30M <= 1M (31457280 <= 1048576)\n\
+             t.mcg:4: expect failed: close(102, 97, 1) (a=102, b=97, pct=1)\n\
+             t.mcg:5: expect failed: close(5, 0, 1) (a=5, b=0, pct=1)\n"
+        );
+    }
+
+    #[test]
+    fn outcome_expectations_without_tasks() {
+        let (status, _, err) = run("expect exit 0\nexpect killed\nexpect errno 0\n");
+        assert_eq!(status, EXIT_EXPECT_FAILED);
+        assert_eq!(
+            err,
+            "t.mcg:1: expect failed: exit 0 (no foreground task has ended)\n\
+             t.mcg:2: expect failed: killed (no foreground task has ended)\n\
+             t.mcg:3: expect failed: errno 0 (no write, mkdir, rmdir, open, close or run \
+             has been done)\n"
+        );
+    }
+
+    #[test]
+    fn script_errors_stop_the_script() {
+        let (status, out, err) = run("echo one\nfrobnicate now\necho two\n");
+        assert_eq!(status, EXIT_SCRIPT_ERROR);
+        assert_eq!(out, "one\n");
+        assert_eq!(
+            err,
+            "t.mcg:2: error: unknown command 'frobnicate' (try 'help')\n"
+        );
+
+        let (status, _, err) = run("expect 1 == 2\nexpect 30MB == 1\n");
+        assert_eq!(status, EXIT_SCRIPT_ERROR);
+        assert!(
+            err.ends_with("t.mcg:2: error: bad number '30MB'\n"),
+            "{err}"
+        );
+
+        let (status, _, err) = run("echo x\nmachine memory=1G\n");
+        assert_eq!(status, EXIT_SCRIPT_ERROR);
+        assert_eq!(
+            err,
+            "t.mcg:2: error: machine must be the first command of a script\n"
+        );
+
+        let (status, _, err) = run("echo \"unterminated\n");
+        assert_eq!(status, EXIT_SCRIPT_ERROR);
+        assert_eq!(err, "t.mcg:1: error: unterminated double quote\n");
+    }
+
+    #[test]
+    fn bad_machine_lines_are_script_errors() {
+        let (status, _, err) = run("machine memory=1M\n");
+        assert_eq!(status, EXIT_SCRIPT_ERROR);
+        assert_eq!(err, "t.mcg:1: error: memory must be at least 16M\n");
+        let (status, _, err) = run("machine warp=9\n");
+        assert_eq!(status, EXIT_SCRIPT_ERROR);
+        assert!(err.contains("unknown machine option 'warp'"), "{err}");
+        let (status, _, err) = run("machine cgroup=v3\n");
+        assert_eq!(status, EXIT_SCRIPT_ERROR);
+        assert!(err.contains("machine option cgroup"), "{err}");
+    }
+
+    #[test]
+    fn exec_line_reports_without_printing() {
+        let mut interp = Interpreter::new("<stdin>");
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let e = interp.exec_line(7, "kill", &mut out, &mut err).unwrap_err();
+        assert_eq!(e.to_string(), "<stdin>:7: error: usage: kill NAME");
+        assert!(out.is_empty() && err.is_empty());
+        // The interpreter goes on after a script error, as the shell needs.
+        interp
+            .exec_line(8, "expect 1 != 2", &mut out, &mut err)
+            .unwrap();
+        assert_eq!(interp.status(), EXIT_OK);
+        interp
+            .exec_line(9, "expect 1 == 2", &mut out, &mut err)
+            .unwrap();
+        assert_eq!(interp.status(), EXIT_EXPECT_FAILED);
+        assert_eq!(interp.expect_failures(), 1);
+        assert_eq!(interp.cwd(), "/");
+        assert!(interp.system().is_none());
+    }
+
+    #[test]
+    fn completes_command_names() {
+        let interp = Interpreter::new("x");
+        let (start, names) = interp.complete_line("c", 1);
+        assert_eq!(start, 0);
+        assert_eq!(names, vec!["cat", "cd", "close"]);
+        let (start, names) = interp.complete_line("  e", 3);
+        assert_eq!(start, 2);
+        assert_eq!(names, vec!["echo", "expect"]);
+        // No machine yet: no paths to offer, and odd cursor positions are harmless.
+        assert!(interp.complete_line("cat /A/mem", 10).1.is_empty());
+        assert!(interp.complete_line("cat é", 5).1.is_empty());
+        assert!(interp.complete_line("cat é", 99).1.is_empty());
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        let text = "\u{0}\n>\n>>>\necho >\nexpect close(\nrun --\nwait\nkill\nopen\n\
+                    close x\ncat @nofd\nexpect @nofd == 1\n";
+        for line in text.lines() {
+            let (status, _, _) = run(line);
+            assert!(status == EXIT_SCRIPT_ERROR || status == EXIT_OK, "{line:?}");
+        }
+    }
+}

@@ -1,0 +1,353 @@
+//! Values in `expect` expressions: integer literals with size suffixes, single-value files,
+//! keys of keyed files and open file descriptors; the comparison operators; and the kernel
+//! selftests' `values_close` arithmetic.
+
+use std::fmt;
+
+use memcgsim_model::units;
+
+/// Where an `expect` operand comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    /// A literal: `4096`, `30M`, `-1`, `max` (i64::MAX).
+    Int(i64),
+    /// A single-value file (its first word), path as written (relative or absolute).
+    File(String),
+    /// A key of a keyed file: `FILE:KEY`, the second word of the line whose first word is KEY.
+    Key(String, String),
+    /// A file read through the fd bound to this name by `open` (`@NAME`).
+    Fd(String),
+}
+
+/// A comparison operator of `expect A OP B`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl CmpOp {
+    /// Parse `==`, `!=`, `<`, `<=`, `>`, `>=`.
+    pub fn parse(s: &str) -> Option<CmpOp> {
+        Some(match s {
+            "==" => CmpOp::Eq,
+            "!=" => CmpOp::Ne,
+            "<" => CmpOp::Lt,
+            "<=" => CmpOp::Le,
+            ">" => CmpOp::Gt,
+            ">=" => CmpOp::Ge,
+            _ => return None,
+        })
+    }
+
+    /// The operator as written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "==",
+            CmpOp::Ne => "!=",
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+        }
+    }
+
+    /// Apply the operator.
+    pub fn eval(self, a: i64, b: i64) -> bool {
+        match self {
+            CmpOp::Eq => a == b,
+            CmpOp::Ne => a != b,
+            CmpOp::Lt => a < b,
+            CmpOp::Le => a <= b,
+            CmpOp::Gt => a > b,
+            CmpOp::Ge => a >= b,
+        }
+    }
+}
+
+impl fmt::Display for CmpOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The kernel selftests' `values_close(a, b, err)`: `labs(a - b) <= (a + b) / 100 * err`,
+/// with C's truncating integer division done before the multiplication. Computed in 128 bits
+/// so that no operand can overflow.
+pub fn values_close(a: i64, b: i64, pct: i64) -> bool {
+    let (a, b, pct) = (a as i128, b as i128, pct as i128);
+    (a - b).abs() <= (a + b) / 100 * pct
+}
+
+/// Whether a word is written as a number literal: it starts with a digit or `-` and has no
+/// `/` or `:` (which would make it a path or a key).
+pub fn looks_numeric(word: &str) -> bool {
+    matches!(word.chars().next(), Some(c) if c.is_ascii_digit() || c == '-')
+        && !word.contains('/')
+        && !word.contains(':')
+}
+
+/// Parse an integer literal: an optional `-`, a decimal number and an optional binary suffix
+/// K, M, G or T (`30M` = 31457280; fractions need a suffix: `1.5G`).
+pub fn parse_int(word: &str) -> Result<i64, String> {
+    let (neg, mag) = match word.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, word),
+    };
+    if mag.is_empty() || mag.starts_with('-') || mag.starts_with('+') {
+        return Err(format!("bad number '{word}'"));
+    }
+    let m = units::parse_size(mag).map_err(|_| format!("bad number '{word}'"))?;
+    if neg {
+        if m > 1u64 << 63 {
+            return Err(format!("number '{word}' is out of range"));
+        }
+        Ok((m as i128).wrapping_neg() as i64)
+    } else {
+        i64::try_from(m).map_err(|_| format!("number '{word}' is out of range"))
+    }
+}
+
+/// Parse one operand word of an `expect` expression.
+pub fn parse_value(word: &str) -> Result<Value, String> {
+    if word.is_empty() {
+        return Err("empty value".into());
+    }
+    if word == "max" {
+        return Ok(Value::Int(i64::MAX));
+    }
+    if let Some(name) = word.strip_prefix('@') {
+        if name.is_empty() {
+            return Err("'@' needs an fd name".into());
+        }
+        return Ok(Value::Fd(name.to_string()));
+    }
+    if looks_numeric(word) {
+        return parse_int(word).map(Value::Int);
+    }
+    if let Some((file, key)) = word.split_once(':') {
+        if file.is_empty() {
+            return Err(format!("'{word}': no file before ':'"));
+        }
+        if key.is_empty() {
+            return Err(format!("'{word}': no key after ':'"));
+        }
+        return Ok(Value::Key(file.to_string(), key.to_string()));
+    }
+    Ok(Value::File(word.to_string()))
+}
+
+/// Parse a number as a control file prints it: decimal, or `max` for "no limit".
+pub fn parse_file_number(word: &str) -> Result<i64, String> {
+    if word == "max" {
+        return Ok(i64::MAX);
+    }
+    word.parse::<i64>()
+        .map_err(|_| format!("'{word}' is not a number"))
+}
+
+/// The value of a single-value file: its first word as an integer (`max` is i64::MAX).
+pub fn single_value(content: &str) -> Result<i64, String> {
+    match content.split_whitespace().next() {
+        Some(w) => parse_file_number(w),
+        None => Err("the file is empty".into()),
+    }
+}
+
+/// The value of `key` in a keyed file: the second word of the first line whose first word is
+/// exactly `key` (a trailing `:` on the first word is ignored, as in /proc/meminfo).
+pub fn keyed_value(content: &str, key: &str) -> Result<i64, String> {
+    for line in content.lines() {
+        let mut words = line.split_whitespace();
+        let Some(first) = words.next() else { continue };
+        if first == key || first.strip_suffix(':') == Some(key) {
+            return match words.next() {
+                Some(v) => parse_file_number(v),
+                None => Err(format!("key '{key}' has no value")),
+            };
+        }
+    }
+    Err(format!("no key '{key}'"))
+}
+
+/// Format a value for a failure message (`max` for i64::MAX, as cgroupfs shows it).
+pub fn show(v: i64) -> String {
+    if v == i64::MAX {
+        "max".to_string()
+    } else {
+        v.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_literals() {
+        assert_eq!(parse_int("0").unwrap(), 0);
+        assert_eq!(parse_int("4096").unwrap(), 4096);
+        assert_eq!(parse_int("30M").unwrap(), 31457280);
+        assert_eq!(parse_int("30m").unwrap(), 31457280);
+        assert_eq!(parse_int("4K").unwrap(), 4096);
+        assert_eq!(parse_int("1G").unwrap(), 1 << 30);
+        assert_eq!(parse_int("2T").unwrap(), 2 << 40);
+        assert_eq!(parse_int("1.5G").unwrap(), 3 << 29);
+        assert_eq!(parse_int("-1").unwrap(), -1);
+        assert_eq!(parse_int("-4K").unwrap(), -4096);
+        assert_eq!(parse_int("9223372036854775807").unwrap(), i64::MAX);
+        assert_eq!(parse_int("-9223372036854775808").unwrap(), i64::MIN);
+    }
+
+    #[test]
+    fn bad_integer_literals() {
+        for w in [
+            "",
+            "-",
+            "--1",
+            "-+1",
+            "+1",
+            "1.5",
+            "30MB",
+            "3X",
+            "x",
+            "M",
+            "1e3",
+            "9223372036854775808",
+            "-9223372036854775809",
+            "99999999T",
+        ] {
+            assert!(parse_int(w).is_err(), "{w:?} should not parse");
+        }
+    }
+
+    #[test]
+    fn operand_kinds() {
+        assert_eq!(parse_value("30M").unwrap(), Value::Int(30 << 20));
+        assert_eq!(parse_value("-1").unwrap(), Value::Int(-1));
+        assert_eq!(parse_value("max").unwrap(), Value::Int(i64::MAX));
+        assert_eq!(
+            parse_value("/A/memory.current").unwrap(),
+            Value::File("/A/memory.current".into())
+        );
+        assert_eq!(
+            parse_value("memory.current").unwrap(),
+            Value::File("memory.current".into())
+        );
+        assert_eq!(
+            parse_value("/A/memory.stat:anon").unwrap(),
+            Value::Key("/A/memory.stat".into(), "anon".into())
+        );
+        assert_eq!(
+            parse_value("memory.events:oom_kill").unwrap(),
+            Value::Key("memory.events".into(), "oom_kill".into())
+        );
+        assert_eq!(
+            parse_value("/proc/meminfo:MemTotal").unwrap(),
+            Value::Key("/proc/meminfo".into(), "MemTotal".into())
+        );
+        assert_eq!(parse_value("@peak").unwrap(), Value::Fd("peak".into()));
+        // A leading digit with a '/' is a relative path, not a number.
+        assert_eq!(
+            parse_value("1/memory.current").unwrap(),
+            Value::File("1/memory.current".into())
+        );
+        assert!(parse_value("30MB").is_err());
+        assert!(parse_value("@").is_err());
+        assert!(parse_value(":anon").is_err());
+        assert!(parse_value("memory.stat:").is_err());
+        assert!(parse_value("").is_err());
+    }
+
+    #[test]
+    fn comparisons() {
+        for (s, a, b, want) in [
+            ("==", 1, 1, true),
+            ("==", 1, 2, false),
+            ("!=", 1, 2, true),
+            ("<", 1, 2, true),
+            ("<", 2, 2, false),
+            ("<=", 2, 2, true),
+            (">", 3, 2, true),
+            (">", 2, 2, false),
+            (">=", 2, 2, true),
+            (">=", 1, 2, false),
+        ] {
+            let op = CmpOp::parse(s).unwrap();
+            assert_eq!(op.as_str(), s);
+            assert_eq!(op.eval(a, b), want, "{a} {s} {b}");
+        }
+        assert!(CmpOp::parse("=").is_none());
+        assert!(CmpOp::parse("=>").is_none());
+    }
+
+    #[test]
+    fn values_close_is_integer_arithmetic() {
+        // (a + b) / 100 truncates before the multiply.
+        assert!(values_close(100, 100, 1));
+        assert!(values_close(101, 99, 1)); // |2| <= 200/100*1 = 2
+        assert!(!values_close(102, 97, 1)); // |5| <= 199/100*1 = 1
+        assert!(!values_close(50, 49, 1)); // |1| <= 99/100*1 = 0
+        assert!(values_close(50, 50, 1));
+        assert!(values_close(105, 95, 5)); // |10| <= 2*5 = 10
+        assert!(!values_close(106, 95, 5)); // |11| <= 201/100*5 = 10
+        assert!(values_close(30 << 20, (30 << 20) + 900_000, 3));
+        // close(x, 0, 1) passes only when x == 0.
+        assert!(values_close(0, 0, 1));
+        for x in [1, 2, 50, 99, 100, 101, 1000, 1 << 30, i64::MAX] {
+            assert!(!values_close(x, 0, 1), "close({x}, 0, 1)");
+            assert!(!values_close(0, x, 1), "close(0, {x}, 1)");
+        }
+        // Negative operands truncate toward zero as in C.
+        assert!(!values_close(-1, 0, 100));
+        assert!(values_close(-100, -100, 0));
+        // Extreme operands do not overflow.
+        assert!(values_close(i64::MAX, i64::MAX, 1));
+        assert!(!values_close(i64::MAX, i64::MIN, 100));
+        assert!(values_close(i64::MIN, i64::MIN, 0));
+    }
+
+    #[test]
+    fn file_values() {
+        assert_eq!(single_value("31662080\n").unwrap(), 31662080);
+        assert_eq!(single_value("max\n").unwrap(), i64::MAX);
+        assert_eq!(single_value("-1\n").unwrap(), -1);
+        assert_eq!(single_value("12 34\n56\n").unwrap(), 12);
+        assert!(single_value("").is_err());
+        assert!(single_value("\n").is_err());
+        assert!(single_value("some avg10=0.00\n").is_err());
+    }
+
+    #[test]
+    fn keyed_values() {
+        let stat = "anon 1234\nfile 5678\nanon_thp 0\nfile_mapped 9\n";
+        assert_eq!(keyed_value(stat, "anon").unwrap(), 1234);
+        assert_eq!(keyed_value(stat, "file").unwrap(), 5678);
+        assert_eq!(keyed_value(stat, "anon_thp").unwrap(), 0);
+        assert_eq!(keyed_value(stat, "file_mapped").unwrap(), 9);
+        // Exact first-word match, never a substring or prefix.
+        assert!(keyed_value(stat, "ano").is_err());
+        assert!(keyed_value(stat, "mapped").is_err());
+        assert!(keyed_value(stat, "1234").is_err());
+        let events = "low 0\nhigh 3\nmax 7\noom 1\noom_kill 1\noom_group_kill 0\n";
+        assert_eq!(keyed_value(events, "max").unwrap(), 7);
+        assert_eq!(keyed_value(events, "oom").unwrap(), 1);
+        let meminfo = "MemTotal:        1048576 kB\nMemFree:          900000 kB\n";
+        assert_eq!(keyed_value(meminfo, "MemTotal").unwrap(), 1048576);
+        assert_eq!(keyed_value(meminfo, "MemTotal:").unwrap(), 1048576);
+        assert!(keyed_value("anon\n", "anon").is_err());
+        assert!(keyed_value("anon x\n", "anon").is_err());
+        assert!(keyed_value("", "anon").is_err());
+    }
+
+    #[test]
+    fn show_values() {
+        assert_eq!(show(5), "5");
+        assert_eq!(show(-1), "-1");
+        assert_eq!(show(i64::MAX), "max");
+    }
+}

@@ -1,0 +1,236 @@
+//! The `memcgsim` command: runs script files and an interactive shell over the simulated
+//! machine, and the benchmark. Each subcommand is one variant of [`Cmd`] and one arm of the match in `main`.
+
+use std::cell::RefCell;
+use std::io::{self, IsTerminal};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::rc::Rc;
+
+mod bench;
+
+use clap::{Args, Parser, Subcommand};
+use memcgsim_script::{is_exit_line, run_shell_input, shell_line, Interpreter, EXIT_SCRIPT_ERROR};
+
+/// A deterministic userspace simulator of the Linux memory cgroup controller and page
+/// reclaim, driven through a virtual cgroupfs.
+#[derive(Parser)]
+#[command(name = "memcgsim", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run script files, each on a fresh machine (see docs/SCRIPTING.md)
+    Script(ScriptArgs),
+    /// Type script commands interactively (or pipe them in on standard input)
+    Shell(ShellArgs),
+    /// Measure simulated page events per second and resident bytes per simulated frame
+    Bench(BenchArgs),
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    /// Multiply the amount of work (1 gives the figures in docs/PERFORMANCE.md)
+    #[arg(long, default_value_t = 1)]
+    scale: u64,
+}
+
+/// Options shared by the subcommands that boot a machine.
+#[derive(Args)]
+struct CheckArg {
+    /// Check the model's invariants after every simulation step (slow); also turned on by
+    /// the environment variable MEMCGSIM_CHECK=1
+    #[arg(long)]
+    check: bool,
+}
+
+impl CheckArg {
+    fn enabled(&self) -> bool {
+        self.check || std::env::var("MEMCGSIM_CHECK").is_ok_and(|v| v == "1")
+    }
+}
+
+#[derive(Args)]
+struct ScriptArgs {
+    #[command(flatten)]
+    check: CheckArg,
+    /// Script files, run in order
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+}
+
+#[derive(Args)]
+struct ShellArgs {
+    #[command(flatten)]
+    check: CheckArg,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let status = match cli.command {
+        Cmd::Script(args) => cmd_script(&args),
+        Cmd::Shell(args) => cmd_shell(&args),
+        Cmd::Bench(args) => bench::run(args.scale),
+    };
+    ExitCode::from(status.clamp(0, 255) as u8)
+}
+
+/// The text of an I/O error without Rust's " (os error N)" suffix, as C's strerror gives it.
+fn strerror(e: &io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+fn cmd_script(args: &ScriptArgs) -> i32 {
+    let check = args.check.enabled();
+    let mut worst = 0;
+    for file in &args.files {
+        let name = file.display().to_string();
+        let text = match std::fs::read(file) {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(e) => {
+                eprintln!("memcgsim: {name}: {}", strerror(&e));
+                worst = worst.max(EXIT_SCRIPT_ERROR);
+                continue;
+            }
+        };
+        let mut interp = Interpreter::new(&name);
+        interp.set_check_invariants(check);
+        let status = interp.run(&text, &mut io::stdout(), &mut io::stderr());
+        worst = worst.max(status);
+    }
+    worst
+}
+
+fn cmd_shell(args: &ShellArgs) -> i32 {
+    let mut interp = Interpreter::new("<stdin>");
+    interp.set_check_invariants(args.check.enabled());
+    if io::stdin().is_terminal() {
+        shell_interactive(interp)
+    } else {
+        shell_piped(&mut interp)
+    }
+}
+
+/// Read commands from a non-terminal standard input, without a prompt.
+fn shell_piped(interp: &mut Interpreter) -> i32 {
+    run_shell_input(
+        interp,
+        io::stdin().lock(),
+        &mut io::stdout(),
+        &mut io::stderr(),
+    )
+}
+
+mod editor {
+    //! Line-editor glue for the interactive shell: completion of command names and paths.
+
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    use memcgsim_script::Interpreter;
+    use rustyline::completion::{Completer, Pair};
+    use rustyline::highlight::Highlighter;
+    use rustyline::hint::Hinter;
+    use rustyline::validate::Validator;
+    use rustyline::{Context, Helper};
+
+    /// Completes from the interpreter's machine; the interpreter is only borrowed while a
+    /// line is being edited, never while one runs.
+    pub struct ShellHelper(pub Rc<RefCell<Interpreter>>);
+
+    impl Completer for ShellHelper {
+        type Candidate = Pair;
+
+        fn complete(
+            &self,
+            line: &str,
+            pos: usize,
+            _ctx: &Context<'_>,
+        ) -> rustyline::Result<(usize, Vec<Pair>)> {
+            let Ok(interp) = self.0.try_borrow() else {
+                return Ok((pos, Vec::new()));
+            };
+            let (start, names) = interp.complete_line(line, pos);
+            let pairs = names
+                .into_iter()
+                .map(|n| {
+                    let display = match n.trim_end_matches('/').rfind('/') {
+                        Some(i) => n[i + 1..].to_string(),
+                        None => n.clone(),
+                    };
+                    Pair {
+                        display,
+                        replacement: n,
+                    }
+                })
+                .collect();
+            Ok((start, pairs))
+        }
+    }
+
+    impl Hinter for ShellHelper {
+        type Hint = String;
+    }
+    impl Highlighter for ShellHelper {}
+    impl Validator for ShellHelper {}
+    impl Helper for ShellHelper {}
+}
+
+/// The interactive shell: a prompt with the working directory, line editing, in-memory
+/// history and completion.
+fn shell_interactive(interp: Interpreter) -> i32 {
+    use rustyline::error::ReadlineError;
+    use rustyline::history::DefaultHistory;
+    use rustyline::Editor;
+
+    let interp = Rc::new(RefCell::new(interp));
+    let mut rl: Editor<editor::ShellHelper, DefaultHistory> = match Editor::new() {
+        Ok(rl) => rl,
+        Err(e) => {
+            eprintln!("memcgsim: cannot start the line editor: {e}");
+            return EXIT_SCRIPT_ERROR;
+        }
+    };
+    rl.set_helper(Some(editor::ShellHelper(Rc::clone(&interp))));
+    println!("memcgsim shell: type 'help' for the commands, 'exit' or Ctrl-D to leave.");
+    let mut worst = 0;
+    let mut line_no = 0;
+    loop {
+        let prompt = format!("memcgsim:{}$ ", interp.borrow().cwd());
+        match rl.readline(&prompt) {
+            Ok(line) => {
+                line_no += 1;
+                if !line.trim().is_empty() {
+                    let _ = rl.add_history_entry(line.as_str());
+                }
+                if is_exit_line(&line) {
+                    break;
+                }
+                let status = shell_line(
+                    &mut interp.borrow_mut(),
+                    line_no,
+                    &line,
+                    &mut io::stdout(),
+                    &mut io::stderr(),
+                );
+                worst = worst.max(status);
+            }
+            Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Eof) => break,
+            Err(e) => {
+                eprintln!("memcgsim: {e}");
+                worst = worst.max(EXIT_SCRIPT_ERROR);
+                break;
+            }
+        }
+    }
+    let status = interp.borrow().status();
+    worst.max(status)
+}
