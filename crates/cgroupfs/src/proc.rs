@@ -1,4 +1,4 @@
-//! /proc files: meminfo (fs/proc/meminfo.c), vmstat (mm/vmstat.c, the subset of items the
+//! /proc files: meminfo (fs/proc/meminfo.c), uptime (virtual time since boot), vmstat (mm/vmstat.c, the subset of items the
 //! model produces, in kernel order), and the vm sysctls swappiness, min_free_kbytes and
 //! watermark_scale_factor (read-only except swappiness).
 
@@ -12,6 +12,7 @@ use crate::System;
 pub(crate) fn proc_files() -> &'static [&'static str] {
     &[
         "meminfo",
+        "uptime",
         "vmstat",
         "swaps",
         "sys/vm/swappiness",
@@ -176,6 +177,16 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
             ] {
                 let _ = writeln!(s, "{k} {v}");
             }
+        }
+        "uptime" => {
+            // Seconds since boot and idle CPU-seconds, with two decimals, as the kernel prints.
+            let up = m.sched.clock;
+            let busy: u64 = m.tasks.iter().map(|t| t.stats.cpu_ns).sum();
+            let idle = (up as u128 * m.cfg.cpus as u128).saturating_sub(busy as u128) as u64;
+            let cs = |ns: u64| (ns / 1_000_000_000, (ns / 10_000_000) % 100);
+            let (us, uc) = cs(up);
+            let (is, ic) = cs(idle);
+            let _ = writeln!(s, "{us}.{uc:02} {is}.{ic:02}");
         }
         "swaps" => {
             s.push_str("Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n");

@@ -924,3 +924,80 @@ impl Machine {
         self.memory.get(memcg as usize).usage
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::MachineConfig;
+
+    fn machine() -> Machine {
+        let mut m = Machine::new(MachineConfig::default()).unwrap();
+        m.check_invariants = true;
+        m
+    }
+
+    #[test]
+    fn iterator_visits_preorder_and_skips_subtrees() {
+        let mut m = machine();
+        // root(1) -> a -> {a1, a2}, b -> {b1}
+        let a = m.memcg_create(ROOT_MEMCG).unwrap();
+        let b = m.memcg_create(ROOT_MEMCG).unwrap();
+        let a1 = m.memcg_create(a).unwrap();
+        let a2 = m.memcg_create(a).unwrap();
+        let b1 = m.memcg_create(b).unwrap();
+        let mut out = Vec::new();
+        let looked = m.memcg_walk(ROOT_MEMCG, |_, _| IterVisit::Visit, &mut out);
+        assert_eq!(out, vec![ROOT_MEMCG, a, a1, a2, b, b1]);
+        assert_eq!(looked, 6);
+        // SkipTree on `a` never looks at a1/a2; Skip on `b` still visits b1.
+        let looked = m.memcg_walk(
+            ROOT_MEMCG,
+            |_, id| {
+                if id == a {
+                    IterVisit::SkipTree
+                } else if id == b {
+                    IterVisit::Skip
+                } else {
+                    IterVisit::Visit
+                }
+            },
+            &mut out,
+        );
+        assert_eq!(out, vec![ROOT_MEMCG, b1]);
+        assert_eq!(looked, 4);
+        // A walk rooted below the top stays in its subtree.
+        m.memcg_walk(a, |_, _| IterVisit::Visit, &mut out);
+        assert_eq!(out, vec![a, a1, a2]);
+    }
+
+    #[test]
+    fn charge_uses_the_stock_and_drains_it() {
+        let mut m = machine();
+        let a = m.memcg_create(ROOT_MEMCG).unwrap();
+        m.try_charge(a, 1).unwrap();
+        // One page charged, 63 cached in CPU 0's stock.
+        assert_eq!(m.memory.get(a as usize).usage, MEMCG_CHARGE_BATCH);
+        assert_eq!(m.stock_pages(a), MEMCG_CHARGE_BATCH - 1);
+        m.try_charge(a, 1).unwrap();
+        assert_eq!(m.memory.get(a as usize).usage, MEMCG_CHARGE_BATCH);
+        m.drain_all_stock(ROOT_MEMCG);
+        assert_eq!(m.memory.get(a as usize).usage, 2);
+        assert_eq!(m.memory.get(ROOT_MEMCG as usize).usage, 2);
+    }
+
+    #[test]
+    fn high_delay_matches_the_kernel_table() {
+        // high = 100M, 64 pages over: 101M -> 6 jiffies, 105M -> ~160, 110M -> ~640, clamp 2 s.
+        let high = 25600u64;
+        let d = |mb: u64| {
+            let usage = mb * 256;
+            let ov = Machine::calculate_overage(usage, high);
+            Machine::calculate_high_delay(MEMCG_CHARGE_BATCH, ov)
+        };
+        assert_eq!(d(101), 6);
+        assert!((155..=165).contains(&d(105)), "{}", d(105));
+        assert!((630..=645).contains(&d(110)), "{}", d(110));
+        assert!(d(118) >= 2000);
+        assert_eq!(d(100), 0);
+    }
+}

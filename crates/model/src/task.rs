@@ -2,8 +2,8 @@
 //!
 //! A task lives in a memcg (its cgroup's effective memcg), has an oom_score_adj, owns anon
 //! VMAs, and can move between cgroups (charges stay where they were made, as in v2). On exit
-//! or kill its anon memory and swap entries are freed; page-cache pages it faulted stay
-//! charged to its memcg.
+//! or kill its anon memory and swap entries are freed, and so is the page cache of unnamed
+//! files it created (O_TMPFILE); page-cache pages of named files stay charged to its memcg.
 
 use crate::machine::Machine;
 use crate::memcontrol::MemcgId;
@@ -52,6 +52,8 @@ pub struct Task {
     pub state: TaskState,
     pub program: Option<Box<dyn Program>>,
     pub vmas: Vec<u32>,
+    /// Unnamed files (O_TMPFILE) the task holds open; deleted when it exits.
+    pub tmpfiles: Vec<u32>,
     pub rss_anon: u64,
     pub rss_file: u64,
     pub swapents: u64,
@@ -113,6 +115,7 @@ impl Machine {
             state: TaskState::Runnable,
             program: Some(program),
             vmas: Vec::new(),
+            tmpfiles: Vec::new(),
             rss_anon: 0,
             rss_file: 0,
             swapents: 0,
@@ -149,6 +152,10 @@ impl Machine {
         let vmas = std::mem::take(&mut self.task_mut(pid).vmas);
         for v in vmas {
             self.munmap(v);
+        }
+        // Closing the last fd of an unlinked file frees its page cache.
+        for f in std::mem::take(&mut self.task_mut(pid).tmpfiles) {
+            self.file_truncate(f, 0);
         }
         let memcg = self.task(pid).memcg;
         self.memcg_mut(memcg).nr_tasks -= 1;
@@ -242,9 +249,11 @@ impl TaskCtx<'_> {
         FileId(self.m.file_open(name))
     }
 
-    /// Create an unnamed temporary file.
+    /// Create an unnamed temporary file (O_TMPFILE); it is deleted when the task exits.
     pub fn tmpfile(&mut self) -> FileId {
-        FileId(self.m.file_new(None))
+        let f = self.m.file_new(None);
+        self.m.task_mut(self.pid).tmpfiles.push(f);
+        FileId(f)
     }
 
     /// File size in pages.

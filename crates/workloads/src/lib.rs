@@ -258,3 +258,45 @@ impl Program for PageCache {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn builds_known_workloads() {
+        assert_eq!(build("anon", &args(&["50M"])).unwrap().name(), "anon");
+        assert_eq!(
+            build("anon", &args(&["1G", "--passes", "2", "--hold"]))
+                .unwrap()
+                .name(),
+            "anon"
+        );
+        assert_eq!(build("mlock", &args(&["200M"])).unwrap().name(), "mlock");
+        assert_eq!(
+            build("pagecache", &args(&["50M", "--file", "f", "--hold"]))
+                .unwrap()
+                .name(),
+            "pagecache"
+        );
+        assert!(holds(&args(&["1M", "--hold"])));
+        assert!(!holds(&args(&["1M"])));
+    }
+
+    #[test]
+    fn rejects_bad_arguments_with_a_message() {
+        let err = |n: &str, a: &[&str]| build(n, &args(a)).err().expect("an error");
+        assert!(err("anon", &[]).contains("missing SIZE"));
+        assert!(err("anon", &["x"]).contains("bad size"));
+        assert!(err("anon", &["1M", "2M"]).contains("unexpected argument"));
+        assert!(err("anon", &["1M", "--passes", "0"]).contains("bad pass count"));
+        assert!(err("anon", &["1M", "--file", "f"]).contains("unknown option"));
+        assert!(err("pagecache", &["1M", "--file"]).contains("--file needs a name"));
+        assert!(err("mlock", &["1M", "--passes", "2"]).contains("not supported"));
+        assert!(err("dd", &["1M"]).contains("unknown workload"));
+    }
+}

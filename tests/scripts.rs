@@ -1,0 +1,448 @@
+//! Runs the memcgsim scripts kept under `tests/` through the `memcgsim` binary.
+//!
+//! * One `#[test]` per script in `tests/selftests/` (ports of the kernel's
+//!   `tools/testing/selftests/cgroup/test_memcontrol.c`), `tests/v1/` (cgroup v1
+//!   behaviour) and `tests/seed002/` (seed reports). Each runs
+//!   `memcgsim script --check FILE` and requires exit status 0.
+//! * Tests of the script runner itself, on the small scripts in
+//!   `tests/fixtures/`: determinism, the report of a failed `expect`, the
+//!   report of a script error, and a failed write that the script survives.
+//!
+//! Every script is run with `tests/` as the working directory and its path
+//! relative to it (e.g. `selftests/min.mcg`), so diagnostics read
+//! `selftests/min.mcg:LINE: ...`.
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Wall-clock limit for one script. The scripts need seconds; this only
+/// keeps a hung engine from hanging the test run.
+const TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Directories under `tests/` whose scripts are not run on their own.
+const NOT_RUN_DIRS: &[&str] = &["fixtures"];
+
+/// What one run of `memcgsim script --check FILE` produced.
+struct Run {
+    file: String,
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    /// A full report of the run, for failure messages.
+    fn report(&self) -> String {
+        format!(
+            "memcgsim script --check {}\n{}\n--- stdout ---\n{}\n--- stderr ---\n{}\n--------------",
+            self.file, self.status, self.stdout, self.stderr
+        )
+    }
+}
+
+fn tests_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests")
+}
+
+/// Run `memcgsim script --check FILE` in `tests/`, with a time limit.
+fn run_script(file: &str) -> Run {
+    let dir = tests_dir();
+    assert!(
+        dir.join(file).is_file(),
+        "script {} does not exist under {}",
+        file,
+        dir.display()
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_memcgsim"))
+        .arg("script")
+        .arg("--check")
+        .arg(file)
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start memcgsim for {file}: {e}"));
+
+    // Drain both pipes on their own threads so a chatty script cannot block.
+    let mut out_pipe = child.stdout.take().expect("stdout is piped");
+    let mut err_pipe = child.stderr.take().expect("stderr is piped");
+    let (out_tx, out_rx) = mpsc::channel();
+    let (err_tx, err_rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = out_pipe.read_to_end(&mut buf);
+        let _ = out_tx.send(buf);
+    });
+    thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = err_pipe.read_to_end(&mut buf);
+        let _ = err_tx.send(buf);
+    });
+
+    let deadline = Instant::now() + TIMEOUT;
+    let mut timed_out = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() >= deadline => {
+                timed_out = true;
+                let _ = child.kill();
+                break child.wait().expect("wait for the killed memcgsim");
+            }
+            Ok(None) => thread::sleep(Duration::from_millis(10)),
+            Err(e) => panic!("waiting for memcgsim on {file}: {e}"),
+        }
+    };
+    // The pipes close when the process is gone; the grace period only matters
+    // if something else still holds them open.
+    let collect = |rx: mpsc::Receiver<Vec<u8>>| match rx.recv_timeout(Duration::from_secs(10)) {
+        Ok(buf) => String::from_utf8_lossy(&buf).into_owned(),
+        Err(_) => "<output not available: the pipe stayed open>".to_string(),
+    };
+    let run = Run {
+        file: file.to_string(),
+        status,
+        stdout: collect(out_rx),
+        stderr: collect(err_rx),
+    };
+    if timed_out {
+        panic!(
+            "script {} did not finish within {:?}; killed\n{}",
+            file,
+            TIMEOUT,
+            run.report()
+        );
+    }
+    run
+}
+
+fn assert_script_passes(file: &str) {
+    let run = run_script(file);
+    if run.code() != Some(0) {
+        panic!("script {} failed\n{}", file, run.report());
+    }
+}
+
+/// 1-based numbers of the lines of a fixture whose trimmed text is exactly `text`.
+fn lines_of(file: &str, text: &str) -> Vec<usize> {
+    let path = tests_dir().join(file);
+    let src = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let lines: Vec<usize> = src
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim() == text)
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert!(!lines.is_empty(), "fixture {file} has no line `{text}`");
+    lines
+}
+
+// ---------------------------------------------------------------------------
+// One test per script.
+// ---------------------------------------------------------------------------
+
+macro_rules! script_tests {
+    ($($name:ident => $file:literal,)*) => {
+        /// Every script that has its own test, as paths relative to `tests/`.
+        const LISTED_SCRIPTS: &[&str] = &[$($file),*];
+
+        $(
+            #[test]
+            fn $name() {
+                assert_script_passes($file);
+            }
+        )*
+    };
+}
+
+script_tests! {
+    // Ports of tools/testing/selftests/cgroup/test_memcontrol.c.
+    selftest_subtree_control => "selftests/subtree_control.mcg",
+    selftest_current_peak => "selftests/current_peak.mcg",
+    selftest_min => "selftests/min.mcg",
+    selftest_low => "selftests/low.mcg",
+    selftest_low_recursiveprot => "selftests/low_recursiveprot.mcg",
+    selftest_high => "selftests/high.mcg",
+    selftest_high_sync => "selftests/high_sync.mcg",
+    selftest_max => "selftests/max.mcg",
+    selftest_reclaim => "selftests/reclaim.mcg",
+    selftest_reclaim_swap => "selftests/reclaim_swap.mcg",
+    selftest_oom_events => "selftests/oom_events.mcg",
+    selftest_swap_max_peak => "selftests/swap_max_peak.mcg",
+    selftest_oom_group_leaf_events => "selftests/oom_group_leaf_events.mcg",
+    selftest_oom_group_leaf_events_localevents => "selftests/oom_group_leaf_events_localevents.mcg",
+    selftest_oom_group_parent_events => "selftests/oom_group_parent_events.mcg",
+    selftest_oom_group_score_events => "selftests/oom_group_score_events.mcg",
+    // cgroup v1.
+    v1_limit_parse => "v1/limit_parse.mcg",
+    v1_limit_busy => "v1/limit_busy.mcg",
+    v1_force_empty => "v1/force_empty.mcg",
+    v1_failcnt => "v1/failcnt.mcg",
+    v1_max_usage => "v1/max_usage.mcg",
+    v1_use_hierarchy => "v1/use_hierarchy.mcg",
+    v1_stat => "v1/stat.mcg",
+    v1_memsw => "v1/memsw.mcg",
+    // Seed reports.
+    seed002_pagetest_400m => "seed002/pagetest_400M.mcg",
+}
+
+/// Collect the `.mcg` files under `dir` (recursively), relative to `tests/`.
+fn collect_scripts(dir: &Path, root: &Path, out: &mut BTreeSet<String>) {
+    let entries =
+        std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.expect("directory entry").path();
+        if path.is_dir() {
+            collect_scripts(&path, root, out);
+        } else if path.extension().is_some_and(|ext| ext == "mcg") {
+            let rel = path.strip_prefix(root).expect("under tests/");
+            let rel: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            out.insert(rel.join("/"));
+        }
+    }
+}
+
+/// A script added under tests/ without a test of its own would never run.
+#[test]
+fn every_script_has_a_test() {
+    let root = tests_dir();
+    let mut found = BTreeSet::new();
+    for entry in std::fs::read_dir(&root).expect("list tests/") {
+        let path = entry.expect("directory entry").path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() && !NOT_RUN_DIRS.contains(&name.as_str()) {
+            collect_scripts(&path, &root, &mut found);
+        }
+    }
+    let listed: BTreeSet<String> = LISTED_SCRIPTS.iter().map(|s| s.to_string()).collect();
+    let unlisted: Vec<&String> = found.difference(&listed).collect();
+    let missing: Vec<&String> = listed.difference(&found).collect();
+    assert!(
+        unlisted.is_empty(),
+        "scripts without a test in tests/scripts.rs: {unlisted:?}"
+    );
+    assert!(
+        missing.is_empty(),
+        "tests in tests/scripts.rs whose script does not exist: {missing:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// The script runner itself.
+// ---------------------------------------------------------------------------
+
+fn assert_deterministic(file: &str) {
+    let first = run_script(file);
+    let second = run_script(file);
+    assert!(
+        !first.stdout.is_empty(),
+        "{file} printed nothing, so there is nothing to compare\n{}",
+        first.report()
+    );
+    if first.stdout != second.stdout {
+        let line = first
+            .stdout
+            .lines()
+            .zip(second.stdout.lines())
+            .position(|(a, b)| a != b)
+            .map(|i| i + 1)
+            .unwrap_or_else(|| {
+                first
+                    .stdout
+                    .lines()
+                    .count()
+                    .min(second.stdout.lines().count())
+                    + 1
+            });
+        panic!(
+            "two runs of {file} printed different stdout (first difference at output line {line})\n\
+             === first run ===\n{}\n=== second run ===\n{}",
+            first.report(),
+            second.report()
+        );
+    }
+    assert_eq!(
+        first.stderr,
+        second.stderr,
+        "two runs of {file} printed different stderr\n=== first run ===\n{}\n=== second run ===\n{}",
+        first.report(),
+        second.report()
+    );
+    assert_eq!(
+        first.code(),
+        second.code(),
+        "two runs of {file} ended with different exit status"
+    );
+}
+
+/// (a) The same script gives byte-identical output every time.
+#[test]
+fn runner_is_deterministic() {
+    assert_deterministic("fixtures/determinism.mcg");
+}
+
+/// (a) The same for a kernel selftest port with background tasks, protection
+/// and proactive reclaim.
+#[test]
+fn runner_is_deterministic_on_a_selftest() {
+    assert_deterministic("selftests/low.mcg");
+}
+
+/// (b) A failed expect is reported as FILE:LINE: expect failed: ... on
+/// stderr, the script goes on, and the exit status is 1.
+#[test]
+fn runner_reports_failed_expect() {
+    let file = "fixtures/expect_fail.mcg";
+    let run = run_script(file);
+    assert_eq!(
+        run.code(),
+        Some(1),
+        "expected exit status 1\n{}",
+        run.report()
+    );
+    let mut failing = lines_of(file, "expect 1 == 2");
+    failing.extend(lines_of(file, "expect 4K > 1M"));
+    for line in &failing {
+        let wanted = format!("{file}:{line}: expect failed:");
+        assert!(
+            run.stderr.contains(&wanted),
+            "stderr lacks `{wanted}`\n{}",
+            run.report()
+        );
+    }
+    let reported = run.stderr.matches("expect failed:").count();
+    assert_eq!(
+        reported,
+        failing.len(),
+        "expected exactly {} failed expects to be reported\n{}",
+        failing.len(),
+        run.report()
+    );
+    for passing in lines_of(file, "expect 1K == 1024")
+        .into_iter()
+        .chain(lines_of(file, "expect /A/memory.current == 0"))
+    {
+        let unwanted = format!("{file}:{passing}: expect failed:");
+        assert!(
+            !run.stderr.contains(&unwanted),
+            "a passing expect was reported as failed: `{unwanted}`\n{}",
+            run.report()
+        );
+    }
+    assert!(
+        run.stdout.contains("still-running") && run.stdout.contains("reached-the-end"),
+        "the script did not run on after a failed expect\n{}",
+        run.report()
+    );
+}
+
+/// (c) An unknown command is a script error: FILE:LINE: error: and exit 2.
+#[test]
+fn runner_reports_unknown_command() {
+    let file = "fixtures/unknown_command.mcg";
+    let run = run_script(file);
+    assert_eq!(
+        run.code(),
+        Some(2),
+        "expected exit status 2\n{}",
+        run.report()
+    );
+    let line = lines_of(file, "frobnicate /A")[0];
+    let wanted = format!("{file}:{line}: error:");
+    assert!(
+        run.stderr.contains(&wanted),
+        "stderr lacks `{wanted}`\n{}",
+        run.report()
+    );
+}
+
+/// (d) A write the kernel rejects prints `write error` with the errno text,
+/// and the script goes on (exit 0 here, since every expect holds).
+#[test]
+fn runner_survives_write_error() {
+    let file = "fixtures/write_error.mcg";
+    let run = run_script(file);
+    let all = format!("{}\n{}", run.stdout, run.stderr);
+    assert!(
+        all.lines()
+            .any(|l| l.contains("write error") && l.contains("Invalid argument")),
+        "no line with `write error` and `Invalid argument`\n{}",
+        run.report()
+    );
+    assert!(
+        run.stdout.contains("after-write-error"),
+        "the script did not go on after the failed write\n{}",
+        run.report()
+    );
+    assert_eq!(
+        run.code(),
+        Some(0),
+        "expected exit status 0\n{}",
+        run.report()
+    );
+}
+
+/// The README's demo scenario keeps working (and keeps its own expectations).
+#[test]
+fn readme_demo_runs() {
+    let out = Command::new(env!("CARGO_BIN_EXE_memcgsim"))
+        .args(["script", "--check", "examples/demo.mcg"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run memcgsim");
+    assert!(
+        out.status.success(),
+        "demo failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `memcgsim shell` reads commands from a pipe, without a prompt, as the README shows.
+#[test]
+fn shell_reads_piped_commands() {
+    use std::io::Write as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_memcgsim"))
+        .arg("shell")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start memcgsim shell");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(
+            b"mkdir A\necho 30M > A/memory.max\necho 0 > A/memory.swap.max\n\
+              run A anon 100M\ncat A/memory.events\ncd A\ncat memory.max\n",
+        )
+        .expect("write commands");
+    let out = child.wait_with_output().expect("shell exits");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("oom 1\noom_kill 1\n"), "{stdout}");
+    assert!(stdout.ends_with("31457280\n"), "{stdout}");
+    assert!(
+        !stdout.contains("memcgsim:/"),
+        "no prompt on a pipe: {stdout}"
+    );
+}
