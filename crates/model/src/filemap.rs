@@ -122,14 +122,8 @@ impl Machine {
         }
         self.spend_cpu(self.cfg.costs.minor_fault_ns);
         let memcg = self.task(pid).memcg;
-        let pfn = self.alloc_page()?;
-        if let Err(e) = self.try_charge(memcg, 1) {
-            self.free_frame(pfn);
-            return Err(e.into());
-        }
-        if self.task(pid).killed {
-            // Charged but the task died meanwhile: still insert; the page belongs to the file.
-        }
+        // If the task dies meanwhile the page is still inserted: it belongs to the file.
+        let pfn = self.alloc_charged_page(memcg)?;
         self.commit_charge(pfn, memcg);
         self.frames.map[pfn as usize] = PageMap {
             mapping: f | MAPPING_FILE_BIT,

@@ -138,23 +138,40 @@ impl Machine {
         self.task_mut(pid).rss_anon += 1;
     }
 
+    /// Allocate a frame and charge it to `memcg` (not yet committed to the frame). On failure
+    /// nothing is kept.
+    pub fn alloc_charged_page(&mut self, memcg: crate::memcontrol::MemcgId) -> Result<Pfn, Fault> {
+        let pfn = self.alloc_page()?;
+        if let Err(e) = self.try_charge(memcg, 1) {
+            self.free_frame(pfn);
+            return Err(e.into());
+        }
+        Ok(pfn)
+    }
+
+    /// alloc_charged_page() for an anon fault, which also fails if the task was killed and
+    /// its memory reaped while the charge reclaimed.
+    fn anon_fault_page(
+        &mut self,
+        memcg: crate::memcontrol::MemcgId,
+        vma: u32,
+    ) -> Result<Pfn, Fault> {
+        let pfn = self.alloc_charged_page(memcg)?;
+        if !self.vmas.v[vma as usize].live {
+            self.memcg_uncharge_raw(memcg);
+            self.free_frame(pfn);
+            return Err(Fault::Killed);
+        }
+        Ok(pfn)
+    }
+
     /// do_anonymous_page(): allocate, charge, map.
     fn do_anonymous_page(&mut self, pid: Pid, vma: u32, idx: u32) -> Result<(), Fault> {
         self.spend_cpu(self.cfg.costs.minor_fault_ns);
         let memcg = self.task(pid).memcg;
         self.mod_stat(memcg, Stat::Pgfault, 1);
         self.task_mut(pid).stats.minflt += 1;
-        let pfn = self.alloc_page()?;
-        if let Err(e) = self.try_charge(memcg, 1) {
-            self.free_frame(pfn);
-            return Err(e.into());
-        }
-        if !self.vmas.v[vma as usize].live {
-            // The task was killed (and its memory reaped) while we reclaimed.
-            self.memcg_uncharge_raw(memcg);
-            self.free_frame(pfn);
-            return Err(Fault::Killed);
-        }
+        let pfn = self.anon_fault_page(memcg, vma)?;
         self.commit_charge(pfn, memcg);
         self.map_new_anon(pid, vma, idx, pfn);
         Ok(())
@@ -167,7 +184,6 @@ impl Machine {
         self.mod_stat(task_memcg, Stat::Pgfault, 1);
         self.mod_stat(task_memcg, Stat::Pgmajfault, 1);
         self.task_mut(pid).stats.majflt += 1;
-        let pfn = self.alloc_page()?;
         // mem_cgroup_swapin_charge_folio(): charge the memcg recorded with the entry.
         let owner = self.swap.owner(slot);
         let memcg = if owner != 0 && self.memcg(owner).online {
@@ -175,15 +191,7 @@ impl Machine {
         } else {
             task_memcg
         };
-        if let Err(e) = self.try_charge(memcg, 1) {
-            self.free_frame(pfn);
-            return Err(e.into());
-        }
-        if !self.vmas.v[vma as usize].live {
-            self.memcg_uncharge_raw(memcg);
-            self.free_frame(pfn);
-            return Err(Fault::Killed);
-        }
+        let pfn = self.anon_fault_page(memcg, vma)?;
         let now = self.now();
         let wait = self.device.read(now, crate::config::PAGE_SIZE);
         self.spend_wait(wait);

@@ -18,23 +18,12 @@ pub struct Watermarks {
     pub high: u64,
 }
 
-fn isqrt(x: u64) -> u64 {
-    let mut r = (x as f64).sqrt() as u64;
-    while r * r > x {
-        r -= 1;
-    }
-    while (r + 1) * (r + 1) <= x {
-        r += 1;
-    }
-    r
-}
-
 impl Watermarks {
     pub fn compute(cfg: &MachineConfig, managed_pages: u64) -> Watermarks {
         let lowmem_kbytes = managed_pages * 4;
         let min_free_kbytes = cfg
             .min_free_kbytes
-            .unwrap_or_else(|| isqrt(lowmem_kbytes * 16).clamp(128, 262_144));
+            .unwrap_or_else(|| crate::vmscan::int_sqrt(lowmem_kbytes * 16).clamp(128, 262_144));
         let min = min_free_kbytes >> 2; // pages
         let tmp = (min / 4).max(managed_pages * cfg.watermark_scale_factor / 10_000);
         Watermarks {

@@ -140,7 +140,8 @@ enum Verdict {
     Freed,
 }
 
-fn int_sqrt(x: u64) -> u64 {
+/// int_sqrt() of lib/math/int_sqrt.c: the floor of the square root.
+pub fn int_sqrt(x: u64) -> u64 {
     if x < 2 {
         return x;
     }
