@@ -18,6 +18,7 @@ use crate::machine::Machine;
 use crate::memcontrol::ROOT_MEMCG;
 use crate::page_cgroup::{pf, LRU_NONE, MAPPING_FILE_BIT, NIL};
 use crate::stat::{lru, Stat};
+use crate::swap::NID0;
 
 impl Machine {
     /// Run the full check if enabled.
@@ -42,7 +43,7 @@ impl Machine {
             for l in 0..lru::NR_LRU_LISTS {
                 let mut count = 0u64;
                 let mut prev = NIL;
-                let mut cur = mc.lruvec.head[l];
+                let mut cur = mc.lruvec[NID0].head[l];
                 while cur != NIL {
                     let c = cur as usize;
                     if c >= nr_frames {
@@ -78,13 +79,13 @@ impl Machine {
                     cur = pc.next;
                     count += 1;
                 }
-                if mc.lruvec.tail[l] != prev {
+                if mc.lruvec[NID0].tail[l] != prev {
                     return Err(format!("memcg {id} list {l}: tail mismatch"));
                 }
-                if count != mc.lruvec.size[l] {
+                if count != mc.lruvec[NID0].size[l] {
                     return Err(format!(
                         "memcg {id} list {l}: {count} pages but size {}",
-                        mc.lruvec.size[l]
+                        mc.lruvec[NID0].size[l]
                     ));
                 }
                 let st = mc.stats.local[lru::stat(l) as usize];

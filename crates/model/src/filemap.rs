@@ -13,6 +13,7 @@ use crate::machine::Machine;
 use crate::page_cgroup::{pf, PageMap, Pfn, MAPPING_FILE_BIT};
 use crate::program::{Fault, Pid};
 use crate::stat::Stat;
+use crate::swap::NID0;
 
 /// Entry tags: a resident page (`PRESENT | pfn`), a shadow entry (bit 63 set, see
 /// workingset.rs), or empty (0). `ONDISK` is kept in any state: the page's data exists on
@@ -212,7 +213,7 @@ impl Machine {
         for l in 0..crate::stat::lru::NR_LRU_LISTS {
             let mut guard = 0u64;
             loop {
-                let t = self.memcg(from).lruvec.tail[l];
+                let t = self.memcg(from).lruvec[NID0].tail[l];
                 if t == crate::page_cgroup::NIL {
                     break;
                 }

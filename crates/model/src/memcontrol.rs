@@ -65,8 +65,8 @@ pub struct Memcg {
     pub last_child: Option<MemcgId>,
     pub next_sibling: Option<MemcgId>,
     pub depth: u32,
-    /// One lruvec per node (one node modelled).
-    pub lruvec: Lruvec,
+    /// One lruvec per NUMA node (mem_cgroup_per_node); index with the node id.
+    pub lruvec: Vec<Lruvec>,
     pub stats: MemcgStats,
     pub events_local: [u64; NR_MEMCG_EVENTS],
     pub events: [u64; NR_MEMCG_EVENTS],
@@ -91,7 +91,7 @@ impl Memcg {
             last_child: None,
             next_sibling: None,
             depth,
-            lruvec: Lruvec::default(),
+            lruvec: vec![Lruvec::default(); crate::swap::MAX_NUMNODES_MODELLED],
             stats: MemcgStats::default(),
             events_local: [0; NR_MEMCG_EVENTS],
             events: [0; NR_MEMCG_EVENTS],

@@ -12,6 +12,12 @@ use crate::memcontrol::MemcgId;
 use crate::page_cgroup::{pf, Pfn, LRU_NONE, NIL};
 use crate::stat::{lru, Stat};
 
+/// Node id of the (single) node modelled now: every frame is on node 0. Lruvecs are per
+/// (memcg, node) in the data; reclaim and placement use the page's node, which is always 0.
+pub const NID0: usize = 0;
+/// Number of lruvecs each memcg carries (the machine's node count; one is supported now).
+pub const MAX_NUMNODES_MODELLED: usize = 1;
+
 /// One (memcg, node) set of LRU lists and the reclaim state kept with it.
 #[derive(Clone, Debug)]
 pub struct Lruvec {
@@ -72,7 +78,7 @@ impl Machine {
         let memcg = self.frames.pc[pfn as usize].memcg;
         debug_assert!(memcg != 0, "page on LRU without a memcg");
         debug_assert_eq!(self.frames.lru(pfn), LRU_NONE, "page already on an LRU");
-        let lv = &mut self.memcgs[memcg as usize].lruvec;
+        let lv = &mut self.memcgs[memcg as usize].lruvec[NID0];
         let pc = &mut self.frames.pc;
         if at_tail {
             let t = lv.tail[l];
@@ -109,7 +115,7 @@ impl Machine {
         }
         let l = l as usize;
         let memcg = self.frames.pc[pfn as usize].memcg;
-        let lv = &mut self.memcgs[memcg as usize].lruvec;
+        let lv = &mut self.memcgs[memcg as usize].lruvec[NID0];
         let pc = &mut self.frames.pc;
         let (prev, next) = (pc[pfn as usize].prev, pc[pfn as usize].next);
         if prev == NIL {
@@ -201,7 +207,7 @@ impl Machine {
                 + mc.stats.total[Stat::InactiveFile as usize]
                 + mc.stats.total[Stat::ActiveFile as usize])
                 .max(0) as u64;
-            let lv = &mut mc.lruvec;
+            let lv = &mut mc.lruvec[NID0];
             if file {
                 lv.file_cost += cost;
             } else {

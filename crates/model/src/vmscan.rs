@@ -23,6 +23,7 @@ use crate::machine::Machine;
 use crate::memcontrol::{IterVisit, MemcgEvent, MemcgId, ROOT_MEMCG};
 use crate::page_cgroup::{pf, Pfn, MAPPING_FILE_BIT, NIL};
 use crate::stat::{lru, Stat};
+use crate::swap::NID0;
 
 pub const SWAP_CLUSTER_MAX: u64 = 32;
 pub const DEF_PRIORITY: i32 = 12;
@@ -224,7 +225,7 @@ impl Machine {
     fn snapshot_refaults(&mut self, target: MemcgId) {
         let a = self.stat_total(target, Stat::WorkingsetActivateAnon);
         let f = self.stat_total(target, Stat::WorkingsetActivateFile);
-        self.memcg_mut(target).lruvec.refaults = [a, f];
+        self.memcg_mut(target).lruvec[NID0].refaults = [a, f];
     }
 
     /// inactive_is_low(), on hierarchical LRU sizes (lruvec_page_state()).
@@ -244,12 +245,12 @@ impl Machine {
     /// prepare_scan_count() of 6.1 (done once per shrink_node at the reclaim root).
     fn prepare_scan_control(&mut self, sc: &mut ScanControl) {
         let t = sc.target;
-        sc.anon_cost = self.memcg(t).lruvec.anon_cost;
-        sc.file_cost = self.memcg(t).lruvec.file_cost;
+        sc.anon_cost = self.memcg(t).lruvec[NID0].anon_cost;
+        sc.file_cost = self.memcg(t).lruvec[NID0].file_cost;
         if sc.force_deactivate {
             sc.may_deactivate = DEACTIVATE_ANON | DEACTIVATE_FILE;
         } else {
-            let refaults = self.memcg(t).lruvec.refaults;
+            let refaults = self.memcg(t).lruvec[NID0].refaults;
             let mut d = 0;
             if self.stat_total(t, Stat::WorkingsetActivateAnon) != refaults[0]
                 || self.inactive_is_low(t, false)
@@ -375,7 +376,7 @@ impl Machine {
         let mut nr = [0u64; 4];
         for (l, slot) in nr.iter_mut().enumerate() {
             let file = lru::is_file(l);
-            let size = self.memcg(memcg).lruvec.size[l];
+            let size = self.memcg(memcg).lruvec[NID0].size[l];
             let mut scan = if emin > 0 || elow > 0 {
                 let protection = if !sc.memcg_low_reclaim && elow > emin {
                     sc.memcg_low_skipped = true;
@@ -491,7 +492,7 @@ impl Machine {
     fn isolate(&mut self, memcg: MemcgId, l: usize, n: u64, out: &mut Vec<Pfn>) {
         out.clear();
         for _ in 0..n {
-            let t = self.memcg(memcg).lruvec.tail[l];
+            let t = self.memcg(memcg).lruvec[NID0].tail[l];
             if t == NIL {
                 break;
             }

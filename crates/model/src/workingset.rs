@@ -11,6 +11,7 @@ use crate::machine::Machine;
 use crate::memcontrol::MemcgId;
 use crate::page_cgroup::{pf, Pfn};
 use crate::stat::Stat;
+use crate::swap::NID0;
 
 /// Shadow entries: bit 0 = workingset, bits 1..17 = memcg id, bits 17..61 = eviction clock,
 /// bit 63 = tag (bits 61 and 62 stay free for the page cache's own use).
@@ -37,14 +38,14 @@ impl Machine {
         let mut cur = Some(memcg);
         while let Some(m) = cur {
             let mc = &mut self.memcgs[m as usize];
-            mc.lruvec.nonresident_age += nr;
+            mc.lruvec[NID0].nonresident_age += nr;
             cur = mc.parent;
         }
     }
 
     /// workingset_eviction(): the shadow entry for a page reclaimed on behalf of `target`.
     pub fn workingset_eviction(&mut self, pfn: Pfn, target: MemcgId) -> u64 {
-        let eviction = self.memcg(target).lruvec.nonresident_age;
+        let eviction = self.memcg(target).lruvec[NID0].nonresident_age;
         self.workingset_age_nonresident(target, 1);
         pack_shadow(target, eviction, self.frames.test(pfn, pf::WORKINGSET))
     }
@@ -58,7 +59,7 @@ impl Machine {
         if em >= self.memcgs.len() || !self.memcgs[em].online {
             return;
         }
-        let refault = self.memcg(evict_memcg).lruvec.nonresident_age;
+        let refault = self.memcg(evict_memcg).lruvec[NID0].nonresident_age;
         let distance = refault.wrapping_sub(eviction) & EVICTION_MASK;
         let memcg = self.frames.memcg(pfn);
         self.mod_stat(
