@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::rc::Rc;
 
 mod bench;
+mod oracle;
 
 use clap::{Args, Parser, Subcommand};
 use memcgsim_script::{is_exit_line, run_shell_input, shell_line, Interpreter, EXIT_SCRIPT_ERROR};
@@ -29,6 +30,43 @@ enum Cmd {
     Shell(ShellArgs),
     /// Measure simulated page events per second and resident bytes per simulated frame
     Bench(BenchArgs),
+    /// Run scripts on a real Linux kernel under QEMU and compare with the model, line by line
+    Oracle(OracleArgs),
+}
+
+fn parse_slack(s: &str) -> Result<u64, String> {
+    memcgsim_model::units::parse_size(s)
+}
+
+#[derive(Args)]
+struct OracleArgs {
+    /// Script files to run on both
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// The kernel image (default: the one oracle/setup.sh unpacked)
+    #[arg(long)]
+    kernel: Option<PathBuf>,
+    /// The kernel's module directory, lib/modules/VERSION (default: beside the kernel)
+    #[arg(long)]
+    modules: Option<PathBuf>,
+    /// Use KVM instead of software emulation (TCG)
+    #[arg(long)]
+    kvm: bool,
+    /// Relative tolerance for compared values, in percent
+    #[arg(long, default_value_t = 10.0)]
+    tolerance: f64,
+    /// Absolute slack for compared values (bytes or counts); smaller differences agree
+    #[arg(long, default_value = "1M", value_parser = parse_slack)]
+    slack: u64,
+    /// Count differences in keyed files (memory.stat, memory.events, ...) as disagreements
+    #[arg(long)]
+    strict: bool,
+    /// Seconds a guest run may take
+    #[arg(long, default_value_t = 900)]
+    timeout: u64,
+    /// Print the translated guest scripts and the guest console
+    #[arg(long)]
+    verbose: bool,
 }
 
 #[derive(Args)]
@@ -74,6 +112,7 @@ fn main() -> ExitCode {
         Cmd::Script(args) => cmd_script(&args),
         Cmd::Shell(args) => cmd_shell(&args),
         Cmd::Bench(args) => bench::run(args.scale),
+        Cmd::Oracle(args) => oracle::run(&args),
     };
     ExitCode::from(status.clamp(0, 255) as u8)
 }

@@ -696,54 +696,83 @@ impl Interpreter {
 
     /// Evaluate an expectation: `Ok(None)` if it holds, `Ok(Some(detail))` if it fails.
     fn check(&mut self, expr: &Expr) -> Result<Option<String>, String> {
-        let eval2 =
-            |this: &mut Self, a: &Value, b: &Value| -> Result<Result<(i64, i64), String>, String> {
-                let va = match this.eval(a) {
-                    Ok(v) => v,
-                    Err(EvalError::Fail(m)) => return Ok(Err(m)),
-                    Err(EvalError::Script(m)) => return Err(m),
-                };
-                let vb = match this.eval(b) {
-                    Ok(v) => v,
-                    Err(EvalError::Fail(m)) => return Ok(Err(m)),
-                    Err(EvalError::Script(m)) => return Err(m),
-                };
-                Ok(Ok((va, vb)))
-            };
-        Ok(match expr {
-            Expr::Cmp(a, op, b) => match eval2(self, a, b)? {
-                Err(m) => Some(m),
-                Ok((va, vb)) if op.eval(va, vb) => None,
-                Ok((va, vb)) => Some(format!("{} {op} {}", show(va), show(vb))),
-            },
-            Expr::Close(a, b, pct) => match eval2(self, a, b)? {
-                Err(m) => Some(m),
-                Ok((va, vb)) if values_close(va, vb, *pct) => None,
-                Ok((va, vb)) => Some(format!("a={va}, b={vb}, pct={pct}")),
-            },
-            Expr::Exit(n) => match &self.last_fg {
-                Some((_, TaskOutcome::Exited(c))) if c == n => None,
-                Some((name, o)) => Some(describe(name, *o)),
-                None => Some("no foreground task has ended".into()),
-            },
-            Expr::Killed => match &self.last_fg {
-                Some((_, TaskOutcome::Killed)) => None,
-                Some((name, o)) => Some(describe(name, *o)),
-                None => Some("no foreground task has ended".into()),
-            },
-            Expr::Errno(want) => match &self.last_op {
-                Some(s) if s.result.err() == *want => None,
-                Some(OpStatus {
-                    what,
-                    result: Ok(()),
-                }) => Some(format!("the last {what} succeeded")),
-                Some(OpStatus {
-                    what,
-                    result: Err(e),
-                }) => Some(format!("the last {what} failed with {}", e.name())),
-                None => Some("no write, mkdir, rmdir, open, close or run has been done".into()),
-            },
-        })
+        let values = self.operand_values(expr)?;
+        let last_op = self.last_op.as_ref().map(|o| (o.what, o.result));
+        let last_fg = self.last_fg.as_ref().map(|(n, o)| (n.as_str(), *o));
+        Ok(judge(expr, &values, last_fg, last_op))
+    }
+
+    /// The values of an expectation's operands, in order (see [`operands`]): each a number,
+    /// or why it could not be read. Err for a script error (unknown fd, no machine).
+    pub fn operand_values(&mut self, expr: &Expr) -> Result<Vec<Result<i64, String>>, String> {
+        let mut out = Vec::new();
+        for v in operands(expr) {
+            out.push(match self.eval(v) {
+                Ok(n) => Ok(n),
+                Err(EvalError::Fail(m)) => Err(m),
+                Err(EvalError::Script(m)) => return Err(m),
+            });
+        }
+        Ok(out)
+    }
+
+    /// How the last write, mkdir, rmdir, open, close or run ended, if any was done.
+    pub fn last_op(&self) -> Option<(&'static str, Result<(), Errno>)> {
+        self.last_op.as_ref().map(|o| (o.what, o.result))
+    }
+}
+
+/// The operands an expectation reads, in order.
+pub fn operands(expr: &Expr) -> Vec<&Value> {
+    match expr {
+        Expr::Cmp(a, _, b) | Expr::Close(a, b, _) => vec![a, b],
+        Expr::Exit(_) | Expr::Killed | Expr::Errno(_) => Vec::new(),
+    }
+}
+
+/// Judge an expectation on observed facts: the operand values (as [`operands`] lists them),
+/// the last foreground task's name and outcome, and the last file operation. Returns None when
+/// it holds, or why it does not. The model and a real kernel run are judged by this same code.
+pub fn judge(
+    expr: &Expr,
+    values: &[Result<i64, String>],
+    last_fg: Option<(&str, TaskOutcome)>,
+    last_op: Option<(&str, Result<(), Errno>)>,
+) -> Option<String> {
+    let two = || -> Result<(i64, i64), String> {
+        match (values.first(), values.get(1)) {
+            (Some(Ok(a)), Some(Ok(b))) => Ok((*a, *b)),
+            (Some(Err(m)), _) | (_, Some(Err(m))) => Err(m.clone()),
+            _ => Err("missing operand".into()),
+        }
+    };
+    match expr {
+        Expr::Cmp(_, op, _) => match two() {
+            Err(m) => Some(m),
+            Ok((va, vb)) if op.eval(va, vb) => None,
+            Ok((va, vb)) => Some(format!("{} {op} {}", show(va), show(vb))),
+        },
+        Expr::Close(_, _, pct) => match two() {
+            Err(m) => Some(m),
+            Ok((va, vb)) if values_close(va, vb, *pct) => None,
+            Ok((va, vb)) => Some(format!("a={va}, b={vb}, pct={pct}")),
+        },
+        Expr::Exit(n) => match last_fg {
+            Some((_, TaskOutcome::Exited(c))) if c == *n => None,
+            Some((name, o)) => Some(describe(name, o)),
+            None => Some("no foreground task has ended".into()),
+        },
+        Expr::Killed => match last_fg {
+            Some((_, TaskOutcome::Killed)) => None,
+            Some((name, o)) => Some(describe(name, o)),
+            None => Some("no foreground task has ended".into()),
+        },
+        Expr::Errno(want) => match last_op {
+            Some((_, r)) if r.err() == *want => None,
+            Some((what, Ok(()))) => Some(format!("the last {what} succeeded")),
+            Some((what, Err(e))) => Some(format!("the last {what} failed with {}", e.name())),
+            None => Some("no write, mkdir, rmdir, open, close or run has been done".into()),
+        },
     }
 }
 

@@ -18,8 +18,8 @@ pub mod shell;
 pub mod value;
 
 pub use interp::{
-    run_script, Interpreter, ScriptError, DEFAULT_WAIT_LIMIT_NS, EXIT_EXPECT_FAILED, EXIT_OK,
-    EXIT_SCRIPT_ERROR,
+    judge, operands, run_script, Interpreter, ScriptError, DEFAULT_WAIT_LIMIT_NS,
+    EXIT_EXPECT_FAILED, EXIT_OK, EXIT_SCRIPT_ERROR,
 };
 pub use parser::{parse_line, Command, Expr, RunSpec, Target, COMMANDS, HELP};
 pub use shell::{is_exit_line, run_shell_input, shell_line};

@@ -1,0 +1,387 @@
+//! Side-by-side comparison of the model and the kernel, line by line: each `expect` judged on
+//! both (by the same judge), each `cat` compared value by value, run outcomes and errnos.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use memcgsim_model::{Errno, TaskOutcome};
+use memcgsim_script::{judge, operands, Command, Interpreter, Value};
+
+use crate::translate::{parse_kernel_value, Translation};
+
+/// What the kernel run printed for one script line.
+#[derive(Default, Debug, Clone)]
+pub struct KernelLine {
+    pub out: Vec<String>,
+    pub vals: BTreeMap<usize, String>,
+    pub errno: Option<String>,
+    pub exit: Option<i32>,
+    pub catfail: bool,
+}
+
+/// Parse the console into per-line records.
+pub fn parse_console(output: &str) -> BTreeMap<usize, KernelLine> {
+    let mut m: BTreeMap<usize, KernelLine> = BTreeMap::new();
+    for line in output.lines() {
+        let Some(rest) = line.strip_prefix("@@MCG L") else {
+            continue;
+        };
+        let mut it = rest.splitn(3, ' ');
+        let (Some(n), Some(kind)) = (it.next(), it.next()) else {
+            continue;
+        };
+        let Ok(n) = n.parse::<usize>() else { continue };
+        let arg = it.next().unwrap_or("");
+        let e = m.entry(n).or_default();
+        match kind {
+            "OUT" => e.out.push(arg.to_string()),
+            "VAL" => {
+                let mut p = arg.splitn(2, ' ');
+                if let (Some(i), Some(v)) = (p.next(), p.next()) {
+                    if let Ok(i) = i.parse() {
+                        e.vals.insert(i, v.trim().to_string());
+                    }
+                }
+            }
+            "ERRNO" => e.errno = Some(arg.trim().to_string()),
+            "EXIT" => e.exit = arg.trim().parse().ok(),
+            "CATFAIL" => e.catfail = true,
+            _ => {}
+        }
+    }
+    m
+}
+
+fn outcome_of_status(st: i32) -> TaskOutcome {
+    // The shell reports death by SIGKILL as 128 + 9.
+    if st == 128 + 9 {
+        TaskOutcome::Killed
+    } else {
+        TaskOutcome::Exited(st)
+    }
+}
+
+fn show_outcome(o: TaskOutcome) -> String {
+    match o {
+        TaskOutcome::Exited(c) => format!("exit {c}"),
+        TaskOutcome::Killed => "killed".into(),
+    }
+}
+
+/// Options of the comparison.
+#[derive(Clone, Debug)]
+pub struct CompareOpts {
+    /// Relative tolerance for values, in percent.
+    pub tolerance_pct: f64,
+    /// Absolute slack for values (bytes or counts): differences up to this always agree.
+    pub slack: u64,
+    /// Count differences in keyed files (memory.stat, ...) toward disagreement.
+    pub strict: bool,
+}
+
+/// The comparison of one script.
+pub struct Report {
+    pub text: String,
+    pub expects: usize,
+    pub expect_disagreements: usize,
+    pub values: usize,
+    pub value_disagreements: usize,
+    pub model_failures: usize,
+    pub kernel_failures: usize,
+}
+
+impl Report {
+    pub fn agrees(&self) -> bool {
+        self.expect_disagreements == 0 && self.value_disagreements == 0
+    }
+}
+
+fn within(a: i64, b: i64, opts: &CompareOpts) -> bool {
+    let d = (a as i128 - b as i128).unsigned_abs();
+    let m = (a.unsigned_abs().max(b.unsigned_abs())) as f64;
+    d <= opts.slack as u128 || d as f64 <= m * opts.tolerance_pct / 100.0 + 0.5
+}
+
+fn numbers(lines: &[String]) -> Vec<(String, Option<i64>)> {
+    lines
+        .iter()
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            match w.as_slice() {
+                [v] => (String::new(), parse_kernel_value(v).ok()),
+                [k, v] => (
+                    k.trim_end_matches(':').to_string(),
+                    parse_kernel_value(v).ok(),
+                ),
+                _ => (l.clone(), None),
+            }
+        })
+        .collect()
+}
+
+fn short(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let t: String = s.chars().take(n - 1).collect();
+        format!("{t}…")
+    }
+}
+
+/// Run the model line by line and compare with the kernel's records.
+pub fn compare(
+    file: &str,
+    tr: &Translation,
+    kernel: &BTreeMap<usize, KernelLine>,
+    opts: &CompareOpts,
+) -> Report {
+    let mut interp = Interpreter::new(file);
+    let mut r = Report {
+        text: String::new(),
+        expects: 0,
+        expect_disagreements: 0,
+        values: 0,
+        value_disagreements: 0,
+        model_failures: 0,
+        kernel_failures: 0,
+    };
+    let mut k_last_fg: Option<(String, TaskOutcome)> = None;
+    let mut k_last_op: Option<(&'static str, Result<(), Errno>)> = None;
+    let empty = KernelLine::default();
+    let _ = writeln!(
+        r.text,
+        "{:>5}  {:<52} {:<30} kernel",
+        "line", "command", "model"
+    );
+    for (n, raw, cmd) in &tr.lines {
+        let Some(cmd) = cmd else { continue };
+        let k = kernel.get(n).unwrap_or(&empty);
+        // The model's operand values, read before the line runs (reads have no effect).
+        let model_vals = match cmd {
+            Command::Expect { expr, .. } => interp.operand_values(expr).ok(),
+            _ => None,
+        };
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        let res = interp.exec_line(*n, raw, &mut out, &mut err);
+        let out = String::from_utf8_lossy(&out).to_string();
+        let row = |model: String, kern: String, mark: &str, r: &mut Report| {
+            let _ = writeln!(
+                r.text,
+                "{n:>5}  {:<52} {:<30} {kern}{mark}",
+                short(raw.trim(), 52),
+                short(&model, 30)
+            );
+        };
+        if let Err(e) = res {
+            row(
+                format!("script error: {}", e.message),
+                String::new(),
+                "",
+                &mut r,
+            );
+            break;
+        }
+        let errno_of = |s: &Option<String>| -> Option<Result<(), Errno>> {
+            s.as_ref().map(|e| {
+                if e == "0" {
+                    Ok(())
+                } else {
+                    Err(Errno::from_name(e).unwrap_or(Errno::EINVAL))
+                }
+            })
+        };
+        match cmd {
+            Command::Mkdir(_) | Command::Rmdir(_) | Command::Open { .. } | Command::Kill(_) => {
+                let what = match cmd {
+                    Command::Mkdir(_) => "mkdir",
+                    Command::Rmdir(_) => "rmdir",
+                    Command::Open { .. } => "open",
+                    _ => "kill",
+                };
+                if let Some(e) = errno_of(&k.errno) {
+                    k_last_op = Some((what, e));
+                }
+            }
+            Command::Echo {
+                target: Some(_), ..
+            } => {
+                if let Some(e) = errno_of(&k.errno) {
+                    k_last_op = Some(("write", e));
+                }
+                let m = interp.last_op().map(|(_, r)| r);
+                let ks = k.errno.clone().unwrap_or_else(|| "?".into());
+                let ms = match m {
+                    Some(Ok(())) => "0".to_string(),
+                    Some(Err(e)) => e.name().to_string(),
+                    None => "?".into(),
+                };
+                if ms != ks {
+                    row(
+                        format!("write: {ms}"),
+                        format!("write: {ks}"),
+                        "   <-- differs",
+                        &mut r,
+                    );
+                    r.value_disagreements += 1;
+                }
+            }
+            Command::Run(spec) => {
+                if let Some(e) = errno_of(&k.errno) {
+                    k_last_op = Some(("run", e));
+                }
+                if !spec.background {
+                    let name = spec.task_name().to_string();
+                    let ko = k.exit.map(outcome_of_status);
+                    if let Some(o) = ko {
+                        k_last_fg = Some((name, o));
+                    }
+                    let mo = interp.last_foreground().map(|(_, o)| o);
+                    let ms = mo.map(show_outcome).unwrap_or_else(|| "?".into());
+                    let ks = ko.map(show_outcome).unwrap_or_else(|| "?".into());
+                    let mark = if ms != ks { "   <-- differs" } else { "" };
+                    row(ms, ks, mark, &mut r);
+                }
+            }
+            Command::Wait(name) => {
+                if let Some(st) = k.exit {
+                    k_last_fg = Some((name.clone(), outcome_of_status(st)));
+                }
+            }
+            Command::Cat(_) | Command::Echo { target: None, .. } => {
+                let ml: Vec<String> = out.lines().map(String::from).collect();
+                let kl = k.out.clone();
+                let (mn, kn) = (numbers(&ml), numbers(&kl));
+                let single = ml.len() == 1 && mn[0].0.is_empty() && mn[0].1.is_some();
+                if matches!(cmd, Command::Echo { .. }) {
+                    continue;
+                }
+                if single {
+                    r.values += 1;
+                    let mv = mn[0].1.unwrap_or(0);
+                    let kv = kn.first().and_then(|x| x.1);
+                    match kv {
+                        Some(kv) => {
+                            let ok = within(mv, kv, opts);
+                            if !ok {
+                                r.value_disagreements += 1;
+                            }
+                            row(
+                                mv.to_string(),
+                                kv.to_string(),
+                                if ok { "" } else { "   <-- beyond tolerance" },
+                                &mut r,
+                            );
+                        }
+                        None => {
+                            r.value_disagreements += 1;
+                            row(
+                                mv.to_string(),
+                                "(unreadable)".into(),
+                                "   <-- differs",
+                                &mut r,
+                            );
+                        }
+                    }
+                } else {
+                    // Keyed file: show the keys that differ beyond the tolerance.
+                    let kmap: BTreeMap<&str, Option<i64>> =
+                        kn.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+                    let mut diffs = Vec::new();
+                    for (key, mv) in &mn {
+                        let Some(mv) = mv else { continue };
+                        r.values += 1;
+                        match kmap.get(key.as_str()) {
+                            Some(Some(kv)) if within(*mv, *kv, opts) => {}
+                            Some(Some(kv)) => diffs.push(format!("{key} {mv} vs {kv}")),
+                            _ => diffs.push(format!("{key} {mv} vs (absent)")),
+                        }
+                    }
+                    if opts.strict {
+                        r.value_disagreements += diffs.len();
+                    }
+                    let summary = format!("{} lines", ml.len());
+                    let ks = if k.catfail {
+                        "(unreadable)".to_string()
+                    } else {
+                        format!("{} lines", kl.len())
+                    };
+                    row(summary, ks, "", &mut r);
+                    for d in diffs {
+                        let _ = writeln!(r.text, "{:>5}  {:<52} {d}", "", "");
+                    }
+                }
+            }
+            Command::Expect { expr, .. } => {
+                r.expects += 1;
+                let mvals = model_vals.unwrap_or_default();
+                let kvals: Vec<Result<i64, String>> = operands(expr)
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| match v {
+                        Value::Int(x) => Ok(*x),
+                        _ => match k.vals.get(&i) {
+                            Some(s) => parse_kernel_value(s),
+                            None => Err("no value from the kernel".into()),
+                        },
+                    })
+                    .collect();
+                let mfail = judge(expr, &mvals, interp_last_fg(&interp), interp.last_op());
+                let kfail = judge(
+                    expr,
+                    &kvals,
+                    k_last_fg.as_ref().map(|(n, o)| (n.as_str(), *o)),
+                    k_last_op,
+                );
+                let show = |fail: &Option<String>, vals: &[Result<i64, String>]| {
+                    let v: Vec<String> = vals
+                        .iter()
+                        .filter_map(|x| x.as_ref().ok())
+                        .map(|x| x.to_string())
+                        .collect();
+                    let word = if fail.is_none() { "holds" } else { "fails" };
+                    if v.is_empty() {
+                        word.to_string()
+                    } else {
+                        format!("{word} ({})", v.join(", "))
+                    }
+                };
+                if mfail.is_some() {
+                    r.model_failures += 1;
+                }
+                if kfail.is_some() {
+                    r.kernel_failures += 1;
+                }
+                let disagree = mfail.is_some() != kfail.is_some();
+                if disagree {
+                    r.expect_disagreements += 1;
+                }
+                row(
+                    show(&mfail, &mvals),
+                    show(&kfail, &kvals),
+                    if disagree { "   <-- DISAGREE" } else { "" },
+                    &mut r,
+                );
+            }
+            _ => {}
+        }
+    }
+    let _ = writeln!(
+        r.text,
+        "\nexpects: {} ({} hold on the model, {} on the kernel), {} disagree; values: {} compared, {} beyond {}% and {} B{}",
+        r.expects,
+        r.expects - r.model_failures,
+        r.expects - r.kernel_failures,
+        r.expect_disagreements,
+        r.values,
+        r.value_disagreements,
+        opts.tolerance_pct,
+        opts.slack,
+        if opts.strict { "" } else { " (keyed files shown, not counted; --strict counts them)" }
+    );
+    r
+}
+
+fn interp_last_fg(i: &Interpreter) -> Option<(&str, TaskOutcome)> {
+    i.last_foreground()
+}

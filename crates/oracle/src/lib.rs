@@ -1,0 +1,132 @@
+//! The real kernel as oracle: run a memcgsim script on Linux under QEMU and compare it with
+//! the model, line by line.
+//!
+//! [`translate`] turns the script into a busybox shell script whose commands do the same
+//! things on the guest's cgroupfs and print machine-readable records; [`guest`] builds the
+//! initramfs and disks and boots the kernel; [`compare`] runs the model line by line and judges
+//! every `expect` on both sides with the script language's own judge.
+
+pub mod compare;
+pub mod guest;
+pub mod translate;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use compare::{CompareOpts, Report};
+pub use guest::GuestSetup;
+
+/// Options of `memcgsim oracle`.
+#[derive(Clone, Debug)]
+pub struct OracleOpts {
+    pub kernel: Option<PathBuf>,
+    pub modules: Option<PathBuf>,
+    pub kvm: bool,
+    pub timeout: Duration,
+    pub compare: CompareOpts,
+    /// Print the translated guest script and the raw console too.
+    pub verbose: bool,
+}
+
+/// The result of one script on both sides.
+pub struct ScriptResult {
+    pub report: Report,
+    pub kernel_release: String,
+    pub guest_seconds: f64,
+}
+
+/// Run one script on the kernel and compare. Err: the script or the guest could not be run.
+pub fn run_script(
+    setup: &GuestSetup,
+    file: &str,
+    text: &str,
+    opts: &OracleOpts,
+    log: &mut dyn std::io::Write,
+) -> Result<ScriptResult, String> {
+    let tr = translate::translate(text)?;
+    if opts.verbose {
+        let _ = writeln!(log, "--- guest script for {file}\n{}", tr.shell);
+    }
+    let run = setup.run(&tr.cfg, &tr.shell)?;
+    if opts.verbose {
+        let _ = writeln!(log, "--- console\n{}", run.output);
+    }
+    let records = compare::parse_console(&run.output);
+    let report = compare::compare(file, &tr, &records, &opts.compare);
+    Ok(ScriptResult {
+        report,
+        kernel_release: run.kernel_release.unwrap_or_else(|| "?".into()),
+        guest_seconds: run.seconds,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SCRIPT: &str = "machine memory=256M swap=0 cgroup=v2 recursiveprot=1\n\
+        mkdir /A\n\
+        echo 30M > /A/memory.max\n\
+        expect errno 0\n\
+        run /A anon 100M\n\
+        expect killed\n\
+        expect /A/memory.events:oom_kill == 1\n\
+        cat /A/memory.max\n";
+
+    #[test]
+    fn translation_does_the_same_things_on_the_guest() {
+        let tr = translate::translate(SCRIPT).unwrap();
+        assert_eq!(tr.cfg.memory_bytes, 256 << 20);
+        let sh = &tr.shell;
+        assert!(sh.contains("mount -t cgroup2 -o memory_recursiveprot none /sys/fs/cgroup"));
+        assert!(sh.contains("/bin/mcgh mkdir 2 '/sys/fs/cgroup/A'"));
+        assert!(sh.contains("/bin/mcgh write 3 '/sys/fs/cgroup/A/memory.max' \"30M\""));
+        assert!(sh.contains(
+            "/bin/mcgh enter '/sys/fs/cgroup/A' 0 -- 'anon' '100M'; echo \"@@MCG L5 EXIT $?\""
+        ));
+        assert!(sh.contains("@@MCG L7 VAL 0 $(rdk '/sys/fs/cgroup/A/memory.events' 'oom_kill')"));
+        assert!(sh.contains("emit 8"));
+    }
+
+    #[test]
+    fn arithmetic_and_relative_paths_translate() {
+        let tr = translate::translate("cd /A\necho $(( memory.current - 30M )) > memory.reclaim\n")
+            .unwrap();
+        assert!(tr.shell.contains(
+            "/bin/mcgh write 2 '/sys/fs/cgroup/A/memory.reclaim' \"$(($(rdv '/sys/fs/cgroup/A/memory.current') - 31457280))\""
+        ));
+    }
+
+    fn opts() -> CompareOpts {
+        CompareOpts {
+            tolerance_pct: 10.0,
+            slack: 0,
+            strict: false,
+        }
+    }
+
+    #[test]
+    fn agreement_and_disagreement_are_detected() {
+        let tr = translate::translate(SCRIPT).unwrap();
+        let console = "@@MCG BOOTED 6.1.0\n@@MCG L2 ERRNO 0\n@@MCG L3 ERRNO 0\n\
+            @@MCG L5 EXIT 137\n@@MCG L5 ERRNO 0\n@@MCG L7 VAL 0 1\n@@MCG L8 OUT 31457280\n";
+        let rec = compare::parse_console(console);
+        let r = compare::compare("t.mcg", &tr, &rec, &opts());
+        assert_eq!(r.expects, 3);
+        assert_eq!(r.expect_disagreements, 0, "{}", r.text);
+        assert!(r.agrees(), "{}", r.text);
+        // The kernel counting two OOM kills and reading a different limit disagrees.
+        let console2 = console
+            .replace("L7 VAL 0 1", "L7 VAL 0 2")
+            .replace("L8 OUT 31457280", "L8 OUT 41457280");
+        let r = compare::compare("t.mcg", &tr, &compare::parse_console(&console2), &opts());
+        assert_eq!(r.expect_disagreements, 1, "{}", r.text);
+        assert_eq!(r.value_disagreements, 1, "{}", r.text);
+        assert!(r.text.contains("DISAGREE"));
+        assert!(!r.agrees());
+        // A missing value (file absent on that kernel) fails the expectation there.
+        let console3 = console.replace("@@MCG L7 VAL 0 1\n", "@@MCG L7 VAL 0 ERR\n");
+        let r = compare::compare("t.mcg", &tr, &compare::parse_console(&console3), &opts());
+        assert_eq!(r.kernel_failures, 1);
+    }
+}

@@ -1,0 +1,317 @@
+//! Translation of a memcgsim script into a busybox `sh` script for the guest.
+//!
+//! Every command becomes shell code that performs the same operation on the real cgroupfs
+//! and prints machine-readable records on the console, each line starting with `@@MCG L<n>`
+//! (n = the script line): `OUT <text>` for what `cat`/`echo` print, `VAL <i> <value>` for
+//! each file operand of an `expect`, `ERRNO <name|0>` for writes, mkdir, rmdir, open, kill
+//! and run, `EXIT <status>` when a task's end is observed. `expect` itself is judged on the
+//! host, by the same code that judges the model.
+
+use memcgsim_model::{CgroupVersion, MachineConfig};
+use memcgsim_script::path::resolve;
+use memcgsim_script::value::parse_int;
+use memcgsim_script::{operands, parse_line, Command, Target, Value};
+
+/// The guest's cgroupfs mount point.
+pub const CG: &str = "/sys/fs/cgroup";
+
+/// A translated script.
+pub struct Translation {
+    pub cfg: MachineConfig,
+    pub shell: String,
+    /// The parsed commands by line (1-based); None for blank and comment lines.
+    pub lines: Vec<(usize, String, Option<Command>)>,
+}
+
+fn q(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The guest path of a script path (already made absolute).
+fn gpath(abs: &str) -> String {
+    if abs == "/proc" || abs.starts_with("/proc/") {
+        abs.to_string()
+    } else if abs == "/" {
+        CG.to_string()
+    } else {
+        format!("{CG}{abs}")
+    }
+}
+
+struct Ctx {
+    cwd: String,
+    fds: Vec<(String, u32)>,
+    tasks: Vec<(String, bool)>,
+}
+
+impl Ctx {
+    fn abs(&self, p: &str) -> String {
+        resolve(&self.cwd, p)
+    }
+    fn fd(&self, name: &str) -> Result<u32, String> {
+        self.fds
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, f)| *f)
+            .ok_or_else(|| format!("no open file named '{name}'"))
+    }
+    /// Shell code producing the value of an operand on stdout.
+    fn value_code(&self, v: &Value) -> Result<String, String> {
+        Ok(match v {
+            Value::Int(n) => n.to_string(),
+            Value::File(p) => format!("$(rdv {})", q(&gpath(&self.abs(p)))),
+            Value::Key(p, k) => format!("$(rdk {} {})", q(&gpath(&self.abs(p))), q(k)),
+            Value::Fd(name) => format!("$(/bin/mcgh fdread {} | rdfirst)", self.fd(name)?),
+        })
+    }
+    /// Expand `$(( VALUE +|- VALUE ))` of an echo text into shell arithmetic.
+    fn arith(&self, text: &str) -> Result<String, String> {
+        let mut out = String::new();
+        let mut rest = text;
+        while let Some(start) = rest.find("$((") {
+            let body_start = start + 3;
+            let len = rest[body_start..].find("))").ok_or("unterminated $((")?;
+            out.push_str(&rest[..start]);
+            out.push_str("$((");
+            for w in rest[body_start..body_start + len].split_whitespace() {
+                if w == "+" || w == "-" {
+                    out.push_str(&format!(" {w} "));
+                } else {
+                    let v = memcgsim_script::value::parse_value(w)?;
+                    let code = match v {
+                        Value::Int(n) => n.to_string(),
+                        other => self.value_code(&other)?,
+                    };
+                    out.push_str(&code);
+                }
+            }
+            out.push_str("))");
+            rest = &rest[body_start + len + 2..];
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+}
+
+/// Shell functions and set-up shared by every translated script.
+const PRELUDE: &str = r#"
+rdv() { v=$(cat "$1" 2>/dev/null) || { echo ERR; return; }; set -- $v; if [ "$1" = max ]; then echo 9223372036854775807; else echo "${1:-ERR}"; fi; }
+rdk() { awk -v k="$2" '{ sub(/:$/, "", $1) } $1 == k { print $2; f = 1; exit } END { if (!f) print "ERR" }' "$1" 2>/dev/null || echo ERR; }
+rdfirst() { read v rest; if [ "$v" = max ]; then echo 9223372036854775807; else echo "${v:-ERR}"; fi; }
+emit() { n=$1; shift; while IFS= read -r l; do echo "@@MCG L$n OUT $l"; done; }
+"#;
+
+/// Translate a script.
+pub fn translate(text: &str) -> Result<Translation, String> {
+    let mut cfg = MachineConfig::default();
+    let mut lines = Vec::new();
+    let mut body = String::new();
+    let mut cx = Ctx {
+        cwd: "/".into(),
+        fds: Vec::new(),
+        tasks: Vec::new(),
+    };
+    let mut next_fd = 3u32;
+    for (i, raw) in text.lines().enumerate() {
+        let n = i + 1;
+        let cmd = parse_line(raw).map_err(|e| format!("line {n}: {e}"))?;
+        let Some(cmd) = cmd else {
+            lines.push((n, raw.to_string(), None));
+            continue;
+        };
+        let code = match &cmd {
+            Command::Machine(words) => {
+                for (k, v) in words {
+                    cfg.set(k, v).map_err(|e| format!("line {n}: {e}"))?;
+                }
+                String::new()
+            }
+            Command::Mkdir(p) => format!("/bin/mcgh mkdir {n} {}", q(&gpath(&cx.abs(p)))),
+            Command::Rmdir(p) => format!("/bin/mcgh rmdir {n} {}", q(&gpath(&cx.abs(p)))),
+            Command::Cd(p) => {
+                cx.cwd = cx.abs(p);
+                String::new()
+            }
+            Command::Ls(_) | Command::Pwd | Command::Help => String::new(),
+            Command::Echo { text, target: None } => {
+                format!(
+                    "echo \"{}\" | emit {n}",
+                    cx.arith(text)?.replace('"', "\\\"")
+                )
+            }
+            Command::Echo {
+                text,
+                target: Some(Target::Path(p)),
+            } => format!(
+                "/bin/mcgh write {n} {} \"{}\"",
+                q(&gpath(&cx.abs(p))),
+                cx.arith(text)?.replace('"', "\\\"")
+            ),
+            Command::Echo {
+                text,
+                target: Some(Target::Fd(name)),
+            } => format!(
+                "/bin/mcgh fdwrite {n} {} \"{}\"",
+                cx.fd(name)?,
+                cx.arith(text)?.replace('"', "\\\"")
+            ),
+            Command::Cat(Target::Path(p)) => {
+                let g = q(&gpath(&cx.abs(p)));
+                format!("if cat {g} > /tmp/o 2>/dev/null; then emit {n} < /tmp/o; else echo \"@@MCG L{n} CATFAIL\"; fi")
+            }
+            Command::Cat(Target::Fd(name)) => {
+                format!(
+                    "/bin/mcgh fdread {} > /tmp/o; emit {n} < /tmp/o",
+                    cx.fd(name)?
+                )
+            }
+            Command::Open { name, path } => {
+                if next_fd > 9 {
+                    return Err(format!(
+                        "line {n}: at most 7 files can be open in the guest"
+                    ));
+                }
+                let fd = next_fd;
+                next_fd += 1;
+                cx.fds.retain(|(x, _)| x != name);
+                cx.fds.push((name.clone(), fd));
+                let g = q(&gpath(&cx.abs(path)));
+                format!("/bin/mcgh open {n} {g}; if ( exec {fd}<>{g} ) 2>/dev/null; then exec {fd}<>{g}; fi")
+            }
+            Command::Close(name) => {
+                let fd = cx.fd(name)?;
+                cx.fds.retain(|(x, _)| x != name);
+                format!("exec {fd}>&-")
+            }
+            Command::Run(spec) => {
+                let name = spec.task_name().to_string();
+                let holds = spec.args.iter().any(|a| a == "--hold");
+                let mut args: Vec<String> = Vec::new();
+                for a in &spec.args {
+                    args.push(q(a));
+                    if a == "--hold" {
+                        args.push(q(&name));
+                    }
+                }
+                let adj = spec.oom_score_adj.to_string();
+                let cg = q(&gpath(&cx.abs(&spec.cgroup)));
+                let var = shell_var(&name);
+                cx.tasks.retain(|(x, _)| x != &name);
+                cx.tasks.push((name.clone(), holds));
+                let run = format!(
+                    "/bin/mcgh enter {cg} {adj} -- {} {}",
+                    q(&spec.workload),
+                    args.join(" ")
+                );
+                if spec.background {
+                    format!("rm -f /run/mcg/{name}.ready; {run} & {var}=$!; echo \"@@MCG L{n} ERRNO 0\"")
+                } else {
+                    format!("{run}; echo \"@@MCG L{n} EXIT $?\"; echo \"@@MCG L{n} ERRNO 0\"")
+                }
+            }
+            Command::Sleep(ns) => {
+                let us = ns / 1000;
+                format!("sleep {}; usleep {}", us / 1_000_000, us % 1_000_000)
+            }
+            Command::Kill(name) => {
+                let var = shell_var(name);
+                format!(
+                    "if [ -n \"${var}\" ] && kill -9 ${var} 2>/dev/null; then echo \"@@MCG L{n} ERRNO 0\"; wait ${var} 2>/dev/null; else echo \"@@MCG L{n} ERRNO ESRCH\"; fi"
+                )
+            }
+            Command::Wait(name) => {
+                let var = shell_var(name);
+                let holds = cx.tasks.iter().any(|(x, h)| x == name && *h);
+                if holds {
+                    format!(
+                        "r=$(/bin/mcgh waitready {name} ${var} 3600000); case \"$r\" in *GONE*) wait ${var}; echo \"@@MCG L{n} EXIT $?\";; esac"
+                    )
+                } else {
+                    format!("wait ${var}; echo \"@@MCG L{n} EXIT $?\"")
+                }
+            }
+            Command::Expect { expr, .. } => {
+                let mut code = String::new();
+                for (i, v) in operands(expr).into_iter().enumerate() {
+                    if matches!(v, Value::Int(_)) {
+                        continue;
+                    }
+                    code.push_str(&format!(
+                        "echo \"@@MCG L{n} VAL {i} {}\"; ",
+                        cx.value_code(v)?
+                    ));
+                }
+                code
+            }
+        };
+        if !code.is_empty() {
+            body.push_str(&code);
+            body.push('\n');
+        }
+        lines.push((n, raw.to_string(), Some(cmd)));
+    }
+    cfg.validate()?;
+    let mut shell = String::from(PRELUDE);
+    shell.push_str(&header(&cfg));
+    shell.push_str(&body);
+    Ok(Translation { cfg, shell, lines })
+}
+
+/// A shell variable name for a task name.
+fn shell_var(name: &str) -> String {
+    let clean: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    format!("pid_{clean}")
+}
+
+/// Mount the cgroup hierarchy and apply the machine options.
+fn header(cfg: &MachineConfig) -> String {
+    let mut h = String::new();
+    h.push_str(&format!("mkdir -p {CG}\n"));
+    match cfg.cgroup {
+        CgroupVersion::V2 => {
+            let mut opts = Vec::new();
+            if cfg.recursive_prot {
+                opts.push("memory_recursiveprot");
+            }
+            if cfg.local_events {
+                opts.push("memory_localevents");
+            }
+            let o = if opts.is_empty() {
+                String::new()
+            } else {
+                format!("-o {} ", opts.join(","))
+            };
+            h.push_str(&format!("mount -t cgroup2 {o}none {CG}\n"));
+            if cfg.root_memory_enabled {
+                h.push_str(&format!("echo +memory > {CG}/cgroup.subtree_control\n"));
+            }
+        }
+        CgroupVersion::V1 => {
+            h.push_str(&format!("mount -t cgroup -o memory none {CG}\n"));
+        }
+    }
+    h.push_str(&format!(
+        "echo {} > /proc/sys/vm/swappiness\n",
+        cfg.swappiness
+    ));
+    if let Some(k) = cfg.min_free_kbytes {
+        h.push_str(&format!("echo {k} > /proc/sys/vm/min_free_kbytes\n"));
+    }
+    h.push_str(&format!(
+        "echo {} > /proc/sys/vm/watermark_scale_factor\n",
+        cfg.watermark_scale_factor
+    ));
+    h.push_str("cd /data\necho \"@@MCG READY\"\n");
+    h
+}
+
+/// Parse an integer written in a script (used for kernel values too).
+pub fn parse_kernel_value(s: &str) -> Result<i64, String> {
+    if s == "ERR" || s.is_empty() {
+        return Err("cannot read it on the kernel".into());
+    }
+    parse_int(s)
+}

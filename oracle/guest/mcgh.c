@@ -1,0 +1,887 @@
+/*
+ * mcgh - memory cgroup helper for the oracle guest.
+ *
+ * A small static program that runs inside a real Linux guest (busybox sh in
+ * an initramfs, as root) and performs, for the oracle, the things a shell
+ * cannot do precisely:
+ *
+ *   - the workloads of the memory cgroup selftests (anonymous memory, page
+ *     cache, mlocked memory), optionally held until killed;
+ *   - joining a cgroup from the very process that will allocate;
+ *   - control-file writes, mkdir and rmdir whose errno must be reported
+ *     exactly (the shell only says "write error");
+ *   - raw reads of an already-open file descriptor from offset 0;
+ *   - waiting until a held workload is ready, or gone.
+ *
+ * Every machine-readable line starts with "@@MCG " and is emitted with one
+ * write(2), never through buffered stdio: the process may be SIGKILLed (by
+ * the OOM killer or by the script) at any time, and the serial console
+ * interleaves output of several processes.
+ *
+ * Build: gcc -static -O2 -Wall -Wextra -Werror -o mcgh mcgh.c
+ * See README.md for the command-line protocol.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef O_TMPFILE
+#error "O_TMPFILE is required (glibc >= 2.19, Linux >= 3.11)"
+#endif
+
+/* Directory of the files of the page-cache workload (an ext4 mount in the guest). */
+#ifndef MCGH_DATA_DIR
+#define MCGH_DATA_DIR "/data"
+#endif
+
+/* Directory of the "NAME.ready" files of held workloads. */
+#ifndef MCGH_RUN_DIR
+#define MCGH_RUN_DIR "/run/mcg"
+#endif
+
+/* The workloads touch and read in steps of this many bytes (the x86 page size). */
+#define MCGH_PAGE 4096UL
+
+/* Upper bounds that keep every loop finite. */
+#define MAX_PASSES 1000000UL
+#define MAX_TIMEOUT_MS (24UL * 3600UL * 1000UL)
+#define MAX_FDREAD_BYTES (1UL << 32)
+#define MAX_EINTR_RETRIES 1000
+
+#define EXIT_USAGE 2
+#define EXIT_ENTERFAIL 126
+
+/* ------------------------------------------------------------------------ */
+/* Output: whole lines with a single write(2).                               */
+/* ------------------------------------------------------------------------ */
+
+/* Write all of buf to fd; the first write(2) carries the whole buffer, so a
+ * line shorter than PIPE_BUF arrives in one piece.  Returns 0 or -1. */
+static int write_all(int fd, const char *buf, size_t len)
+{
+    size_t done = 0;
+    int retries = 0;
+
+    while (done < len) {
+        ssize_t n = write(fd, buf + done, len - done);
+        if (n < 0) {
+            if (errno == EINTR && ++retries < MAX_EINTR_RETRIES)
+                continue;
+            return -1;
+        }
+        if (n == 0) {
+            errno = EIO;
+            return -1;
+        }
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+/* Format one line (a newline is appended) and write it with one write(2). */
+__attribute__((format(printf, 2, 3)))
+static void emit(int fd, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n > sizeof(line) - 2)
+        n = (int)(sizeof(line) - 2);    /* truncated, still one line */
+    line[n++] = '\n';
+    (void)write_all(fd, line, (size_t)n);
+}
+
+/* "mcgh: <what>: <strerror>" on stderr. */
+static void report_err(const char *what, int err)
+{
+    emit(2, "mcgh: %s: %s", what, strerror(err));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Errno names.                                                              */
+/* ------------------------------------------------------------------------ */
+
+struct errname {
+    int num;
+    const char *name;
+};
+
+/* Where two names share a number (EAGAIN/EWOULDBLOCK, EOPNOTSUPP/ENOTSUP,
+ * EDEADLK/EDEADLOCK) the first entry wins; the preferred spelling is first. */
+static const struct errname errnames[] = {
+    { EPERM, "EPERM" },         { ENOENT, "ENOENT" },
+    { ESRCH, "ESRCH" },         { EINTR, "EINTR" },
+    { EIO, "EIO" },             { ENXIO, "ENXIO" },
+    { E2BIG, "E2BIG" },         { ENOEXEC, "ENOEXEC" },
+    { EBADF, "EBADF" },         { ECHILD, "ECHILD" },
+    { EAGAIN, "EAGAIN" },       { ENOMEM, "ENOMEM" },
+    { EACCES, "EACCES" },       { EFAULT, "EFAULT" },
+    { EBUSY, "EBUSY" },         { EEXIST, "EEXIST" },
+    { EXDEV, "EXDEV" },         { ENODEV, "ENODEV" },
+    { ENOTDIR, "ENOTDIR" },     { EISDIR, "EISDIR" },
+    { EINVAL, "EINVAL" },       { ENFILE, "ENFILE" },
+    { EMFILE, "EMFILE" },       { ENOTTY, "ENOTTY" },
+    { ETXTBSY, "ETXTBSY" },     { EFBIG, "EFBIG" },
+    { ENOSPC, "ENOSPC" },       { ESPIPE, "ESPIPE" },
+    { EROFS, "EROFS" },         { EMLINK, "EMLINK" },
+    { EPIPE, "EPIPE" },         { EDOM, "EDOM" },
+    { ERANGE, "ERANGE" },       { EDEADLK, "EDEADLK" },
+    { ENAMETOOLONG, "ENAMETOOLONG" },
+    { ENOLCK, "ENOLCK" },       { ENOSYS, "ENOSYS" },
+    { ENOTEMPTY, "ENOTEMPTY" }, { ELOOP, "ELOOP" },
+    { ENODATA, "ENODATA" },     { EOVERFLOW, "EOVERFLOW" },
+    { EOPNOTSUPP, "EOPNOTSUPP" },
+    { ETIMEDOUT, "ETIMEDOUT" }, { ECANCELED, "ECANCELED" },
+    { EDQUOT, "EDQUOT" },       { ESTALE, "ESTALE" },
+    { ENOTSUP, "ENOTSUP" },     { EWOULDBLOCK, "EWOULDBLOCK" },
+    { EDEADLOCK, "EDEADLOCK" },
+};
+
+/* Symbolic name of err, or "E<number>" (written to buf) if unknown. */
+static const char *errno_name(int err, char *buf, size_t buflen)
+{
+    size_t i;
+
+    if (err == 0)
+        return "0";
+    for (i = 0; i < sizeof(errnames) / sizeof(errnames[0]); i++)
+        if (errnames[i].num == err)
+            return errnames[i].name;
+    snprintf(buf, buflen, "E%d", err);
+    return buf;
+}
+
+/* "@@MCG L<LINE> ERRNO <NAME>" */
+static void emit_errno_line(const char *lineno, int err)
+{
+    char nb[32];
+
+    emit(1, "@@MCG L%s ERRNO %s", lineno, errno_name(err, nb, sizeof(nb)));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Argument parsing.                                                         */
+/* ------------------------------------------------------------------------ */
+
+static void usage(void)
+{
+    static const char text[] =
+        "usage: mcgh anon SIZE [--passes N] [--hold NAME]\n"
+        "       mcgh pagecache SIZE [--file NAME] [--hold NAME]\n"
+        "       mcgh mlock SIZE [--hold NAME]\n"
+        "       mcgh enter CGDIR ADJ -- anon|pagecache|mlock ARGS...\n"
+        "       mcgh write LINE PATH VALUE\n"
+        "       mcgh mkdir LINE PATH\n"
+        "       mcgh rmdir LINE PATH\n"
+        "       mcgh fdwrite LINE FD VALUE\n"
+        "       mcgh fdread FD\n"
+        "       mcgh open LINE PATH\n"
+        "       mcgh waitready NAME PID TIMEOUT_MS\n"
+        "       mcgh size SIZE\n";
+
+    (void)write_all(2, text, sizeof(text) - 1);
+}
+
+static _Noreturn void usage_exit(const char *msg, const char *arg)
+{
+    if (msg != NULL)
+        emit(2, "mcgh: %s%s%s", msg, arg ? ": " : "", arg ? arg : "");
+    usage();
+    exit(EXIT_USAGE);
+}
+
+/* Parse a size the way the simulator's scripts write it: a decimal number
+ * with an optional binary suffix K/M/G/T/P (case-insensitive); a fraction
+ * is allowed only with a suffix ("1.5G").  A fraction is evaluated as the
+ * simulator does: the number as the nearest double, times the suffix,
+ * truncated to a whole byte.  Returns 0 or -1. */
+static int parse_size(const char *s, uint64_t *out)
+{
+    char num[64];
+    size_t len = strlen(s), nlen;
+    unsigned shift = 0;
+    uint64_t ip = 0;
+    int digits = 0, have_dot = 0;
+    size_t i;
+
+    if (len == 0)
+        return -1;
+    switch (s[len - 1]) {
+    case 'k': case 'K': shift = 10; break;
+    case 'm': case 'M': shift = 20; break;
+    case 'g': case 'G': shift = 30; break;
+    case 't': case 'T': shift = 40; break;
+    case 'p': case 'P': shift = 50; break;
+    default: break;
+    }
+    nlen = len - (shift ? 1 : 0);
+    if (nlen == 0 || nlen >= sizeof(num))
+        return -1;
+    for (i = 0; i < nlen; i++) {
+        char c = s[i];
+        if (c == '.') {
+            if (have_dot)
+                return -1;
+            have_dot = 1;
+        } else if (c >= '0' && c <= '9') {
+            digits++;
+        } else {
+            return -1;
+        }
+    }
+    if (digits == 0 || (have_dot && shift == 0))
+        return -1;
+
+    if (!have_dot) {
+        for (i = 0; i < nlen; i++) {
+            unsigned d = (unsigned)(s[i] - '0');
+            if (ip > (UINT64_MAX - d) / 10)
+                return -1;
+            ip = ip * 10 + d;
+        }
+        if (ip > (UINT64_MAX >> shift))
+            return -1;
+        *out = ip << shift;
+        return 0;
+    } else {
+        double f, v;
+
+        memcpy(num, s, nlen);
+        num[nlen] = '\0';
+        /* Only digits and one '.' reach strtod, so no locale, sign, hex,
+         * exponent or inf/nan forms; the C locale's decimal point is '.'. */
+        f = strtod(num, NULL);
+        v = f * (double)((uint64_t)1 << shift);
+        if (!(v >= 0.0) || v > (double)UINT64_MAX / 2.0)
+            return -1;
+        *out = (uint64_t)v;
+        return 0;
+    }
+}
+
+/* A non-negative decimal integer no larger than max.  Returns 0 or -1. */
+static int parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+    unsigned long v = 0;
+    const char *p;
+
+    if (*s == '\0')
+        return -1;
+    for (p = s; *p; p++) {
+        unsigned d;
+        if (*p < '0' || *p > '9')
+            return -1;
+        d = (unsigned)(*p - '0');
+        if (v > (max - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+/* A ready-file name: a single non-empty path component. */
+static int valid_name(const char *s)
+{
+    size_t len = strlen(s);
+
+    return len > 0 && len <= 200 && strchr(s, '/') == NULL &&
+           strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
+}
+
+/* The LINE token, echoed into the output line: no blanks or control bytes. */
+static void check_lineno(const char *s)
+{
+    const unsigned char *p;
+
+    if (*s == '\0' || strlen(s) > 64)
+        usage_exit("bad LINE", s);
+    for (p = (const unsigned char *)s; *p; p++)
+        if (*p <= ' ' || *p == 0x7f)
+            usage_exit("bad LINE", s);
+}
+
+static int parse_fd(const char *s)
+{
+    unsigned long v;
+
+    if (parse_uint(s, INT_MAX, &v) != 0)
+        usage_exit("bad FD", s);
+    return (int)v;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Workloads.                                                                */
+/* ------------------------------------------------------------------------ */
+
+enum wl_kind { WL_ANON, WL_PAGECACHE, WL_MLOCK };
+
+struct workload {
+    enum wl_kind kind;
+    uint64_t size;
+    unsigned long passes;   /* anon: passes over all pages */
+    const char *file;       /* pagecache: NULL = unnamed O_TMPFILE file */
+    const char *hold;       /* NULL = exit when done */
+};
+
+/* Parse "anon|pagecache|mlock SIZE [options]" starting at argv[0].
+ * Returns 0, or -1 if argv[0] is not a workload name; exits on bad args. */
+static int parse_workload(int argc, char **argv, struct workload *wl)
+{
+    int i;
+
+    memset(wl, 0, sizeof(*wl));
+    wl->passes = 1;
+    if (argc < 1)
+        return -1;
+    if (strcmp(argv[0], "anon") == 0)
+        wl->kind = WL_ANON;
+    else if (strcmp(argv[0], "pagecache") == 0)
+        wl->kind = WL_PAGECACHE;
+    else if (strcmp(argv[0], "mlock") == 0)
+        wl->kind = WL_MLOCK;
+    else
+        return -1;
+    if (argc < 2)
+        usage_exit("missing SIZE", NULL);
+    if (parse_size(argv[1], &wl->size) != 0)
+        usage_exit("bad size", argv[1]);
+    if (wl->size > (uint64_t)SIZE_MAX / 2 || wl->size > (uint64_t)INT64_MAX / 2)
+        usage_exit("size too large", argv[1]);
+
+    for (i = 2; i < argc; i++) {
+        const char *opt = argv[i];
+        if (i + 1 >= argc)
+            usage_exit("option needs a value", opt);
+        if (strcmp(opt, "--hold") == 0) {
+            if (!valid_name(argv[i + 1]))
+                usage_exit("bad hold NAME", argv[i + 1]);
+            wl->hold = argv[i + 1];
+        } else if (strcmp(opt, "--passes") == 0 && wl->kind == WL_ANON) {
+            if (parse_uint(argv[i + 1], MAX_PASSES, &wl->passes) != 0)
+                usage_exit("bad --passes", argv[i + 1]);
+        } else if (strcmp(opt, "--file") == 0 && wl->kind == WL_PAGECACHE) {
+            if (argv[i + 1][0] == '\0')
+                usage_exit("bad --file NAME", argv[i + 1]);
+            wl->file = argv[i + 1];
+        } else {
+            usage_exit("unknown option", opt);
+        }
+        i++;
+    }
+    return 0;
+}
+
+/* Announce that a held workload is in place: create the empty file
+ * MCGH_RUN_DIR/NAME.ready, then sleep until killed.  A workload that
+ * failed earlier never gets here, so "waitready" then reports it gone. */
+static _Noreturn void hold_forever(const char *name)
+{
+    char path[PATH_MAX];
+    int fd;
+
+    /* Create the parent of MCGH_RUN_DIR (e.g. /run) and MCGH_RUN_DIR itself. */
+    snprintf(path, sizeof(path), "%s", MCGH_RUN_DIR);
+    {
+        char *slash = strrchr(path, '/');
+        if (slash != NULL && slash != path) {
+            *slash = '\0';
+            if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+                report_err(path, errno);
+                exit(1);
+            }
+        }
+    }
+    if (mkdir(MCGH_RUN_DIR, 0755) != 0 && errno != EEXIST) {
+        report_err(MCGH_RUN_DIR, errno);
+        exit(1);
+    }
+    if ((size_t)snprintf(path, sizeof(path), "%s/%s.ready", MCGH_RUN_DIR,
+                         name) >= sizeof(path)) {
+        report_err("ready file", ENAMETOOLONG);
+        exit(1);
+    }
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        report_err(path, errno);
+        exit(1);
+    }
+    close(fd);
+
+    /* Held until a signal kills us; this loop is intentionally unbounded. */
+    for (;;)
+        pause();
+}
+
+/* alloc_anon() of the kernel memcg selftests: private anonymous memory,
+ * one written byte per 4 KiB page, so that every page is faulted in and
+ * charged; --passes repeats the writes over the resident pages. */
+static int run_anon(const struct workload *wl)
+{
+    size_t size = (size_t)wl->size;
+    volatile char *buf = NULL;
+    unsigned long pass;
+    size_t off;
+
+    if (size > 0) {
+        void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            report_err("mmap", errno);
+            return 1;
+        }
+        buf = p;
+    }
+    for (pass = 0; pass < wl->passes; pass++)
+        for (off = 0; off < size; off += MCGH_PAGE)
+            buf[off] = (char)(pass + 1);
+
+    if (wl->hold != NULL)
+        hold_forever(wl->hold);
+    if (size > 0)
+        munmap((void *)buf, size);
+    return 0;
+}
+
+/* alloc_pagecache() of the kernel memcg selftests: grow a file on the data
+ * filesystem by SIZE (a sparse extension) and read the new range page by
+ * page, so that the page cache fills with (zero) pages charged to the
+ * reader.  An unnamed O_TMPFILE file frees its cache when closed; a named
+ * file keeps it (and its size, which the next run extends). */
+static int run_pagecache(const struct workload *wl)
+{
+    char path[PATH_MAX];
+    static char buf[MCGH_PAGE];
+    struct stat st;
+    off_t start, end, off;
+    int fd;
+
+    if (wl->file == NULL) {
+        fd = open(MCGH_DATA_DIR, O_TMPFILE | O_RDWR | O_EXCL, 0600);
+        if (fd < 0) {
+            report_err("open " MCGH_DATA_DIR " (O_TMPFILE)", errno);
+            return 1;
+        }
+    } else {
+        if ((size_t)snprintf(path, sizeof(path), "%s/%s", MCGH_DATA_DIR,
+                             wl->file) >= sizeof(path)) {
+            report_err("open", ENAMETOOLONG);
+            return 1;
+        }
+        fd = open(path, O_RDWR | O_CREAT, 0600);
+        if (fd < 0) {
+            report_err(path, errno);
+            return 1;
+        }
+    }
+    /* Several tasks may grow the same named file at once (the selftests share one fd,
+     * which serialises them): take a lock so each one adds and reads its own SIZE. */
+    if (flock(fd, LOCK_EX) != 0) {
+        report_err("flock", errno);
+        return 1;
+    }
+    if (fstat(fd, &st) != 0) {
+        report_err("fstat", errno);
+        return 1;
+    }
+    if (st.st_size > INT64_MAX / 2) {
+        report_err("fstat", EFBIG);
+        return 1;
+    }
+    end = st.st_size + (off_t)wl->size;
+    if (ftruncate(fd, end) != 0) {
+        report_err("ftruncate", errno);
+        return 1;
+    }
+    if (flock(fd, LOCK_UN) != 0) {
+        report_err("flock", errno);
+        return 1;
+    }
+    start = st.st_size - st.st_size % (off_t)MCGH_PAGE;
+    for (off = start; off < end; off += (off_t)MCGH_PAGE) {
+        ssize_t n;
+        int retries = 0;
+
+        do
+            n = pread(fd, buf, sizeof(buf), off);
+        while (n < 0 && errno == EINTR && ++retries < MAX_EINTR_RETRIES);
+        if (n < 0) {
+            report_err("pread", errno);
+            return 1;
+        }
+        if (n == 0)
+            break;      /* truncated behind our back: nothing more to read */
+    }
+
+    if (wl->hold != NULL)
+        hold_forever(wl->hold);     /* keeps fd (and an O_TMPFILE file) open */
+    close(fd);
+    return 0;
+}
+
+/* alloc_anon_mlock() of the kernel memcg selftests: map anonymous memory and
+ * mlock() it, which faults the whole range in one call inside the kernel. */
+static int run_mlock(const struct workload *wl)
+{
+    size_t size = (size_t)wl->size;
+    void *p = NULL;
+
+    if (size > 0) {
+        p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            report_err("mmap", errno);
+            return 1;
+        }
+        if (mlock(p, size) != 0) {
+            report_err("mlock", errno);
+            return 1;
+        }
+    }
+    if (wl->hold != NULL)
+        hold_forever(wl->hold);
+    if (size > 0)
+        munmap(p, size);
+    return 0;
+}
+
+static int run_workload(const struct workload *wl)
+{
+    /* A stale NAME.ready from an earlier run must not announce this one. */
+    if (wl->hold != NULL) {
+        char path[PATH_MAX];
+        if ((size_t)snprintf(path, sizeof(path), "%s/%s.ready", MCGH_RUN_DIR,
+                             wl->hold) < sizeof(path))
+            (void)unlink(path);
+    }
+    switch (wl->kind) {
+    case WL_ANON:
+        return run_anon(wl);
+    case WL_PAGECACHE:
+        return run_pagecache(wl);
+    case WL_MLOCK:
+        return run_mlock(wl);
+    }
+    return EXIT_USAGE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* File operations whose errno is reported.                                  */
+/* ------------------------------------------------------------------------ */
+
+/* One write(2) of value to fd: 0 if every byte was written, EIO for a short
+ * write, or the errno of the failed write. */
+static int write_once(int fd, const char *value)
+{
+    size_t len = strlen(value);
+    ssize_t n = write(fd, value, len);
+
+    if (n < 0)
+        return errno;
+    if ((size_t)n != len)
+        return EIO;
+    return 0;
+}
+
+/* Open path O_WRONLY (no O_CREAT, no O_TRUNC) and write value in one call,
+ * as "echo -n VALUE > PATH" would on a control file; 0 or an errno. */
+static int write_path(const char *path, const char *value)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    int err;
+
+    if (fd < 0)
+        return errno;
+    err = write_once(fd, value);
+    close(fd);
+    return err;
+}
+
+/* mcgh write LINE PATH VALUE */
+static int cmd_write(int argc, char **argv)
+{
+    if (argc != 5)
+        usage_exit("write needs LINE PATH VALUE", NULL);
+    check_lineno(argv[2]);
+    emit_errno_line(argv[2], write_path(argv[3], argv[4]));
+    return 0;
+}
+
+/* mcgh mkdir LINE PATH / mcgh rmdir LINE PATH: creating and removing a
+ * cgroup directory. */
+static int cmd_mkdir_rmdir(int argc, char **argv, int is_mkdir)
+{
+    int rc;
+
+    if (argc != 4)
+        usage_exit(is_mkdir ? "mkdir needs LINE PATH" : "rmdir needs LINE PATH",
+                   NULL);
+    check_lineno(argv[2]);
+    rc = is_mkdir ? mkdir(argv[3], 0755) : rmdir(argv[3]);
+    emit_errno_line(argv[2], rc == 0 ? 0 : errno);
+    return 0;
+}
+
+/* mcgh fdwrite LINE FD VALUE: a write to a file the shell keeps open (the
+ * fd is inherited), e.g. after "exec 5<>memory.max". */
+static int cmd_fdwrite(int argc, char **argv)
+{
+    int fd;
+
+    if (argc != 5)
+        usage_exit("fdwrite needs LINE FD VALUE", NULL);
+    check_lineno(argv[2]);
+    fd = parse_fd(argv[3]);
+    emit_errno_line(argv[2], write_once(fd, argv[4]));
+    return 0;
+}
+
+/* mcgh fdread FD: the whole content of an inherited fd, read with pread()
+ * from offset 0 (a fresh snapshot of a seq_file such as memory.stat, not
+ * affected by the shared file offset), copied raw to stdout. */
+static int cmd_fdread(int argc, char **argv)
+{
+    static char buf[65536];
+    char nb[32];
+    uint64_t off = 0;
+    int fd, retries = 0;
+
+    if (argc != 3)
+        usage_exit("fdread needs FD", NULL);
+    fd = parse_fd(argv[2]);
+    while (off < MAX_FDREAD_BYTES) {
+        ssize_t n = pread(fd, buf, sizeof(buf), (off_t)off);
+        if (n < 0) {
+            int err = errno;
+            if (err == EINTR && ++retries < MAX_EINTR_RETRIES)
+                continue;
+            emit(1, "@@MCG READERR %s", errno_name(err, nb, sizeof(nb)));
+            return 1;
+        }
+        if (n == 0)
+            return 0;
+        if (write_all(1, buf, (size_t)n) != 0)
+            return 1;
+        off += (uint64_t)n;
+    }
+    emit(1, "@@MCG READERR %s", errno_name(EFBIG, nb, sizeof(nb)));
+    return 1;
+}
+
+/* mcgh open LINE PATH: can PATH be opened for reading and writing? */
+static int cmd_open(int argc, char **argv)
+{
+    int fd;
+
+    if (argc != 4)
+        usage_exit("open needs LINE PATH", NULL);
+    check_lineno(argv[2]);
+    fd = open(argv[3], O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        emit_errno_line(argv[2], errno);
+    } else {
+        close(fd);
+        emit_errno_line(argv[2], 0);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Joining a cgroup.                                                         */
+/* ------------------------------------------------------------------------ */
+
+/* mcgh enter CGDIR ADJ -- WORKLOAD...: move this very process into CGDIR,
+ * set its oom_score_adj, then run the workload in-process, so that the task
+ * that allocates is the task that joined (the shell would otherwise have to
+ * move itself or rely on fork inheriting the cgroup). */
+static int cmd_enter(int argc, char **argv)
+{
+    struct workload wl;
+    char path[PATH_MAX], pid[32], nb[32];
+    int err;
+
+    if (argc < 6 || strcmp(argv[4], "--") != 0)
+        usage_exit("enter needs CGDIR ADJ -- COMMAND ARGS...", NULL);
+    if (argv[3][0] == '\0')
+        usage_exit("bad ADJ", argv[3]);
+    /* Validate the workload before joining, so bad arguments move nothing. */
+    if (parse_workload(argc - 5, argv + 5, &wl) != 0)
+        usage_exit("enter: COMMAND must be anon, pagecache or mlock", argv[5]);
+
+    if ((size_t)snprintf(path, sizeof(path), "%s/cgroup.procs", argv[2]) >=
+        sizeof(path)) {
+        err = ENAMETOOLONG;
+    } else {
+        snprintf(pid, sizeof(pid), "%ld", (long)getpid());
+        err = write_path(path, pid);
+    }
+    if (err != 0) {
+        report_err(path, err);
+        emit(1, "@@MCG ENTERFAIL %s", errno_name(err, nb, sizeof(nb)));
+        return EXIT_ENTERFAIL;
+    }
+    if (strcmp(argv[3], "-") != 0) {
+        err = write_path("/proc/self/oom_score_adj", argv[3]);
+        if (err != 0) {
+            report_err("/proc/self/oom_score_adj", err);
+            emit(1, "@@MCG ENTERFAIL %s", errno_name(err, nb, sizeof(nb)));
+            return EXIT_ENTERFAIL;
+        }
+    }
+    return run_workload(&wl);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Waiting for a held workload.                                              */
+/* ------------------------------------------------------------------------ */
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Has process pid ended?  kill(pid, 0) still succeeds for a zombie (our
+ * caller's child that the shell has not reaped yet), so a zombie or dead
+ * state in /proc/PID/stat also counts as gone. */
+static int process_gone(pid_t pid)
+{
+    char path[64], buf[512];
+    const char *rp;
+    ssize_t n;
+    int fd;
+
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return 1;
+    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT || errno == ESRCH;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return n == 0 || errno == ESRCH;
+    buf[n] = '\0';
+    /* "pid (comm) S ...": comm may contain ')' so use the last one. */
+    rp = strrchr(buf, ')');
+    if (rp == NULL || rp[1] != ' ')
+        return 0;
+    return rp[2] == 'Z' || rp[2] == 'X' || rp[2] == 'x';
+}
+
+/* mcgh waitready NAME PID TIMEOUT_MS: every 10 ms, check for NAME.ready
+ * (READY), then for the end of PID (GONE); TIMEOUT after TIMEOUT_MS.
+ * A process that became ready and then died is reported READY. */
+static int cmd_waitready(int argc, char **argv)
+{
+    char path[PATH_MAX];
+    unsigned long pidv, timeout;
+    uint64_t deadline;
+    unsigned long iter, max_iter;
+    const char *name;
+    pid_t pid;
+
+    if (argc != 5)
+        usage_exit("waitready needs NAME PID TIMEOUT_MS", NULL);
+    name = argv[2];
+    if (!valid_name(name))
+        usage_exit("bad NAME", name);
+    if (parse_uint(argv[3], INT_MAX, &pidv) != 0 || pidv == 0)
+        usage_exit("bad PID", argv[3]);
+    if (parse_uint(argv[4], MAX_TIMEOUT_MS, &timeout) != 0)
+        usage_exit("bad TIMEOUT_MS", argv[4]);
+    pid = (pid_t)pidv;
+    snprintf(path, sizeof(path), "%s/%s.ready", MCGH_RUN_DIR, name);
+
+    deadline = now_ms() + timeout;
+    /* The clock bounds the loop; the iteration cap is a second guard. */
+    max_iter = timeout / 10 * 4 + 1000;
+    for (iter = 0; iter < max_iter; iter++) {
+        struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+        if (access(path, F_OK) == 0) {
+            emit(1, "@@MCG READY %s", name);
+            return 0;
+        }
+        if (process_gone(pid)) {
+            /* It may have become ready just before it died. */
+            if (access(path, F_OK) == 0)
+                emit(1, "@@MCG READY %s", name);
+            else
+                emit(1, "@@MCG GONE %s", name);
+            return 0;
+        }
+        if (now_ms() >= deadline)
+            break;
+        nanosleep(&ts, NULL);
+    }
+    emit(1, "@@MCG TIMEOUT %s", name);
+    return 0;
+}
+
+/* mcgh size SIZE: print the byte count a SIZE argument stands for
+ * ("@@MCG SIZE <bytes>"), to check the parser. */
+static int cmd_size(int argc, char **argv)
+{
+    uint64_t v;
+
+    if (argc != 3)
+        usage_exit("size needs SIZE", NULL);
+    if (parse_size(argv[2], &v) != 0)
+        usage_exit("bad size", argv[2]);
+    emit(1, "@@MCG SIZE %llu", (unsigned long long)v);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct workload wl;
+    const char *cmd;
+
+    if (argc < 2)
+        usage_exit(NULL, NULL);
+    cmd = argv[1];
+
+    if (parse_workload(argc - 1, argv + 1, &wl) == 0)
+        return run_workload(&wl);
+    if (strcmp(cmd, "enter") == 0)
+        return cmd_enter(argc, argv);
+    if (strcmp(cmd, "write") == 0)
+        return cmd_write(argc, argv);
+    if (strcmp(cmd, "mkdir") == 0)
+        return cmd_mkdir_rmdir(argc, argv, 1);
+    if (strcmp(cmd, "rmdir") == 0)
+        return cmd_mkdir_rmdir(argc, argv, 0);
+    if (strcmp(cmd, "fdwrite") == 0)
+        return cmd_fdwrite(argc, argv);
+    if (strcmp(cmd, "fdread") == 0)
+        return cmd_fdread(argc, argv);
+    if (strcmp(cmd, "open") == 0)
+        return cmd_open(argc, argv);
+    if (strcmp(cmd, "waitready") == 0)
+        return cmd_waitready(argc, argv);
+    if (strcmp(cmd, "size") == 0)
+        return cmd_size(argc, argv);
+    usage_exit("unknown command", cmd);
+}

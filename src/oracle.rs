@@ -1,0 +1,86 @@
+//! `memcgsim oracle`: the front end of the real-kernel comparison (crates/oracle).
+
+use std::time::Duration;
+
+use memcgsim_oracle::{CompareOpts, GuestSetup, OracleOpts};
+
+use crate::OracleArgs;
+
+/// Run every script on the model and on the kernel; exit 0 if all agree, 1 if any disagrees,
+/// 2 if a script or the guest could not be run.
+pub fn run(args: &OracleArgs) -> i32 {
+    let opts = OracleOpts {
+        kernel: args.kernel.clone(),
+        modules: args.modules.clone(),
+        kvm: args.kvm,
+        timeout: Duration::from_secs(args.timeout),
+        compare: CompareOpts {
+            tolerance_pct: args.tolerance,
+            slack: args.slack,
+            strict: args.strict,
+        },
+        verbose: args.verbose,
+    };
+    let setup = match GuestSetup::locate(
+        opts.kernel.clone(),
+        opts.modules.clone(),
+        opts.kvm,
+        opts.timeout,
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("memcgsim oracle: {e}");
+            return 2;
+        }
+    };
+    let mut worst = 0;
+    let mut summary = Vec::new();
+    for file in &args.files {
+        let name = file.display().to_string();
+        let text = match std::fs::read_to_string(file) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("memcgsim: {name}: {e}");
+                worst = 2;
+                continue;
+            }
+        };
+        let mut log = std::io::stderr();
+        match memcgsim_oracle::run_script(&setup, &name, &text, &opts, &mut log) {
+            Ok(r) => {
+                println!(
+                    "== {name}: model vs Linux {} ({}, {:.1} s)",
+                    r.kernel_release,
+                    if opts.kvm { "KVM" } else { "TCG" },
+                    r.guest_seconds
+                );
+                print!("{}", r.report.text);
+                let agrees = r.report.agrees();
+                if !agrees {
+                    worst = worst.max(1);
+                }
+                summary.push((
+                    name,
+                    r.report.expects - r.report.model_failures,
+                    r.report.expects - r.report.kernel_failures,
+                    r.report.expects,
+                    agrees,
+                ));
+            }
+            Err(e) => {
+                eprintln!("memcgsim oracle: {name}: {e}");
+                worst = 2;
+            }
+        }
+    }
+    if summary.len() > 1 {
+        println!("\n| script | model | kernel | agrees |\n|---|---|---|---|");
+        for (n, m, k, t, a) in summary {
+            println!(
+                "| {n} | {m}/{t} expects hold | {k}/{t} expects hold | {} |",
+                if a { "yes" } else { "no" }
+            );
+        }
+    }
+    worst
+}

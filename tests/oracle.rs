@@ -1,0 +1,110 @@
+//! The differential tier: scripts run on the model and on a real Linux kernel under QEMU
+//! (`memcgsim oracle`), and must agree on every expectation and compared value.
+//!
+//! It needs QEMU, busybox, gcc and an unpacked kernel (`oracle/setup.sh`). When they are
+//! missing the tier is skipped with a note, unless MEMCGSIM_ORACLE=1 (set by `.ci/run`),
+//! which makes their absence a failure.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Scripts the model and Linux 6.1 agree on, covering OOM events, memory.high, swap and
+/// reclaim, the oom.group kill, protection under limit reclaim, and v1 limits. The scripts
+/// that do not agree yet, and why, are listed in docs/FIDELITY.md.
+const AGREEING: &[&str] = &[
+    "tests/selftests/oom_events.mcg",
+    "tests/selftests/high.mcg",
+    "tests/selftests/reclaim_swap.mcg",
+    "tests/selftests/oom_group_score_events.mcg",
+    "tests/selftests/low_recursiveprot.mcg",
+    "tests/v1/limit_busy.mcg",
+    "tests/v1/memsw.mcg",
+];
+
+fn oracle_ready() -> Result<(), String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_memcgsim"))
+        .args(["oracle", "--help"])
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err("memcgsim oracle is not available".into());
+    }
+    for tool in ["qemu-system-x86_64", "gcc", "cpio", "mkfs.ext4"] {
+        let found = std::env::var_os("PATH")
+            .map(|p| {
+                std::env::split_paths(&p)
+                    .chain([
+                        Path::new("/usr/sbin").to_path_buf(),
+                        Path::new("/sbin").to_path_buf(),
+                    ])
+                    .any(|d| d.join(tool).is_file())
+            })
+            .unwrap_or(false);
+        if !found {
+            return Err(format!("{tool} is not installed (run oracle/setup.sh)"));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn model_agrees_with_the_kernel() {
+    let required = std::env::var("MEMCGSIM_ORACLE").as_deref() == Ok("1");
+    if let Err(why) = oracle_ready() {
+        assert!(
+            !required,
+            "MEMCGSIM_ORACLE=1 but the oracle cannot run: {why}"
+        );
+        eprintln!("differential tier skipped: {why}");
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_memcgsim"))
+        .arg("oracle")
+        .args(AGREEING)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run memcgsim oracle");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !required && stderr.contains("not found") {
+        eprintln!("differential tier skipped: {stderr}");
+        return;
+    }
+    assert!(
+        out.status.success(),
+        "model and kernel disagree (exit {:?}):\n{stdout}\n{stderr}",
+        out.status.code()
+    );
+    for s in AGREEING {
+        assert!(
+            stdout.contains(&format!("== {s}:")),
+            "no result for {s}:\n{stdout}"
+        );
+    }
+}
+
+/// The guest workload helper (oracle/guest/mcgh.c), built and exercised on the host: sizes,
+/// workloads, errno reporting, fd reads and the hold/ready protocol.
+#[test]
+fn guest_helper_self_test() {
+    let required = std::env::var("MEMCGSIM_ORACLE").as_deref() == Ok("1");
+    if let Err(why) = oracle_ready() {
+        assert!(
+            !required,
+            "MEMCGSIM_ORACLE=1 but the oracle cannot run: {why}"
+        );
+        eprintln!("guest helper self-test skipped: {why}");
+        return;
+    }
+    let out = Command::new("sh")
+        .arg("oracle/guest/selftest.sh")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run the guest helper self-test");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
