@@ -9,7 +9,7 @@
 
 use memcgsim_model::{CgroupVersion, MachineConfig};
 use memcgsim_script::path::resolve;
-use memcgsim_script::value::parse_int;
+use memcgsim_script::value::{parse_arith, parse_int, Segment};
 use memcgsim_script::{operands, parse_line, Command, Target, Value};
 
 /// The guest's cgroupfs mount point.
@@ -67,28 +67,21 @@ impl Ctx {
     /// Expand `$(( VALUE +|- VALUE ))` of an echo text into shell arithmetic.
     fn arith(&self, text: &str) -> Result<String, String> {
         let mut out = String::new();
-        let mut rest = text;
-        while let Some(start) = rest.find("$((") {
-            let body_start = start + 3;
-            let len = rest[body_start..].find("))").ok_or("unterminated $((")?;
-            out.push_str(&rest[..start]);
-            out.push_str("$((");
-            for w in rest[body_start..body_start + len].split_whitespace() {
-                if w == "+" || w == "-" {
-                    out.push_str(&format!(" {w} "));
-                } else {
-                    let v = memcgsim_script::value::parse_value(w)?;
-                    let code = match v {
-                        Value::Int(n) => n.to_string(),
-                        other => self.value_code(&other)?,
-                    };
-                    out.push_str(&code);
+        for seg in parse_arith(text)? {
+            match seg {
+                Segment::Text(t) => out.push_str(&t),
+                Segment::Arith(terms) => {
+                    out.push_str("$((");
+                    for (i, (op, v)) in terms.iter().enumerate() {
+                        if i > 0 || *op == '-' {
+                            out.push_str(&format!(" {op} "));
+                        }
+                        out.push_str(&self.value_code(v)?);
+                    }
+                    out.push_str("))");
                 }
             }
-            out.push_str("))");
-            rest = &rest[body_start + len + 2..];
         }
-        out.push_str(rest);
         Ok(out)
     }
 }

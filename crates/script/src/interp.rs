@@ -19,7 +19,7 @@ use memcgsim_model::{Errno, MachineConfig, Pid, TaskOutcome};
 
 use crate::parser::{parse_line, Command, Expr, RunSpec, Target, COMMANDS, HELP};
 use crate::path::{join, resolve};
-use crate::value::{keyed_value, parse_value, show, single_value, values_close, Value};
+use crate::value::{keyed_value, parse_arith, show, single_value, values_close, Segment, Value};
 
 /// Exit status of a script whose expectations all held.
 pub const EXIT_OK: i32 = 0;
@@ -619,50 +619,28 @@ impl Interpreter {
     /// suffixes, files, FILE:KEY, @fd); operators are separated by spaces.
     fn expand_arith(&mut self, text: &str) -> Result<String, String> {
         let mut out = String::new();
-        let mut rest = text;
-        for _ in 0..64 {
-            let Some(start) = rest.find("$((") else {
-                break;
-            };
-            let body_start = start + 3;
-            let Some(len) = rest[body_start..].find("))") else {
-                return Err(format!("unterminated '$((' in '{text}'"));
-            };
-            out.push_str(&rest[..start]);
-            let body = &rest[body_start..body_start + len];
-            let mut total: i64 = 0;
-            let mut op = Some('+');
-            for word in body.split_whitespace() {
-                match (word, op) {
-                    ("+", None) => op = Some('+'),
-                    ("-", None) => op = Some('-'),
-                    (w, Some(o)) => {
-                        let v = parse_value(w).map_err(|e| format!("in $(( )): {e}"))?;
+        for seg in parse_arith(text)? {
+            match seg {
+                Segment::Text(t) => out.push_str(&t),
+                Segment::Arith(terms) => {
+                    let mut total: i64 = 0;
+                    for (op, v) in terms {
                         let n = match self.eval(&v) {
                             Ok(n) => n,
                             Err(EvalError::Fail(m)) | Err(EvalError::Script(m)) => {
                                 return Err(format!("in $(( )): {m}"))
                             }
                         };
-                        total = if o == '+' {
+                        total = if op == '+' {
                             total.saturating_add(n)
                         } else {
                             total.saturating_sub(n)
                         };
-                        op = None;
                     }
-                    (w, None) => {
-                        return Err(format!("in $(( )): expected + or - before '{w}'"));
-                    }
+                    out.push_str(&total.to_string());
                 }
             }
-            if op.is_some() {
-                return Err(format!("in $(( )): incomplete expression '{body}'"));
-            }
-            out.push_str(&total.to_string());
-            rest = &rest[body_start + len + 2..];
         }
-        out.push_str(rest);
         Ok(out)
     }
 

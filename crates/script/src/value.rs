@@ -351,3 +351,80 @@ mod tests {
         assert_eq!(show(i64::MAX), "max");
     }
 }
+
+/// A piece of an `echo` text: literal text, or a `$(( VALUE [+|- VALUE]... ))` expression.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Segment {
+    Text(String),
+    /// Terms with their signs: `+` or `-`.
+    Arith(Vec<(char, Value)>),
+}
+
+/// Split an echo text into literal text and `$(( ))` expressions (bash arithmetic
+/// expansion, with `+` and `-` between spaces and VALUEs as in `expect`).
+pub fn parse_arith(text: &str) -> Result<Vec<Segment>, String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    for _ in 0..64 {
+        let Some(start) = rest.find("$((") else {
+            break;
+        };
+        let body_start = start + 3;
+        let Some(len) = rest[body_start..].find("))") else {
+            return Err(format!("unterminated '$((' in '{text}'"));
+        };
+        if start > 0 {
+            out.push(Segment::Text(rest[..start].to_string()));
+        }
+        let body = &rest[body_start..body_start + len];
+        let mut terms = Vec::new();
+        let mut op = Some('+');
+        for word in body.split_whitespace() {
+            match (word, op) {
+                ("+", None) => op = Some('+'),
+                ("-", None) => op = Some('-'),
+                (w, Some(o)) => {
+                    terms.push((o, parse_value(w).map_err(|e| format!("in $(( )): {e}"))?));
+                    op = None;
+                }
+                (w, None) => return Err(format!("in $(( )): expected + or - before '{w}'")),
+            }
+        }
+        if op.is_some() {
+            return Err(format!("in $(( )): incomplete expression '{body}'"));
+        }
+        out.push(Segment::Arith(terms));
+        rest = &rest[body_start + len + 2..];
+    }
+    if !rest.is_empty() {
+        out.push(Segment::Text(rest.to_string()));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod arith_tests {
+    use super::*;
+
+    #[test]
+    fn arith_segments() {
+        let s = parse_arith("x $(( /A/memory.current - 30M + 1 )) y").unwrap();
+        assert_eq!(s.len(), 3);
+        assert_eq!(s[0], Segment::Text("x ".into()));
+        assert_eq!(
+            s[1],
+            Segment::Arith(vec![
+                ('+', Value::File("/A/memory.current".into())),
+                ('-', Value::Int(30 << 20)),
+                ('+', Value::Int(1)),
+            ])
+        );
+        assert!(parse_arith("$(( 1 -").is_err());
+        assert!(parse_arith("$(( 1 2 ))").is_err());
+        assert!(parse_arith("$(( 1 - ))").is_err());
+        assert_eq!(
+            parse_arith("plain").unwrap(),
+            vec![Segment::Text("plain".into())]
+        );
+    }
+}
