@@ -195,6 +195,8 @@ script_tests! {
     v1_memsw => "v1/memsw.mcg",
     // Seed reports.
     seed002_pagetest_400m => "seed002/pagetest_400M.mcg",
+    seed002_scan_split => "seed002/scan_split.mcg",
+    seed002_scan_unified => "seed002/scan_unified.mcg",
 }
 
 /// Collect the `.mcg` files under `dir` (recursively), relative to `tests/`.

@@ -17,6 +17,16 @@ pub enum CgroupVersion {
     V2,
 }
 
+/// The page replacement design.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LruPolicy {
+    /// Split LRU (2.6.28+): separate anon and file lists, balanced by swappiness and cost.
+    Split,
+    /// One LRU pair holding anon and file pages together, the design split LRU replaced
+    /// (2.6.27 and before; see docs/FIDELITY.md for what the model keeps of it).
+    Unified,
+}
+
 /// A storage device: a fixed access latency plus a transfer rate, serving one request at a
 /// time in arrival order.
 #[derive(Clone, Debug, PartialEq)]
@@ -76,6 +86,8 @@ pub struct MachineConfig {
     pub root_memory_enabled: bool,
     /// Number of NUMA nodes. Only 1 is supported now; per-node lruvecs exist in the data.
     pub nodes: u32,
+    /// Split LRU (default) or a single unified LRU.
+    pub lru: LruPolicy,
     pub device: DeviceConfig,
     pub costs: Costs,
 }
@@ -96,6 +108,7 @@ impl Default for MachineConfig {
             charge_stock: true,
             root_memory_enabled: true,
             nodes: 1,
+            lru: LruPolicy::Split,
             device: DeviceConfig {
                 latency_ns: 100_000,
                 bandwidth_bps: 500_000_000,
@@ -141,6 +154,7 @@ impl MachineConfig {
         "localevents",
         "stock",
         "root_memory",
+        "lru",
         "disk_latency",
         "disk_bandwidth",
         "hit_cost",
@@ -171,6 +185,13 @@ impl MachineConfig {
                 "localevents" => self.local_events = parse_bool(value)?,
                 "stock" => self.charge_stock = parse_bool(value)?,
                 "root_memory" => self.root_memory_enabled = parse_bool(value)?,
+                "lru" => {
+                    self.lru = match value {
+                        "split" => LruPolicy::Split,
+                        "unified" => LruPolicy::Unified,
+                        _ => return Err(format!("expected split or unified, got '{value}'")),
+                    }
+                }
                 "disk_latency" => self.device.latency_ns = parse_duration_ns(value)?,
                 "disk_bandwidth" => self.device.bandwidth_bps = parse_size(value)?,
                 "hit_cost" => self.costs.hit_ns = parse_duration_ns(value)?,

@@ -47,7 +47,7 @@ pub mod units;
 pub mod vmscan;
 pub mod workingset;
 
-pub use config::{CgroupVersion, Costs, DeviceConfig, MachineConfig, PAGE_SIZE};
+pub use config::{CgroupVersion, Costs, DeviceConfig, LruPolicy, MachineConfig, PAGE_SIZE};
 pub use errno::Errno;
 pub use machine::Machine;
 pub use memcontrol::{MemcgEvent, MemcgId, ROOT_MEMCG};

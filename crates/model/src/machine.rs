@@ -48,6 +48,8 @@ pub struct Machine {
     pub check_invariants: bool,
     /// vm.swappiness (the root's; v1 children may differ).
     pub vm_swappiness: u32,
+    /// cfg.lru == Unified, read on every LRU placement.
+    pub unified_lru: bool,
     /// Total RAM pages and swap pages.
     pub totalram_pages: u64,
     pub total_swap_pages: u64,
@@ -82,6 +84,7 @@ impl Machine {
             vm_swappiness: cfg.swappiness,
             totalram_pages: nr_frames as u64,
             total_swap_pages: nr_swap,
+            unified_lru: cfg.lru == crate::config::LruPolicy::Unified,
             cfg,
         };
         m.memcgs.push(Memcg::new(0, None, 0)); // placeholder for id 0

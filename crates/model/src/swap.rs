@@ -61,7 +61,9 @@ impl Machine {
         if f & pf::MLOCKED != 0 {
             return lru::UNEVICTABLE;
         }
-        let base = if f & pf::SWAPBACKED != 0 {
+        // With a unified LRU, anon and file pages share one list pair (kept in the file
+        // slots, so memory.stat reports them there).
+        let base = if f & pf::SWAPBACKED != 0 && !self.unified_lru {
             lru::INACTIVE_ANON
         } else {
             lru::INACTIVE_FILE

@@ -40,6 +40,8 @@ pub struct TaskStats {
     pub io_wait_ns: u64,
     /// Time slept in memory.high throttling.
     pub throttled_ns: u64,
+    /// Time spent in direct reclaim (memcg limit and high reclaim, global direct reclaim).
+    pub reclaim_ns: u64,
     pub minflt: u64,
     pub majflt: u64,
 }

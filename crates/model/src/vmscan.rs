@@ -182,8 +182,19 @@ impl Machine {
         self.do_try_to_free_pages(&mut sc)
     }
 
-    /// do_try_to_free_pages().
+    /// do_try_to_free_pages(), charging the time it takes to the task that entered it (its
+    /// direct-reclaim stall).
     pub fn do_try_to_free_pages(&mut self, sc: &mut ScanControl) -> u64 {
+        let start = self.now();
+        let reclaimed = self.do_try_to_free_pages_inner(sc);
+        if let Some(pid) = self.cur.as_ref().and_then(|c| c.pid) {
+            let spent = self.now() - start;
+            self.task_mut(pid).stats.reclaim_ns += spent;
+        }
+        reclaimed
+    }
+
+    fn do_try_to_free_pages_inner(&mut self, sc: &mut ScanControl) -> u64 {
         let initial_priority = sc.priority;
         for _retry in 0..4 {
             loop {
@@ -347,7 +358,11 @@ impl Machine {
         let mut denominator = 1u64;
         // Rule 1: no swap for this memcg; rule 2: cgroup reclaim with swappiness 0.
         let no_anon = !sc.may_swap || !self.can_reclaim_anon_pages(memcg);
-        let balance = if no_anon || (sc.cgroup_reclaim && swappiness == 0) {
+        let balance = if self.unified_lru {
+            // One list pair for both types: nothing to balance; every page on it is scanned,
+            // including anon pages that cannot be swapped (they are activated again).
+            ScanBalance::Equal
+        } else if no_anon || (sc.cgroup_reclaim && swappiness == 0) {
             ScanBalance::File
         } else if sc.priority == 0 && swappiness > 0 {
             ScanBalance::Equal
@@ -648,6 +663,10 @@ impl Machine {
             reclaim_clean = true;
         }
         if anon {
+            if !sc.may_swap {
+                // Only reachable with a unified LRU, where anon pages are scanned regardless.
+                return Verdict::Activate;
+            }
             // add_to_swap(): allocate a slot and charge it to the page's memcg.
             let owner = self.frames.memcg(pfn);
             let Some(slot) = self.swap.alloc() else {
