@@ -32,6 +32,10 @@ enum Cmd {
     Bench(BenchArgs),
     /// Run scripts on a real Linux kernel under QEMU and compare with the model, line by line
     Oracle(OracleArgs),
+    /// Run one variant of a scenario file with one seed; write a report, time series and charts
+    Run(memcgsim_experiment::cli::RunArgs),
+    /// Run every variant of a scenario over every seed and compare them (see docs/SCENARIOS.md)
+    Compare(memcgsim_experiment::cli::CompareArgs),
 }
 
 fn parse_slack(s: &str) -> Result<u64, String> {
@@ -113,6 +117,8 @@ fn main() -> ExitCode {
         Cmd::Shell(args) => cmd_shell(&args),
         Cmd::Bench(args) => bench::run(args.scale),
         Cmd::Oracle(args) => oracle::run(&args),
+        Cmd::Run(args) => memcgsim_experiment::cli::run(&args),
+        Cmd::Compare(args) => memcgsim_experiment::cli::compare_cmd(&args),
     };
     ExitCode::from(status.clamp(0, 255) as u8)
 }

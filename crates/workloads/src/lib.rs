@@ -1,5 +1,8 @@
-//! Programs that simulated tasks run, each a small state machine over [`TaskCtx`], modelled on
-//! the helpers of the kernel's memcg selftests:
+//! Programs that simulated tasks run, each a small state machine over [`TaskCtx`] doing a
+//! bounded amount of work per step. Randomness comes from each workload's own generator,
+//! seeded by `--seed N` or from its arguments, so every run is deterministic.
+//!
+//! The helpers of the kernel's memcg selftests:
 //!
 //! * `anon SIZE [--passes N] [--hold]` — alloc_anon(): malloc SIZE, write one byte per page,
 //!   free, exit 0. `--passes N` touches the whole region N times (seed 002's pagetest loop;
@@ -11,15 +14,74 @@
 //!   add and read their own SIZE, as the selftests' shared fd does.
 //! * `mlock SIZE [--hold]` — alloc_anon_mlock(): mmap SIZE and mlock it, one in-kernel
 //!   fault-in of every page onto the unevictable list, then munmap and exit.
+//!
+//! The programs of the experiments the model reproduces (each module says which):
+//!
+//! * `mem_eater` (seed 000), `dd` and `cat`/`readonce` (seeds 000–002), `tar` (seed 001),
+//!   `kbuild` (seeds 000 and 003), `pagetest` and `hackbench` (seed 002), `fault-bench`
+//!   (seed 001), `usemem` (vm-scalability), `access` (random and Zipf page accesses) and
+//!   `trace` (replay of libCacheSim oracleGeneral or CSV cache traces).
+//!
+//! [`describe`] gives a one-line description of each for help texts.
+
+mod access;
+mod args;
+mod common;
+mod hackbench;
+mod kbuild;
+mod mem_eater;
+pub mod rand;
+mod stream;
+mod tar;
+mod touch;
+pub mod trace;
 
 use memcgsim_model::units::parse_size;
-use memcgsim_model::{Fault, FileId, Program, Step, TaskCtx, Vma, PAGE_SIZE};
+use memcgsim_model::{Fault, FileId, Program, Step, TaskCtx, Vma};
 
-/// Names of the workloads `build` knows, for help texts.
-pub const WORKLOADS: &[&str] = &["anon", "pagecache", "mlock"];
+use common::{pages, PAGES_PER_STEP};
 
-/// Pages a program handles per `step` call at most (a bound on each step's work).
-const PAGES_PER_STEP: u64 = 4096;
+/// Names of the workloads `build` knows, for help texts (`readonce` is another name for
+/// `cat`).
+pub const WORKLOADS: &[&str] = &[
+    "anon",
+    "pagecache",
+    "mlock",
+    "mem_eater",
+    "dd",
+    "cat",
+    "readonce",
+    "tar",
+    "kbuild",
+    "pagetest",
+    "fault-bench",
+    "hackbench",
+    "usemem",
+    "access",
+    "trace",
+];
+
+/// A one-line description of a workload, with its argument syntax, for help texts.
+pub fn describe(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "anon" => "anon SIZE [--passes N] [--hold]: write every page of SIZE of anonymous memory N times (default 1), then free it",
+        "pagecache" => "pagecache SIZE [--file NAME] [--hold]: grow a file (default: a temporary one) by SIZE and read the new pages",
+        "mlock" => "mlock SIZE [--hold]: map SIZE locked, faulting every page in onto the unevictable list, then unmap",
+        "mem_eater" => "mem_eater SIZE [--chunks N] [--nap DURATION] [--hold]: allocate SIZE of anonymous memory in N chunks (default 100), napping between chunks (default 1s)",
+        "dd" => "dd SIZE [--file NAME] [--bs SIZE]: write SIZE sequentially to a truncated file (default dd.out) in --bs blocks (default 1M), leaving dirty page cache",
+        "cat" => "cat --file NAME [SIZE]: read a file once from start to end (extended sparse to SIZE first if smaller)",
+        "readonce" => "readonce --file NAME [SIZE]: the same as cat: a read-once stream through a file",
+        "tar" => "tar SIZE [--files N] [--archive NAME] [--dest PREFIX] [--seed N]: extract an archive of SIZE into N files (default 1000), reads interleaved with writes",
+        "kbuild" => "kbuild [--jobs N] [--units N] [--tree SIZE] [--anon SIZE] [--obj SIZE] [--cpu DURATION] [--src NAME] [--seed N]: a make -jN kernel build (defaults: 4 jobs, 3000 units, 1G tree, 40M heap, 200K objects, 300ms CPU per unit)",
+        "pagetest" => "pagetest SIZE [--kind anon|mapped|shared] [--passes N]: allocate SIZE and write every page N times (default 2); every kind is anonymous memory in the model",
+        "fault-bench" => "fault-bench SIZE [--mode read|write] [--iterations N] [--file NAME]: N times (default 10) map, write and unmap SIZE (write), or read a file of SIZE (read)",
+        "hackbench" => "hackbench [--groups N] [--procs N] [--loops N] [--size SIZE]: rounds (default 100) of groups x procs (default 10 x 40) short-lived processes each writing a small buffer (default 64K)",
+        "usemem" => "usemem SIZE [--random] [--passes N] [--seed N] [--hold]: write every page of SIZE, in order or in a random order, N times (default 1)",
+        "access" => "access SIZE [--pattern random|zipf] [--theta F] [--count N] [--file NAME] [--seed N] [--read-only] [--hold]: N random or Zipf page accesses (default 10 x pages) to anonymous memory or a file",
+        "trace" => "trace FILE [--format oraclegeneral|csv] [--region SIZE] [--file NAME] [--limit N] [--speed X] [--hold]: replay a cache trace's accesses as page accesses in a region (default 1G)",
+        _ => return None,
+    })
+}
 
 struct Args {
     size: u64,
@@ -91,6 +153,18 @@ pub fn build(name: &str, args: &[String]) -> Result<Box<dyn Program>, String> {
             let a = parse_args(name, args, true)?;
             Ok(Box::new(PageCache::new(a.size, a.file, a.hold)))
         }
+        "mem_eater" => mem_eater::build(args),
+        "dd" => stream::build_dd(args),
+        "cat" => stream::build_cat("cat", args),
+        "readonce" => stream::build_cat("readonce", args),
+        "tar" => tar::build(args),
+        "kbuild" => kbuild::build(args),
+        "pagetest" => touch::build_pagetest(args),
+        "fault-bench" => touch::build_fault_bench(args),
+        "hackbench" => hackbench::build(args),
+        "usemem" => touch::build_usemem(args),
+        "access" => access::build(args),
+        "trace" => trace::build(args),
         _ => Err(format!(
             "unknown workload '{name}' (known: {})",
             WORKLOADS.join(", ")
@@ -101,10 +175,6 @@ pub fn build(name: &str, args: &[String]) -> Result<Box<dyn Program>, String> {
 /// Does this argument list make the workload hold its memory at the end?
 pub fn holds(args: &[String]) -> bool {
     args.iter().any(|a| a == "--hold")
-}
-
-fn pages(bytes: u64) -> u64 {
-    bytes.div_ceil(PAGE_SIZE)
 }
 
 /// anon / mlock.
@@ -297,6 +367,281 @@ mod tests {
         assert!(err("anon", &["1M", "--file", "f"]).contains("unknown option"));
         assert!(err("pagecache", &["1M", "--file"]).contains("--file needs a name"));
         assert!(err("mlock", &["1M", "--passes", "2"]).contains("not supported"));
-        assert!(err("dd", &["1M"]).contains("unknown workload"));
+        assert!(err("nosuch", &["1M"]).contains("unknown workload"));
+    }
+
+    #[test]
+    fn every_workload_is_described_and_builds() {
+        for &w in WORKLOADS {
+            let d = describe(w).unwrap_or_else(|| panic!("{w} has no description"));
+            assert!(d.starts_with(w), "{d}");
+            assert!(!d.contains('\n'));
+        }
+        assert!(describe("nosuch").is_none());
+        let good: &[(&str, &[&str], &str)] = &[
+            ("mem_eater", &["100M"], "mem_eater"),
+            (
+                "mem_eater",
+                &["1G", "--chunks", "10", "--nap", "500ms", "--hold"],
+                "mem_eater",
+            ),
+            ("mem_eater", &["4K", "--chunks=100", "--nap=0"], "mem_eater"),
+            ("dd", &["2G"], "dd"),
+            ("dd", &["1M", "--file", "big.file", "--bs", "1024"], "dd"),
+            ("cat", &["--file", "tmp10G"], "cat"),
+            ("cat", &["--file", "f", "10G"], "cat"),
+            ("readonce", &["1G", "--file", "f"], "readonce"),
+            ("tar", &["400M"], "tar"),
+            (
+                "tar",
+                &[
+                    "1M",
+                    "--files",
+                    "10",
+                    "--archive",
+                    "a.tgz",
+                    "--dest",
+                    "x",
+                    "--seed",
+                    "3",
+                ],
+                "tar",
+            ),
+            ("kbuild", &[], "kbuild"),
+            (
+                "kbuild",
+                &[
+                    "--jobs", "16", "--units", "10", "--tree", "4M", "--anon", "0", "--obj", "0",
+                    "--cpu", "0", "--src", "s", "--seed", "9",
+                ],
+                "kbuild",
+            ),
+            ("pagetest", &["1000M"], "pagetest"),
+            (
+                "pagetest",
+                &["1M", "--kind", "shared", "--passes", "3"],
+                "pagetest",
+            ),
+            ("fault-bench", &["4K"], "fault-bench"),
+            (
+                "fault-bench",
+                &[
+                    "1M",
+                    "--mode",
+                    "read",
+                    "--iterations",
+                    "3",
+                    "--file",
+                    "foo.0",
+                ],
+                "fault-bench",
+            ),
+            ("hackbench", &[], "hackbench"),
+            (
+                "hackbench",
+                &[
+                    "--groups", "2", "--procs", "4", "--loops", "3", "--size", "8K",
+                ],
+                "hackbench",
+            ),
+            ("usemem", &["1G"], "usemem"),
+            (
+                "usemem",
+                &["1M", "--random", "--passes", "2", "--seed", "0", "--hold"],
+                "usemem",
+            ),
+            ("access", &["1M"], "access"),
+            (
+                "access",
+                &["1M", "--pattern", "zipf", "--theta", "1.2", "--count", "5"],
+                "access",
+            ),
+            (
+                "access",
+                &["1M", "--file", "f", "--read-only", "--seed", "1", "--hold"],
+                "access",
+            ),
+        ];
+        for &(w, a, comm) in good {
+            match build(w, &args(a)) {
+                Ok(p) => assert_eq!(p.name(), comm),
+                Err(e) => panic!("{w} {a:?}: {e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn new_workloads_reject_bad_arguments() {
+        let bad: &[(&str, &[&str], &str)] = &[
+            ("mem_eater", &[], "mem_eater: missing SIZE"),
+            ("mem_eater", &["0"], "mem_eater: SIZE '0' is out of range"),
+            (
+                "mem_eater",
+                &["2T"],
+                "mem_eater: SIZE '2T' is out of range (1..=1T)",
+            ),
+            (
+                "mem_eater",
+                &["1M", "--chunks", "0"],
+                "mem_eater: --chunks: bad count '0'",
+            ),
+            (
+                "mem_eater",
+                &["1M", "--nap", "1y"],
+                "mem_eater: --nap: bad duration '1y'",
+            ),
+            (
+                "mem_eater",
+                &["1M", "--nap"],
+                "mem_eater: --nap needs a value",
+            ),
+            (
+                "mem_eater",
+                &["1M", "--passes", "2"],
+                "mem_eater: unknown option '--passes'",
+            ),
+            ("dd", &["1M", "--bs", "0"], "dd: --bs '0' is out of range"),
+            ("dd", &["1M", "--bs", "x"], "dd: --bs: bad size 'x'"),
+            ("dd", &["1M", "2M"], "dd: unexpected argument '2M'"),
+            ("dd", &["1M", "--file"], "dd: --file needs a value"),
+            ("cat", &["1M"], "cat: missing --file NAME"),
+            (
+                "readonce",
+                &["--file", "f", "1Q"],
+                "readonce: SIZE: bad size '1Q'",
+            ),
+            (
+                "tar",
+                &["1M", "--files", "-1"],
+                "tar: --files: bad count '-1'",
+            ),
+            ("tar", &["1M", "--seed", "x"], "tar: --seed: bad seed 'x'"),
+            ("tar", &["--files", "3"], "tar: missing SIZE"),
+            ("kbuild", &["1G"], "kbuild: unexpected argument '1G'"),
+            ("kbuild", &["--jobs", "0"], "kbuild: --jobs: bad count '0'"),
+            (
+                "kbuild",
+                &["--tree", "0"],
+                "kbuild: --tree '0' is out of range",
+            ),
+            (
+                "kbuild",
+                &["--anon", "128G"],
+                "kbuild: --anon '128G' is out of range (0..=64G)",
+            ),
+            ("kbuild", &["--cpu", "2h"], "kbuild: --cpu '2h' is too long"),
+            (
+                "kbuild",
+                &["--units", "1", "--units", "2"],
+                "kbuild: --units given twice",
+            ),
+            (
+                "pagetest",
+                &["1M", "--kind", "file"],
+                "pagetest: --kind: bad value 'file' (expected anon or mapped or shared)",
+            ),
+            (
+                "pagetest",
+                &["1M", "--passes", "0"],
+                "pagetest: --passes: bad count '0'",
+            ),
+            (
+                "fault-bench",
+                &["1M", "--mode", "rw"],
+                "fault-bench: --mode: bad value 'rw'",
+            ),
+            (
+                "fault-bench",
+                &["1M", "--iterations", "0"],
+                "fault-bench: --iterations: bad count '0'",
+            ),
+            (
+                "fault-bench",
+                &["1M", "--file", "f"],
+                "fault-bench: --file needs --mode read",
+            ),
+            (
+                "hackbench",
+                &["--size", "2G"],
+                "hackbench: --size '2G' is out of range",
+            ),
+            (
+                "hackbench",
+                &["--groups", "1000", "--procs", "1000"],
+                "hackbench: --groups × --procs is 1000000",
+            ),
+            ("hackbench", &["10"], "hackbench: unexpected argument '10'"),
+            (
+                "usemem",
+                &["1M", "--random=1"],
+                "usemem: --random takes no value",
+            ),
+            (
+                "usemem",
+                &["1M", "--passes", "x"],
+                "usemem: --passes: bad count 'x'",
+            ),
+            (
+                "access",
+                &["1M", "--pattern", "hot"],
+                "access: --pattern: bad value 'hot'",
+            ),
+            (
+                "access",
+                &["1M", "--pattern", "zipf", "--theta", "-1"],
+                "access: --theta: bad number '-1'",
+            ),
+            (
+                "access",
+                &["1M", "--theta", "1"],
+                "access: --theta needs --pattern zipf",
+            ),
+            (
+                "access",
+                &["1M", "--count", "0"],
+                "access: --count: bad count '0'",
+            ),
+            (
+                "access",
+                &["1M", "--read-only"],
+                "access: --read-only needs --file",
+            ),
+            ("trace", &[], "trace: missing FILE"),
+            (
+                "trace",
+                &["/nonexistent/t.bin"],
+                "trace: /nonexistent/t.bin: cannot open",
+            ),
+            (
+                "trace",
+                &["t.bin", "--format", "json"],
+                "trace: --format: bad value 'json'",
+            ),
+            (
+                "trace",
+                &["t.bin", "--region", "1K"],
+                "trace: --region '1K' is out of range (4K..=1T)",
+            ),
+            (
+                "trace",
+                &["t.bin", "--limit", "0"],
+                "trace: --limit: bad count '0'",
+            ),
+            (
+                "trace",
+                &["t.bin", "--speed", "0"],
+                "trace: --speed: bad number '0'",
+            ),
+        ];
+        for &(w, a, want) in bad {
+            match build(w, &args(a)) {
+                Ok(_) => panic!("{w} {a:?} should fail"),
+                Err(e) => {
+                    assert!(e.starts_with(&format!("{w}: ")), "{e}");
+                    assert!(e.contains(want), "{w} {a:?}: got '{e}', want '{want}'");
+                    assert!(!e.contains('\n'), "{e}");
+                }
+            }
+        }
     }
 }

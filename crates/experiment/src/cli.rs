@@ -1,0 +1,95 @@
+//! The `memcgsim run` and `memcgsim compare` subcommands: their arguments (clap) and bodies.
+//! Both print errors as `memcgsim: MESSAGE` and return exit status 2 on failure, 0 otherwise.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::{compare, load, run_variant, write_comparison, write_results};
+
+/// Exit status for a scenario that cannot be loaded or run.
+pub const EXIT_ERROR: i32 = 2;
+
+/// `memcgsim run SCENARIO [--variant NAME] [--seed N] [--out DIR] [--no-progress]`
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The scenario file (TOML, see docs/SCENARIOS.md)
+    pub scenario: PathBuf,
+    /// The variant to run (default: the base variant)
+    #[arg(long)]
+    pub variant: Option<String>,
+    /// The machine seed (default: the first of the scenario's seeds)
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Output folder (default: results/NAME/VARIANT-seedN)
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Do not show the progress bar
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+/// `memcgsim compare SCENARIO [--out DIR] [--no-progress]`
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// The scenario file (TOML, see docs/SCENARIOS.md)
+    pub scenario: PathBuf,
+    /// Output folder (default: results/NAME/compare)
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Do not show the progress bars
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+fn fail(msg: &str) -> i32 {
+    eprintln!("memcgsim: {msg}");
+    EXIT_ERROR
+}
+
+/// The body of `memcgsim run`.
+pub fn run(args: &RunArgs) -> i32 {
+    let sc = match load(&args.scenario) {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    let variant = args.variant.clone().unwrap_or_else(|| sc.base.clone());
+    let seed = args.seed.unwrap_or(sc.run.seeds[0]);
+    let result = match run_variant(&sc, &variant, seed, !args.no_progress) {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    print!("{}", result.render());
+    let dir = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from("results")
+            .join(&sc.name)
+            .join(format!("{variant}-seed{seed}"))
+    });
+    if let Err(e) = write_results(&result, &dir) {
+        return fail(&e);
+    }
+    eprintln!("memcgsim: results in {}", dir.display());
+    0
+}
+
+/// The body of `memcgsim compare`.
+pub fn compare_cmd(args: &CompareArgs) -> i32 {
+    let sc = match load(&args.scenario) {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    let c = match compare(&sc, !args.no_progress) {
+        Ok(c) => c,
+        Err(e) => return fail(&e),
+    };
+    print!("{}", c.render());
+    let dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(&sc.name).join("compare"));
+    if let Err(e) = write_comparison(&c, &dir) {
+        return fail(&e);
+    }
+    eprintln!("memcgsim: results in {}", dir.display());
+    0
+}

@@ -1,0 +1,454 @@
+//! A/B comparison: every variant over every seed, and per figure (per task: elapsed, user,
+//! system, faults, I/O wait, throttling; per cgroup and for the machine: peak usage, swap
+//! peak, faults, swap-ins and -outs, scanned and reclaimed pages, OOM kills) the min, max,
+//! average and standard deviation of each variant, with each statistic's change against the
+//! base variant's same statistic in percent.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::output::write_dir_atomic;
+use crate::runner::{run_variant, CgroupSummary, RunResult, MACHINE_ROW};
+use crate::scenario::Scenario;
+
+/// min / max / avg / std of one variant's values of a figure (std is the sample standard
+/// deviation, 0 for one run).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Stats {
+    pub min: f64,
+    pub max: f64,
+    pub avg: f64,
+    pub std: f64,
+    pub runs: usize,
+}
+
+/// Change of each statistic against the base variant's, in percent; `None` where the base
+/// statistic is 0 and this one is not.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Change {
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub avg: Option<f64>,
+    pub std: Option<f64>,
+}
+
+/// One variant's line of a figure.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FigureRow {
+    pub variant: String,
+    /// One value per seed, in seed order.
+    pub values: Vec<f64>,
+    pub stats: Stats,
+    /// Against the base variant; absent on the base's own line.
+    pub change_pct: Option<Change>,
+}
+
+/// One figure: a title naming the quantity, its unit and its subject, and a line per variant.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Figure {
+    pub title: String,
+    pub unit: String,
+    pub rows: Vec<FigureRow>,
+}
+
+/// How the tasks of one `[[task]]` ended, per variant: outcome -> number of task runs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Outcomes {
+    pub task: String,
+    pub by_variant: Vec<(String, BTreeMap<String, u64>)>,
+}
+
+/// The result of `memcgsim compare`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Comparison {
+    pub scenario: String,
+    pub description: String,
+    pub base: String,
+    /// The variants, base first.
+    pub variants: Vec<String>,
+    pub seeds: Vec<u64>,
+    pub outcomes: Vec<Outcomes>,
+    pub figures: Vec<Figure>,
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Time,
+    Size,
+    Count,
+}
+
+fn stats(v: &[f64]) -> Stats {
+    let n = v.len();
+    if n == 0 {
+        return Stats {
+            min: 0.0,
+            max: 0.0,
+            avg: 0.0,
+            std: 0.0,
+            runs: 0,
+        };
+    }
+    let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let avg = v.iter().sum::<f64>() / n as f64;
+    let std = if n > 1 {
+        (v.iter().map(|x| (x - avg) * (x - avg)).sum::<f64>() / (n - 1) as f64).sqrt()
+    } else {
+        0.0
+    };
+    Stats {
+        min,
+        max,
+        avg,
+        std,
+        runs: n,
+    }
+}
+
+fn pct(x: f64, base: f64) -> Option<f64> {
+    if base == 0.0 {
+        if x == 0.0 {
+            Some(0.0)
+        } else {
+            None
+        }
+    } else {
+        Some((x - base) / base * 100.0)
+    }
+}
+
+/// Per-task aggregate of one run: all copies and repetitions of a `[[task]]` together.
+#[derive(Default)]
+struct TaskAgg {
+    started: bool,
+    first_start: u64,
+    last_end: u64,
+    user: u64,
+    system: u64,
+    minflt: u64,
+    majflt: u64,
+    io_wait: u64,
+    throttled: u64,
+}
+
+fn task_agg(r: &RunResult, task: &str) -> TaskAgg {
+    let mut a = TaskAgg {
+        first_start: u64::MAX,
+        ..TaskAgg::default()
+    };
+    for t in r.tasks.iter().filter(|t| t.task == task) {
+        let Some(s) = t.start_ns else { continue };
+        a.started = true;
+        a.first_start = a.first_start.min(s);
+        a.last_end = a.last_end.max(t.end_ns.unwrap_or(s));
+        a.user += t.user_ns;
+        a.system += t.system_ns;
+        a.minflt += t.minflt;
+        a.majflt += t.majflt;
+        a.io_wait += t.io_wait_ns;
+        a.throttled += t.throttled_ns;
+    }
+    a
+}
+
+type Extract = Box<dyn Fn(&RunResult) -> Option<u64>>;
+
+fn cg_of<'a>(r: &'a RunResult, cg: &str) -> Option<&'a CgroupSummary> {
+    r.cgroups.iter().find(|c| c.cgroup == cg)
+}
+
+/// The figures of a scenario, in report order.
+fn figure_specs(sc: &Scenario, runs: &[RunResult]) -> Vec<(String, Kind, Extract)> {
+    let mut v: Vec<(String, Kind, Extract)> = Vec::new();
+    let mut task_names: Vec<String> = Vec::new();
+    for t in &sc.tasks {
+        task_names.push(t.name.clone());
+    }
+    for name in task_names {
+        let subj = format!("of task {name}");
+        type F = fn(&TaskAgg) -> u64;
+        let items: [(&str, Kind, F); 7] = [
+            ("elapsed", Kind::Time, |a| {
+                a.last_end.saturating_sub(a.first_start)
+            }),
+            ("user", Kind::Time, |a| a.user),
+            ("system", Kind::Time, |a| a.system),
+            ("minflt", Kind::Count, |a| a.minflt),
+            ("majflt", Kind::Count, |a| a.majflt),
+            ("io wait", Kind::Time, |a| a.io_wait),
+            ("throttled", Kind::Time, |a| a.throttled),
+        ];
+        for (what, kind, f) in items {
+            let n = name.clone();
+            v.push((
+                format!("{what} {subj}"),
+                kind,
+                Box::new(move |r: &RunResult| {
+                    let a = task_agg(r, &n);
+                    a.started.then(|| f(&a))
+                }),
+            ));
+        }
+    }
+    // Cgroups in the order of the runs (every variant's cgroups, first seen first).
+    let mut cgs: Vec<String> = Vec::new();
+    for r in runs {
+        for c in &r.cgroups {
+            if c.cgroup != MACHINE_ROW && !cgs.contains(&c.cgroup) {
+                cgs.push(c.cgroup.clone());
+            }
+        }
+    }
+    cgs.push(MACHINE_ROW.to_string());
+    for cg in cgs {
+        let subj = if cg == MACHINE_ROW {
+            "of the machine".to_string()
+        } else {
+            format!("of cgroup {cg}")
+        };
+        type G = fn(&CgroupSummary) -> Option<u64>;
+        let items: [(&str, Kind, G); 9] = [
+            ("peak usage", Kind::Size, |c| c.usage_peak),
+            ("swap peak", Kind::Size, |c| c.swap_peak),
+            ("pgfault", Kind::Count, |c| c.pgfault),
+            ("pgmajfault", Kind::Count, |c| c.pgmajfault),
+            ("pswpin", Kind::Count, |c| c.pswpin),
+            ("pswpout", Kind::Count, |c| c.pswpout),
+            ("pgscan", Kind::Count, |c| c.pgscan),
+            ("pgsteal", Kind::Count, |c| c.pgsteal),
+            ("oom_kill", Kind::Count, |c| c.oom_kill),
+        ];
+        for (what, kind, g) in items {
+            let c2 = cg.clone();
+            v.push((
+                format!("{what} {subj}"),
+                kind,
+                Box::new(move |r: &RunResult| cg_of(r, &c2).and_then(g)),
+            ));
+        }
+    }
+    v
+}
+
+/// The unit and divisor of a figure, chosen from the largest value so that small runs do not
+/// print as zeros.
+fn unit(kind: Kind, largest: u64) -> (&'static str, f64) {
+    match kind {
+        Kind::Time if largest >= 1_000_000_000 => ("s", 1e9),
+        Kind::Time if largest >= 1_000_000 => ("ms", 1e6),
+        Kind::Time => ("us", 1e3),
+        Kind::Size => ("MiB", 1024.0 * 1024.0),
+        Kind::Count => ("", 1.0),
+    }
+}
+
+/// Build the comparison from runs already made (`runs` holds every variant for every seed).
+fn build(sc: &Scenario, order: &[String], runs: &[RunResult]) -> Comparison {
+    let mut figures = Vec::new();
+    for (title, kind, get) in figure_specs(sc, runs) {
+        let raw: Vec<(String, Vec<u64>)> = order
+            .iter()
+            .map(|vn| {
+                let vals = sc
+                    .run
+                    .seeds
+                    .iter()
+                    .filter_map(|s| {
+                        runs.iter()
+                            .find(|r| &r.variant == vn && r.seed == *s)
+                            .and_then(&get)
+                    })
+                    .collect();
+                (vn.clone(), vals)
+            })
+            .collect();
+        // A figure missing from a variant, or 0 in every run, tells nothing.
+        if raw.iter().any(|(_, v)| v.is_empty())
+            || raw.iter().all(|(_, v)| v.iter().all(|&x| x == 0))
+        {
+            continue;
+        }
+        let largest = raw
+            .iter()
+            .flat_map(|(_, v)| v.iter().copied())
+            .max()
+            .unwrap_or(0);
+        let (u, div) = unit(kind, largest);
+        let mut rows: Vec<FigureRow> = Vec::new();
+        for (vn, vals) in raw {
+            let values: Vec<f64> = vals.iter().map(|&x| x as f64 / div).collect();
+            let st = stats(&values);
+            let change_pct = rows.first().map(|b: &FigureRow| Change {
+                min: pct(st.min, b.stats.min),
+                max: pct(st.max, b.stats.max),
+                avg: pct(st.avg, b.stats.avg),
+                std: pct(st.std, b.stats.std),
+            });
+            rows.push(FigureRow {
+                variant: vn,
+                values,
+                stats: st,
+                change_pct,
+            });
+        }
+        let full = if u.is_empty() {
+            title
+        } else {
+            match title.find(" of ") {
+                Some(i) => format!("{} ({u}){}", &title[..i], &title[i..]),
+                None => format!("{title} ({u})"),
+            }
+        };
+        figures.push(Figure {
+            title: full,
+            unit: u.to_string(),
+            rows,
+        });
+    }
+    let mut outcomes = Vec::new();
+    for t in &sc.tasks {
+        let mut by_variant = Vec::new();
+        for vn in order {
+            let mut m: BTreeMap<String, u64> = BTreeMap::new();
+            for r in runs.iter().filter(|r| &r.variant == vn) {
+                for rec in r.tasks.iter().filter(|x| x.task == t.name) {
+                    *m.entry(rec.outcome.clone()).or_default() += 1;
+                }
+            }
+            by_variant.push((vn.clone(), m));
+        }
+        outcomes.push(Outcomes {
+            task: t.name.clone(),
+            by_variant,
+        });
+    }
+    Comparison {
+        scenario: sc.name.clone(),
+        description: sc.description.clone(),
+        base: sc.base.clone(),
+        variants: order.to_vec(),
+        seeds: sc.run.seeds.clone(),
+        outcomes,
+        figures,
+    }
+}
+
+/// Run every variant over every seed, one after the other, and compare them.
+pub fn compare(sc: &Scenario, progress: bool) -> Result<Comparison, String> {
+    let mut order = vec![sc.base.clone()];
+    for v in &sc.variants {
+        if v.name != sc.base {
+            order.push(v.name.clone());
+        }
+    }
+    let mut runs = Vec::new();
+    for vn in &order {
+        for &seed in &sc.run.seeds {
+            runs.push(run_variant(sc, vn, seed, progress)?);
+        }
+    }
+    Ok(build(sc, &order, &runs))
+}
+
+fn fmt_change(c: Option<f64>) -> String {
+    match c {
+        Some(x) => format!(" [{x:+.1}%]"),
+        None => " [n/a]".into(),
+    }
+}
+
+impl Comparison {
+    /// The text report (also `compare.txt`).
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let _ = write!(s, "scenario {}", self.scenario);
+        if !self.description.is_empty() {
+            let _ = write!(s, ": {}", self.description);
+        }
+        s.push('\n');
+        let seeds: Vec<String> = self.seeds.iter().map(|x| x.to_string()).collect();
+        let _ = writeln!(
+            s,
+            "variants: {} (base: {}); seeds: {}; [%] is the change against the base's same statistic",
+            self.variants.join(", "),
+            self.base,
+            seeds.join(", ")
+        );
+        let w = self.variants.iter().map(|v| v.len()).max().unwrap_or(0) + 1;
+        if !self.outcomes.is_empty() {
+            s.push_str("\noutcomes (task runs):\n");
+            for o in &self.outcomes {
+                let _ = writeln!(s, "  task {}:", o.task);
+                for (vn, m) in &o.by_variant {
+                    let parts: Vec<String> = m.iter().map(|(k, n)| format!("{k} x{n}")).collect();
+                    let label = format!("{vn}:");
+                    let _ = writeln!(s, "    {label:<w$} {}", parts.join(", "));
+                }
+            }
+        }
+        for f in &self.figures {
+            let _ = writeln!(s, "\n{}:", f.title);
+            for r in &f.rows {
+                let st = &r.stats;
+                let label = format!("{}:", r.variant);
+                let c = r.change_pct.as_ref();
+                let ch =
+                    |g: fn(&Change) -> Option<f64>| c.map(|c| fmt_change(g(c))).unwrap_or_default();
+                let _ = writeln!(
+                    s,
+                    "  {label:<w$}  min: {:.2}{} max: {:.2}{} avg: {:.2}{} std: {:.2}{} runs: {}",
+                    st.min,
+                    ch(|c| c.min),
+                    st.max,
+                    ch(|c| c.max),
+                    st.avg,
+                    ch(|c| c.avg),
+                    st.std,
+                    ch(|c| c.std),
+                    st.runs
+                );
+            }
+        }
+        s
+    }
+
+    /// `compare.json`.
+    pub fn to_json(&self) -> Result<String, String> {
+        let mut s = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
+        s.push('\n');
+        Ok(s)
+    }
+}
+
+/// Write `compare.txt` and `compare.json` into `dir`, replacing it wholly.
+pub fn write_comparison(c: &Comparison, dir: impl AsRef<Path>) -> Result<(), String> {
+    let txt = c.render();
+    let json = c.to_json()?;
+    write_dir_atomic(dir.as_ref(), |tmp| {
+        for (name, data) in [("compare.txt", &txt), ("compare.json", &json)] {
+            std::fs::write(tmp.join(name), data)
+                .map_err(|e| format!("{}: {e}", tmp.join(name).display()))?;
+        }
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statistics() {
+        let s = stats(&[1.0, 2.0, 3.0]);
+        assert_eq!((s.min, s.max, s.avg, s.runs), (1.0, 3.0, 2.0, 3));
+        assert!((s.std - 1.0).abs() < 1e-12);
+        assert_eq!(stats(&[5.0]).std, 0.0);
+        assert_eq!(pct(90.0, 100.0), Some(-10.0));
+        assert_eq!(pct(0.0, 0.0), Some(0.0));
+        assert_eq!(pct(1.0, 0.0), None);
+    }
+}

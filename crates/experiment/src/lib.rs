@@ -1,0 +1,39 @@
+//! memcgsim-experiment: the experiment layer of memcgsim.
+//!
+//! A *scenario* (a TOML file, see docs/SCENARIOS.md) describes a machine, cgroups and the
+//! files written in them, tasks with their start times, copies and repetitions, how long to
+//! run and what to sample, and named *variants* that override any of these. From it:
+//!
+//! * [`run_variant`] runs one variant with one seed and returns a [`RunResult`]: per-cgroup
+//!   and per-task figures and the sampled time series; [`write_results`] writes its
+//!   `summary.txt`, `summary.json`, `timeseries.csv` and charts (`usage`, `faults`, `reclaim`
+//!   as SVG and PNG) into a folder, all or nothing;
+//! * [`compare()`] runs every variant over every seed and returns a [`Comparison`]: per figure
+//!   and variant, min/max/avg/std and the change against the base variant;
+//!   [`write_comparison`] writes `compare.txt` and `compare.json`.
+//!
+//! Runs are deterministic: the same scenario, variant and seed give byte-identical files.
+//! The [`cli`] module holds the `memcgsim run` and `memcgsim compare` subcommands.
+
+mod charts;
+pub mod cli;
+mod compare;
+mod output;
+mod report;
+mod runner;
+mod scenario;
+
+pub use charts::render_charts;
+pub use compare::{
+    compare, write_comparison, Change, Comparison, Figure, FigureRow, Outcomes, Stats,
+};
+pub use output::write_dir_atomic;
+pub use report::{fmt_ns, fmt_size, fmt_time_s, write_results};
+pub use runner::{
+    run_variant, CgroupSummary, RunResult, SeriesKey, TaskRecord, TimeSeries, MACHINE_ROW,
+    SUMMARY_STATS,
+};
+pub use scenario::{
+    load, machine_config, parse, CgroupSpec, RunSpec, Scenario, Setting, Setup, TaskOverride,
+    TaskSpec, Until, Variant, DEFAULT_STATS,
+};

@@ -1,0 +1,227 @@
+//! Reports of one run: the summary table printed by `memcgsim run`, `summary.json`,
+//! `timeseries.csv`, and [`write_results`], which writes them with the charts into an output
+//! folder, all or nothing.
+//!
+//! Everything here is a pure function of the [`RunResult`]: integers are printed as they are,
+//! floats with fixed precision, in a fixed order, so equal runs give byte-identical files.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::output::write_dir_atomic;
+use crate::runner::{CgroupSummary, RunResult, TaskRecord};
+
+/// A size in bytes, short: `512K`, `8.0M`, `1.25G`, `max`.
+pub fn fmt_size(b: u64) -> String {
+    const K: f64 = 1024.0;
+    let f = b as f64;
+    if b == u64::MAX {
+        "max".into()
+    } else if f >= K * K * K {
+        format!("{:.2}G", f / (K * K * K))
+    } else if f >= K * K {
+        format!("{:.1}M", f / (K * K))
+    } else if f >= K {
+        format!("{:.1}K", f / K)
+    } else {
+        format!("{b}")
+    }
+}
+
+/// A duration in nanoseconds, short: `1.234s`, `12.500ms`, `3.0us`, `0`.
+pub fn fmt_ns(ns: u64) -> String {
+    let f = ns as f64;
+    if ns == 0 {
+        "0".into()
+    } else if ns >= 1_000_000_000 {
+        format!("{:.3}s", f / 1e9)
+    } else if ns >= 1_000_000 {
+        format!("{:.3}ms", f / 1e6)
+    } else if ns >= 1_000 {
+        format!("{:.1}us", f / 1e3)
+    } else {
+        format!("{ns}ns")
+    }
+}
+
+/// Seconds with nanosecond precision, as the CSV's time column has them.
+pub fn fmt_time_s(ns: u64) -> String {
+    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+}
+
+/// A table with left-aligned first column and right-aligned others.
+fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let n = header.len();
+    let mut w: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate().take(n) {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let mut s = String::new();
+    let line = |cells: Vec<&str>, s: &mut String| {
+        let mut l = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i == 0 {
+                let _ = write!(l, "{c:<width$}", width = w[0]);
+            } else {
+                let _ = write!(l, "  {c:>width$}", width = w[i]);
+            }
+        }
+        s.push_str(l.trim_end());
+        s.push('\n');
+    };
+    line(header.to_vec(), &mut s);
+    let total: usize = w.iter().sum::<usize>() + 2 * (n.saturating_sub(1));
+    s.push_str(&"-".repeat(total));
+    s.push('\n');
+    for r in rows {
+        line(r.iter().map(|c| c.as_str()).collect(), &mut s);
+    }
+    s
+}
+
+fn opt(v: Option<u64>, f: fn(u64) -> String) -> String {
+    v.map(f).unwrap_or_else(|| "-".into())
+}
+
+fn count(v: u64) -> String {
+    v.to_string()
+}
+
+fn cgroup_row(c: &CgroupSummary) -> Vec<String> {
+    vec![
+        c.cgroup.clone(),
+        opt(c.usage_end, fmt_size),
+        opt(c.usage_peak, fmt_size),
+        opt(c.swap_peak, fmt_size),
+        opt(c.pgfault, count),
+        opt(c.pgmajfault, count),
+        opt(c.pswpin, count),
+        opt(c.pswpout, count),
+        opt(c.pgscan, count),
+        opt(c.pgsteal, count),
+        opt(c.oom_kill, count),
+        opt(c.high, count),
+        opt(c.max, count),
+    ]
+}
+
+fn task_row(t: &TaskRecord) -> Vec<String> {
+    let started = t.start_ns.is_some();
+    let d = |v: u64| if started { fmt_ns(v) } else { "-".into() };
+    let c = |v: u64| if started { v.to_string() } else { "-".into() };
+    vec![
+        t.name.clone(),
+        t.cgroup.clone(),
+        t.outcome.clone(),
+        t.start_ns.map(fmt_ns).unwrap_or_else(|| "-".into()),
+        d(t.elapsed_ns),
+        d(t.user_ns),
+        d(t.system_ns),
+        c(t.minflt),
+        c(t.majflt),
+        d(t.io_wait_ns),
+        d(t.throttled_ns),
+    ]
+}
+
+impl RunResult {
+    /// The summary table `memcgsim run` prints.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "scenario {}, variant {}, seed {}: ran {} of virtual time (cgroup {})",
+            self.scenario,
+            self.variant,
+            self.seed,
+            fmt_ns(self.end_ns),
+            self.cgroup_version
+        );
+        if !self.description.is_empty() {
+            let _ = writeln!(s, "{}", self.description);
+        }
+        s.push('\n');
+        let rows: Vec<Vec<String>> = self.cgroups.iter().map(cgroup_row).collect();
+        s.push_str(&table(
+            &[
+                "cgroup",
+                "usage",
+                "peak",
+                "swap peak",
+                "pgfault",
+                "pgmajfault",
+                "pswpin",
+                "pswpout",
+                "pgscan",
+                "pgsteal",
+                "oom_kill",
+                "high",
+                "max",
+            ],
+            &rows,
+        ));
+        s.push('\n');
+        let rows: Vec<Vec<String>> = self.tasks.iter().map(task_row).collect();
+        s.push_str(&table(
+            &[
+                "task",
+                "cgroup",
+                "outcome",
+                "start",
+                "elapsed",
+                "user",
+                "system",
+                "minflt",
+                "majflt",
+                "io wait",
+                "throttled",
+            ],
+            &rows,
+        ));
+        s
+    }
+
+    /// `summary.json`: the scenario echo (effective set-up of the variant), the per-cgroup
+    /// and per-task figures.
+    pub fn summary_json(&self) -> Result<String, String> {
+        let mut s = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
+        s.push('\n');
+        Ok(s)
+    }
+
+    /// `timeseries.csv` in long format: `time_s,cgroup,key,value`, one line per sampled value.
+    pub fn timeseries_csv(&self) -> String {
+        let ts = &self.series;
+        let mut s = String::from("time_s,cgroup,key,value\n");
+        for (t, row) in ts.times_ns.iter().zip(&ts.values) {
+            let time = fmt_time_s(*t);
+            for (k, v) in ts.series.iter().zip(row) {
+                if let Some(v) = v {
+                    let _ = writeln!(s, "{time},{},{},{v}", k.cgroup, k.key);
+                }
+            }
+        }
+        s
+    }
+}
+
+/// Write a run's files into `dir`, replacing whatever was there: `summary.txt`,
+/// `summary.json`, `timeseries.csv` and the charts (`usage`, `faults`, `reclaim`, each as
+/// `.svg` and `.png`). The folder is written completely or not at all.
+pub fn write_results(r: &RunResult, dir: impl AsRef<Path>) -> Result<(), String> {
+    let json = r.summary_json()?;
+    let csv = r.timeseries_csv();
+    let txt = r.render();
+    write_dir_atomic(dir.as_ref(), |tmp| {
+        let w = |name: &str, data: &str| {
+            std::fs::write(tmp.join(name), data)
+                .map_err(|e| format!("{}: {e}", tmp.join(name).display()))
+        };
+        w("summary.txt", &txt)?;
+        w("summary.json", &json)?;
+        w("timeseries.csv", &csv)?;
+        crate::charts::render_charts(r, tmp)
+    })
+}

@@ -1,0 +1,742 @@
+//! Running one variant of a scenario with one seed: boot the machine, create the cgroups,
+//! start the tasks on time (copies in parallel, repetitions one after the other), sample the
+//! cgroup files at a fixed virtual-time interval, and summarise.
+//!
+//! The loop advances virtual time to the next sample, the next task start or the end of the
+//! run, whichever comes first, and stops early when a task ends or starts holding its memory
+//! so that the next repetition starts at that very moment. Every iteration reaches one of
+//! those points, so the number of iterations is bounded by samples + starts + ends.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+
+use memcgsim_cgroupfs::{Pid, SpawnOpts, System, TaskOutcome};
+use memcgsim_model::{CgroupVersion, Machine, TaskState};
+use serde::Serialize;
+
+use crate::scenario::{machine_config, RunSpec, Scenario, Setup, Until};
+
+/// Stats always sampled (besides `[run] stats`), because the summary reports them.
+pub const SUMMARY_STATS: &[&str] = &[
+    "pgfault",
+    "pgmajfault",
+    "pgscan",
+    "pgsteal",
+    "pswpin",
+    "pswpout",
+];
+
+/// The name of the machine-wide row (from /proc/meminfo and /proc/vmstat).
+pub const MACHINE_ROW: &str = "machine";
+
+/// One sampled series: a cgroup (or [`MACHINE_ROW`]) and a key such as `memory.current` or
+/// `memory.stat:pgscan`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SeriesKey {
+    pub cgroup: String,
+    pub key: String,
+}
+
+/// Samples over virtual time: `values[i][j]` is series `j` at `times_ns[i]`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct TimeSeries {
+    pub times_ns: Vec<u64>,
+    pub series: Vec<SeriesKey>,
+    pub values: Vec<Vec<Option<u64>>>,
+}
+
+impl TimeSeries {
+    /// Index of a series.
+    pub fn index(&self, cgroup: &str, key: &str) -> Option<usize> {
+        self.series
+            .iter()
+            .position(|s| s.cgroup == cgroup && s.key == key)
+    }
+
+    /// The (time, value) points of a series.
+    pub fn points(&self, cgroup: &str, key: &str) -> Vec<(u64, u64)> {
+        let Some(j) = self.index(cgroup, key) else {
+            return Vec::new();
+        };
+        self.times_ns
+            .iter()
+            .zip(&self.values)
+            .filter_map(|(&t, row)| row.get(j).copied().flatten().map(|v| (t, v)))
+            .collect()
+    }
+
+    /// The last value of a series.
+    pub fn last(&self, cgroup: &str, key: &str) -> Option<u64> {
+        self.points(cgroup, key).last().map(|p| p.1)
+    }
+
+    /// The largest value of a series.
+    pub fn max(&self, cgroup: &str, key: &str) -> Option<u64> {
+        self.points(cgroup, key).iter().map(|p| p.1).max()
+    }
+}
+
+/// Per-cgroup figures of a run (absent where the file or key does not exist).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CgroupSummary {
+    pub cgroup: String,
+    pub usage_end: Option<u64>,
+    pub usage_peak: Option<u64>,
+    pub swap_end: Option<u64>,
+    pub swap_peak: Option<u64>,
+    pub pgfault: Option<u64>,
+    pub pgmajfault: Option<u64>,
+    pub pswpin: Option<u64>,
+    pub pswpout: Option<u64>,
+    pub pgscan: Option<u64>,
+    pub pgsteal: Option<u64>,
+    pub oom_kill: Option<u64>,
+    pub high: Option<u64>,
+    pub max: Option<u64>,
+}
+
+/// One started task (one copy, one repetition), or a task that never started.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct TaskRecord {
+    /// The `[[task]]` name.
+    pub task: String,
+    /// This instance: the task name, `.COPY` when count > 1, `#RUN` when repeat > 1.
+    pub name: String,
+    pub cgroup: String,
+    pub workload: String,
+    pub copy: u32,
+    pub run: u32,
+    pub pid: Option<u32>,
+    /// `exit N`, `killed`, `holding` (done, keeping its memory), `running` (still working when
+    /// the run ended) or `not started`.
+    pub outcome: String,
+    pub start_ns: Option<u64>,
+    /// When it ended or started holding; the end of the run for one still running.
+    pub end_ns: Option<u64>,
+    pub elapsed_ns: u64,
+    pub user_ns: u64,
+    pub system_ns: u64,
+    pub minflt: u64,
+    pub majflt: u64,
+    pub io_wait_ns: u64,
+    pub throttled_ns: u64,
+}
+
+/// Everything one run produced.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunResult {
+    pub scenario: String,
+    pub description: String,
+    pub variant: String,
+    pub seed: u64,
+    /// "v1" or "v2".
+    pub cgroup_version: String,
+    pub setup: Setup,
+    pub run: RunSpec,
+    /// Virtual time at the end of the run.
+    pub end_ns: u64,
+    pub cgroups: Vec<CgroupSummary>,
+    pub tasks: Vec<TaskRecord>,
+    #[serde(skip)]
+    pub series: TimeSeries,
+}
+
+// ------------------------------------------------------------------ sampling
+
+/// Where a sampled value comes from.
+#[derive(Clone, Debug)]
+enum Source {
+    /// A file holding one number.
+    Single(String),
+    /// A key of a keyed file.
+    Keyed(String, String),
+    /// The sum of keys of a keyed file.
+    Sum(String, Vec<String>),
+    /// (first - second) kB of /proc/meminfo, in bytes.
+    MeminfoDiff(&'static str, &'static str),
+}
+
+#[derive(Clone, Debug)]
+struct Probe {
+    key: SeriesKey,
+    source: Source,
+}
+
+fn file_path(cgroup: &str, file: &str) -> String {
+    if cgroup == "/" {
+        format!("/{file}")
+    } else {
+        format!("{cgroup}/{file}")
+    }
+}
+
+/// `key value` lines (a trailing colon on the key is ignored) as a map.
+fn parse_keyed(text: &str) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for line in text.lines() {
+        let mut w = line.split_whitespace();
+        let (Some(k), Some(v)) = (w.next(), w.next()) else {
+            continue;
+        };
+        if let Ok(v) = v.parse::<u64>() {
+            m.insert(k.trim_end_matches(':').to_string(), v);
+        }
+    }
+    m
+}
+
+/// Reads files once per sample.
+struct Reader<'a> {
+    sys: &'a mut System,
+    cache: BTreeMap<String, Option<String>>,
+}
+
+impl Reader<'_> {
+    fn text(&mut self, path: &str) -> Option<String> {
+        if let Some(t) = self.cache.get(path) {
+            return t.clone();
+        }
+        let t = self.sys.read(path).ok();
+        self.cache.insert(path.to_string(), t.clone());
+        t
+    }
+
+    fn keyed(&mut self, path: &str) -> Option<BTreeMap<String, u64>> {
+        self.text(path).map(|t| parse_keyed(&t))
+    }
+
+    fn value(&mut self, src: &Source) -> Option<u64> {
+        match src {
+            Source::Single(p) => {
+                let t = self.text(p)?;
+                let w = t.split_whitespace().next()?;
+                if w == "max" {
+                    return Some(u64::MAX);
+                }
+                w.parse().ok()
+            }
+            Source::Keyed(p, k) => self.keyed(p)?.get(k).copied(),
+            Source::Sum(p, ks) => {
+                let m = self.keyed(p)?;
+                let mut s = 0u64;
+                for k in ks {
+                    s = s.saturating_add(*m.get(k)?);
+                }
+                Some(s)
+            }
+            Source::MeminfoDiff(a, b) => {
+                let m = self.keyed("/proc/meminfo")?;
+                Some(m.get(*a)?.saturating_sub(*m.get(*b)?).saturating_mul(1024))
+            }
+        }
+    }
+}
+
+/// The keys of each figure of the summary, for one cgroup version.
+struct Roles {
+    usage: &'static str,
+    swap: &'static str,
+    high: Option<&'static str>,
+    max: &'static str,
+    oom_kill: &'static str,
+    peak_file: &'static str,
+    swap_peak_file: Option<&'static str>,
+}
+
+fn roles(v: CgroupVersion) -> Roles {
+    match v {
+        CgroupVersion::V2 => Roles {
+            usage: "memory.current",
+            swap: "memory.swap.current",
+            high: Some("memory.events:high"),
+            max: "memory.events:max",
+            oom_kill: "memory.events:oom_kill",
+            peak_file: "memory.peak",
+            swap_peak_file: Some("memory.swap.peak"),
+        },
+        CgroupVersion::V1 => Roles {
+            usage: "memory.usage_in_bytes",
+            swap: "memory.stat:total_swap",
+            high: None,
+            max: "memory.failcnt",
+            oom_kill: "memory.oom_control:oom_kill",
+            peak_file: "memory.max_usage_in_bytes",
+            swap_peak_file: None,
+        },
+    }
+}
+
+fn stat_keys(run: &RunSpec) -> Vec<String> {
+    let mut keys = run.stats.clone();
+    for k in SUMMARY_STATS {
+        if !keys.iter().any(|x| x == k) {
+            keys.push(k.to_string());
+        }
+    }
+    keys
+}
+
+/// The series of a run: every candidate that can be read now.
+fn discover(sys: &mut System, setup: &Setup, run: &RunSpec) -> Vec<Probe> {
+    let v = if sys.is_v1() {
+        CgroupVersion::V1
+    } else {
+        CgroupVersion::V2
+    };
+    let stats = stat_keys(run);
+    let mut cands: Vec<Probe> = Vec::new();
+    let probe = |cg: &str, key: String, source: Source| Probe {
+        key: SeriesKey {
+            cgroup: cg.to_string(),
+            key,
+        },
+        source,
+    };
+    for c in &setup.cgroups {
+        let cg = c.path.as_str();
+        let single = |f: &str| probe(cg, f.to_string(), Source::Single(file_path(cg, f)));
+        let keyed = |file: &str, k: &str| {
+            probe(
+                cg,
+                format!("{file}:{k}"),
+                Source::Keyed(file_path(cg, file), k.to_string()),
+            )
+        };
+        match v {
+            CgroupVersion::V2 => {
+                cands.push(single("memory.current"));
+                cands.push(single("memory.swap.current"));
+                for e in ["high", "max", "oom_kill"] {
+                    cands.push(keyed("memory.events", e));
+                }
+                for k in &stats {
+                    cands.push(keyed("memory.stat", k));
+                }
+            }
+            CgroupVersion::V1 => {
+                cands.push(single("memory.usage_in_bytes"));
+                cands.push(keyed("memory.stat", "total_swap"));
+                cands.push(single("memory.failcnt"));
+                cands.push(keyed("memory.oom_control", "oom_kill"));
+                let present = sys
+                    .read(&file_path(cg, "memory.stat"))
+                    .map(|t| parse_keyed(&t))
+                    .unwrap_or_default();
+                for k in &stats {
+                    let total = format!("total_{k}");
+                    if present.contains_key(&total) {
+                        cands.push(keyed("memory.stat", &total));
+                    } else {
+                        cands.push(keyed("memory.stat", k));
+                    }
+                }
+            }
+        }
+    }
+    let m = MACHINE_ROW;
+    cands.push(probe(
+        m,
+        "used".into(),
+        Source::MeminfoDiff("MemTotal", "MemFree"),
+    ));
+    cands.push(probe(
+        m,
+        "swap_used".into(),
+        Source::MeminfoDiff("SwapTotal", "SwapFree"),
+    ));
+    let mut vm_keys = stats.clone();
+    vm_keys.push("oom_kill".into());
+    for k in &vm_keys {
+        let src = match k.as_str() {
+            "pgscan" | "pgsteal" => Source::Sum(
+                "/proc/vmstat".into(),
+                vec![format!("{k}_kswapd"), format!("{k}_direct")],
+            ),
+            _ => Source::Keyed("/proc/vmstat".into(), k.clone()),
+        };
+        cands.push(probe(m, format!("vmstat:{k}"), src));
+    }
+    let mut reader = Reader {
+        sys,
+        cache: BTreeMap::new(),
+    };
+    let mut out: Vec<Probe> = Vec::new();
+    for p in cands {
+        if out.iter().any(|o| o.key == p.key) {
+            continue;
+        }
+        if reader.value(&p.source).is_some() {
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn take_sample(sys: &mut System, probes: &[Probe]) -> Vec<Option<u64>> {
+    let mut reader = Reader {
+        sys,
+        cache: BTreeMap::new(),
+    };
+    probes.iter().map(|p| reader.value(&p.source)).collect()
+}
+
+// ------------------------------------------------------------------ the run
+
+/// One copy of a task: its repetitions run one after the other.
+struct Chain {
+    spec: usize,
+    copy: u32,
+    runs_started: u32,
+    next_start: Option<u64>,
+    /// The running repetition: its pid and record index.
+    current: Option<(Pid, usize)>,
+}
+
+fn outcome_text(o: TaskOutcome) -> String {
+    match o {
+        TaskOutcome::Exited(c) => format!("exit {c}"),
+        TaskOutcome::Killed => "killed".into(),
+    }
+}
+
+fn fill_stats(rec: &mut TaskRecord, m: &Machine, pid: Pid, end_ns: u64) {
+    let t = m.task(pid);
+    let s = &t.stats;
+    rec.user_ns = s.user_ns;
+    rec.system_ns = s.cpu_ns.saturating_sub(s.user_ns);
+    rec.minflt = s.minflt;
+    rec.majflt = s.majflt;
+    rec.io_wait_ns = s.io_wait_ns;
+    rec.throttled_ns = s.throttled_ns;
+    rec.end_ns = Some(end_ns);
+    rec.elapsed_ns = end_ns.saturating_sub(rec.start_ns.unwrap_or(end_ns));
+}
+
+fn progress_bar(enabled: bool, total_ns: u64, label: &str) -> Option<indicatif::ProgressBar> {
+    if !enabled || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let pb = indicatif::ProgressBar::new(total_ns / 1_000_000);
+    let style = indicatif::ProgressStyle::with_template(
+        "{prefix} [{bar:40.cyan/blue}] {msg} virtual ({elapsed} wall)",
+    )
+    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+    .progress_chars("=> ");
+    pb.set_style(style);
+    pb.set_prefix(label.to_string());
+    pb.set_message(format!("{} / {}", secs(0), secs(total_ns)));
+    Some(pb)
+}
+
+fn secs(ns: u64) -> String {
+    format!("{:.1}s", ns as f64 / 1e9)
+}
+
+/// Run one variant with one seed. `progress` shows a progress bar over virtual time on
+/// standard error when it is a terminal.
+pub fn run_variant(
+    sc: &Scenario,
+    variant: &str,
+    seed: u64,
+    progress: bool,
+) -> Result<RunResult, String> {
+    let f = &sc.file;
+    let setup = sc.setup(variant)?;
+    let mut cfg = machine_config(f, &setup.machine)?;
+    cfg.seed = seed;
+    let version = cfg.cgroup;
+    let mut sys = System::new(cfg).map_err(|e| format!("{f}: machine: {e}"))?;
+
+    for c in &setup.cgroups {
+        if c.path != "/" {
+            sys.mkdir(&c.path).map_err(|e| {
+                format!(
+                    "{f}:{}: cgroup.path: mkdir {}: {e} (variant {variant})",
+                    c.line, c.path
+                )
+            })?;
+        }
+        for s in &c.files {
+            let p = file_path(&c.path, &s.key);
+            sys.write(&p, &s.value).map_err(|e| {
+                format!(
+                    "{f}:{}: cgroup.files.{}: writing '{}' to {p}: {e} (variant {variant})",
+                    s.line, s.key, s.value
+                )
+            })?;
+        }
+    }
+
+    let probes = discover(&mut sys, &setup, &sc.run);
+    let mut series = TimeSeries {
+        times_ns: Vec::new(),
+        series: probes.iter().map(|p| p.key.clone()).collect(),
+        values: Vec::new(),
+    };
+
+    let mut chains: Vec<Chain> = Vec::new();
+    let mut instances = 0u64;
+    for (i, t) in setup.tasks.iter().enumerate() {
+        for copy in 1..=t.count {
+            chains.push(Chain {
+                spec: i,
+                copy,
+                runs_started: 0,
+                next_start: Some(t.start_ns),
+                current: None,
+            });
+        }
+        instances += t.count as u64 * t.repeat as u64;
+    }
+    let mut records: Vec<TaskRecord> = Vec::new();
+
+    let run = &sc.run;
+    let dur = run.duration_ns;
+    let sample = run.sample_ns;
+    let bound = dur / sample + 2 * instances + 16;
+    let pb = progress_bar(progress, dur, &format!("{} {variant} seed {seed}", sc.name));
+    let mut next_sample = 0u64;
+    let mut finished = false;
+    for _ in 0..bound {
+        let now = sys.now_ns();
+        // Start the repetitions that are due.
+        for ch in chains.iter_mut() {
+            let t = &setup.tasks[ch.spec];
+            let Some(at) = ch.next_start else { continue };
+            if at > now || ch.current.is_some() {
+                continue;
+            }
+            ch.runs_started += 1;
+            ch.next_start = None;
+            let mut name = t.name.clone();
+            if t.count > 1 {
+                name.push_str(&format!(".{}", ch.copy));
+            }
+            if t.repeat > 1 {
+                name.push_str(&format!("#{}", ch.runs_started));
+            }
+            let program = memcgsim_workloads::build(&t.workload, &t.args)
+                .map_err(|e| format!("{f}:{}: task.args: {e}", t.args_line))?;
+            let pid = sys
+                .spawn(
+                    &t.cgroup,
+                    SpawnOpts {
+                        name: Some(name.clone()),
+                        oom_score_adj: t.oom_score_adj,
+                    },
+                    program,
+                )
+                .map_err(|e| {
+                    format!(
+                        "{f}:{}: task.cgroup: cannot start task '{}' in '{}': {e} (variant {variant})",
+                        t.line, t.name, t.cgroup
+                    )
+                })?;
+            records.push(TaskRecord {
+                task: t.name.clone(),
+                name,
+                cgroup: t.cgroup.clone(),
+                workload: t.workload.clone(),
+                copy: ch.copy,
+                run: ch.runs_started,
+                pid: Some(pid.0),
+                outcome: "running".into(),
+                start_ns: Some(now),
+                ..TaskRecord::default()
+            });
+            ch.current = Some((pid, records.len() - 1));
+        }
+        if now >= next_sample {
+            series.times_ns.push(now);
+            series.values.push(take_sample(&mut sys, &probes));
+            next_sample = (now / sample + 1).saturating_mul(sample);
+        }
+        if let Some(pb) = &pb {
+            pb.set_position(now / 1_000_000);
+            pb.set_message(format!("{} / {}", secs(now), secs(dur)));
+        }
+        let all_done = chains
+            .iter()
+            .all(|c| c.current.is_none() && c.next_start.is_none());
+        if (run.until == Until::Tasks && all_done) || now >= dur {
+            finished = true;
+            break;
+        }
+        let mut target = next_sample.min(dur);
+        for c in &chains {
+            if let (Some(at), None) = (c.next_start, c.current) {
+                target = target.min(at.max(now));
+            }
+        }
+        let watch: Vec<Pid> = chains
+            .iter()
+            .filter_map(|c| c.current.map(|x| x.0))
+            .collect();
+        sys.machine.run_until(target, |m: &Machine| {
+            watch.iter().any(|&p| {
+                let t = m.task(p);
+                t.exited() || t.state == TaskState::Holding
+            })
+        });
+        sys.advance(0);
+        let now = sys.now_ns();
+        for ch in chains.iter_mut() {
+            let Some((pid, idx)) = ch.current else {
+                continue;
+            };
+            let t = sys.machine.task(pid);
+            let (outcome, end) = match t.state {
+                TaskState::Exited(o) => (outcome_text(o), t.stats.end_ns),
+                TaskState::Holding => ("holding".to_string(), now),
+                TaskState::Runnable => continue,
+            };
+            records[idx].outcome = outcome;
+            fill_stats(&mut records[idx], &sys.machine, pid, end);
+            ch.current = None;
+            if ch.runs_started < setup.tasks[ch.spec].repeat {
+                ch.next_start = Some(now.max(end));
+            }
+        }
+    }
+    if let Some(pb) = &pb {
+        pb.finish_and_clear();
+    }
+    if !finished {
+        return Err(format!(
+            "{f}: variant {variant} seed {seed}: the run did not finish within its step bound"
+        ));
+    }
+    let clock = sys.now_ns();
+    if series.times_ns.last() != Some(&clock) {
+        series.times_ns.push(clock);
+        series.values.push(take_sample(&mut sys, &probes));
+    }
+    // A task's own clock runs ahead of the event clock by the time it consumed in its last
+    // step, so the run ends at the later of the two.
+    let end_ns = records
+        .iter()
+        .filter_map(|r| r.end_ns)
+        .fold(clock, u64::max);
+
+    // Tasks still working at the end, and tasks that never started.
+    for ch in &chains {
+        if let Some((pid, idx)) = ch.current {
+            fill_stats(&mut records[idx], &sys.machine, pid, end_ns);
+        }
+    }
+    for (i, t) in setup.tasks.iter().enumerate() {
+        for ch in chains.iter().filter(|c| c.spec == i && c.runs_started == 0) {
+            let mut name = t.name.clone();
+            if t.count > 1 {
+                name.push_str(&format!(".{}", ch.copy));
+            }
+            records.push(TaskRecord {
+                task: t.name.clone(),
+                name,
+                cgroup: t.cgroup.clone(),
+                workload: t.workload.clone(),
+                copy: ch.copy,
+                run: 0,
+                outcome: "not started".into(),
+                ..TaskRecord::default()
+            });
+        }
+    }
+    // Report tasks in scenario order, then copy, then repetition.
+    let order = |r: &TaskRecord| {
+        (
+            setup
+                .tasks
+                .iter()
+                .position(|t| t.name == r.task)
+                .unwrap_or(usize::MAX),
+            r.copy,
+            r.run,
+        )
+    };
+    records.sort_by_key(order);
+
+    let cgroups = summarise(&mut sys, &setup, &series, version);
+    Ok(RunResult {
+        scenario: sc.name.clone(),
+        description: sc.description.clone(),
+        variant: variant.to_string(),
+        seed,
+        cgroup_version: match version {
+            CgroupVersion::V1 => "v1".into(),
+            CgroupVersion::V2 => "v2".into(),
+        },
+        setup,
+        run: sc.run.clone(),
+        end_ns,
+        cgroups,
+        tasks: records,
+        series,
+    })
+}
+
+fn read_single(sys: &mut System, path: &str) -> Option<u64> {
+    sys.read(path).ok()?.split_whitespace().next()?.parse().ok()
+}
+
+fn summarise(
+    sys: &mut System,
+    setup: &Setup,
+    ts: &TimeSeries,
+    version: CgroupVersion,
+) -> Vec<CgroupSummary> {
+    let r = roles(version);
+    let stat = |cg: &str, k: &str| {
+        let v1 = format!("memory.stat:total_{k}");
+        let v2 = format!("memory.stat:{k}");
+        ts.last(cg, &v1).or_else(|| ts.last(cg, &v2))
+    };
+    let mut out = Vec::new();
+    for c in &setup.cgroups {
+        let cg = c.path.as_str();
+        let peak_file = read_single(sys, &file_path(cg, r.peak_file));
+        let swap_peak_file = r
+            .swap_peak_file
+            .and_then(|f| read_single(sys, &file_path(cg, f)));
+        let max_opt = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.max(y)),
+            (x, None) => x,
+            (None, y) => y,
+        };
+        out.push(CgroupSummary {
+            cgroup: cg.to_string(),
+            usage_end: ts.last(cg, r.usage),
+            usage_peak: max_opt(peak_file, ts.max(cg, r.usage)),
+            swap_end: ts.last(cg, r.swap),
+            swap_peak: max_opt(swap_peak_file, ts.max(cg, r.swap)),
+            pgfault: stat(cg, "pgfault"),
+            pgmajfault: stat(cg, "pgmajfault"),
+            pswpin: stat(cg, "pswpin"),
+            pswpout: stat(cg, "pswpout"),
+            pgscan: stat(cg, "pgscan"),
+            pgsteal: stat(cg, "pgsteal"),
+            oom_kill: ts.last(cg, r.oom_kill),
+            high: r.high.and_then(|k| ts.last(cg, k)),
+            max: ts.last(cg, r.max),
+        });
+    }
+    let m = MACHINE_ROW;
+    let vm = |k: &str| ts.last(m, &format!("vmstat:{k}"));
+    out.push(CgroupSummary {
+        cgroup: m.to_string(),
+        usage_end: ts.last(m, "used"),
+        usage_peak: ts.max(m, "used"),
+        swap_end: ts.last(m, "swap_used"),
+        swap_peak: ts.max(m, "swap_used"),
+        pgfault: vm("pgfault"),
+        pgmajfault: vm("pgmajfault"),
+        pswpin: vm("pswpin"),
+        pswpout: vm("pswpout"),
+        pgscan: vm("pgscan"),
+        pgsteal: vm("pgsteal"),
+        oom_kill: vm("oom_kill"),
+        high: None,
+        max: None,
+    });
+    out
+}

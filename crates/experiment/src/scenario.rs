@@ -1,0 +1,1019 @@
+//! Scenario files: the TOML format, its parsing with line-accurate errors, semantic checks,
+//! and the resolution of a variant into the effective set-up of one run.
+//!
+//! Parsing goes in two steps. serde and `toml` turn the text into raw structures whose
+//! values keep their byte spans; then every value is checked (sizes, durations, names,
+//! references, workload arguments, machine keys) and turned into a [`Scenario`]. Every error
+//! reads `FILE:LINE: KEY: MESSAGE`.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::Range;
+
+use memcgsim_cgroupfs::{page_counter_memparse, MachineConfig};
+use memcgsim_model::units::parse_duration_ns;
+use memcgsim_model::CgroupVersion;
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use toml::{Spanned, Value};
+
+/// Stats sampled when `[run] stats` is not given.
+pub const DEFAULT_STATS: &[&str] = &[
+    "anon",
+    "file",
+    "pgscan",
+    "pgsteal",
+    "pswpin",
+    "pswpout",
+    "workingset_refault_file",
+];
+
+/// Limits that keep every run bounded.
+const MAX_SAMPLES: u64 = 1_000_000;
+const MAX_REPEAT: u32 = 10_000;
+const MAX_COUNT: u32 = 1_000;
+const MAX_INSTANCES: u64 = 100_000;
+const MAX_STATS: usize = 64;
+
+// ------------------------------------------------------------------ raw (serde) form
+
+/// A TOML table whose entries keep their order and their keys' spans.
+#[derive(Debug, Clone)]
+struct OrderedMap<V>(Vec<(Spanned<String>, V)>);
+
+impl<V> Default for OrderedMap<V> {
+    fn default() -> Self {
+        OrderedMap(Vec::new())
+    }
+}
+
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for OrderedMap<V> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Vis<V>(PhantomData<V>);
+        impl<'de, V: Deserialize<'de>> Visitor<'de> for Vis<V> {
+            type Value = OrderedMap<V>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a table")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+                let mut v = Vec::new();
+                while let Some(k) = a.next_key::<Spanned<String>>()? {
+                    let val = a.next_value()?;
+                    v.push((k, val));
+                }
+                Ok(OrderedMap(v))
+            }
+        }
+        d.deserialize_map(Vis(PhantomData))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    name: Spanned<String>,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    machine: OrderedMap<Spanned<Value>>,
+    #[serde(default)]
+    cgroup: Vec<RawCgroup>,
+    #[serde(default)]
+    task: Vec<RawTask>,
+    run: RawRun,
+    #[serde(default)]
+    variant: Vec<RawVariant>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCgroup {
+    path: Spanned<String>,
+    #[serde(default)]
+    files: OrderedMap<Spanned<Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTask {
+    name: Spanned<String>,
+    cgroup: Spanned<String>,
+    workload: Spanned<String>,
+    #[serde(default)]
+    args: Option<Spanned<Vec<String>>>,
+    start: Option<Spanned<Value>>,
+    repeat: Option<Spanned<i64>>,
+    count: Option<Spanned<i64>>,
+    oom_score_adj: Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTaskOverride {
+    cgroup: Option<Spanned<String>>,
+    workload: Option<Spanned<String>>,
+    args: Option<Spanned<Vec<String>>>,
+    start: Option<Spanned<Value>>,
+    repeat: Option<Spanned<i64>>,
+    count: Option<Spanned<i64>>,
+    oom_score_adj: Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRun {
+    duration: Spanned<Value>,
+    sample: Option<Spanned<Value>>,
+    seeds: Option<Spanned<Vec<Spanned<i64>>>>,
+    stats: Option<Spanned<Vec<Spanned<String>>>>,
+    until: Option<Spanned<String>>,
+    base: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVariant {
+    name: Spanned<String>,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    machine: OrderedMap<Spanned<Value>>,
+    #[serde(default)]
+    cgroup: OrderedMap<OrderedMap<Spanned<Value>>>,
+    #[serde(default)]
+    task: OrderedMap<RawTaskOverride>,
+}
+
+// ------------------------------------------------------------------ checked form
+
+/// One `key = value` setting (a machine key or a cgroup file), with its source line.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Setting {
+    pub key: String,
+    pub value: String,
+    #[serde(skip)]
+    pub line: usize,
+}
+
+/// A cgroup to create (unless it is `/`) and the files to write in it, in order.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CgroupSpec {
+    pub path: String,
+    pub files: Vec<Setting>,
+    #[serde(skip)]
+    pub line: usize,
+}
+
+/// A task of the scenario: `count` parallel copies, each started `repeat` times in a row.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TaskSpec {
+    pub name: String,
+    pub cgroup: String,
+    pub workload: String,
+    pub args: Vec<String>,
+    pub start_ns: u64,
+    pub repeat: u32,
+    pub count: u32,
+    pub oom_score_adj: i32,
+    /// Source line of the `[[task]]` (or of the variant's override).
+    #[serde(skip)]
+    pub line: usize,
+    /// Source lines of `workload` and `args` (or of the variant's override).
+    #[serde(skip)]
+    pub workload_line: usize,
+    #[serde(skip)]
+    pub args_line: usize,
+}
+
+/// When a run stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Until {
+    /// When every task has ended (or holds its memory), or at `duration` at the latest.
+    Tasks,
+    /// Always at `duration`.
+    Duration,
+}
+
+/// The `[run]` table.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunSpec {
+    pub duration_ns: u64,
+    pub sample_ns: u64,
+    pub seeds: Vec<u64>,
+    pub stats: Vec<String>,
+    pub until: Until,
+}
+
+/// Changes a variant makes to one task.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TaskOverride {
+    pub task: String,
+    pub line: usize,
+    pub cgroup: Option<String>,
+    pub workload: Option<String>,
+    pub args: Option<Vec<String>>,
+    pub start_ns: Option<u64>,
+    pub repeat: Option<u32>,
+    pub count: Option<u32>,
+    pub oom_score_adj: Option<i32>,
+}
+
+/// A named variant: overrides of machine keys, cgroup files and task fields.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Variant {
+    pub name: String,
+    pub description: String,
+    pub line: usize,
+    pub machine: Vec<Setting>,
+    pub cgroups: Vec<CgroupSpec>,
+    pub tasks: Vec<TaskOverride>,
+}
+
+/// A parsed and checked scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// The file name used in error messages.
+    pub file: String,
+    pub name: String,
+    pub description: String,
+    pub machine: Vec<Setting>,
+    pub cgroups: Vec<CgroupSpec>,
+    pub tasks: Vec<TaskSpec>,
+    pub run: RunSpec,
+    /// At least one; an implicit "base" when the file has no `[[variant]]`.
+    pub variants: Vec<Variant>,
+    /// The variant others are compared against.
+    pub base: String,
+}
+
+/// The effective set-up of one variant: the base scenario with the variant's overrides.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Setup {
+    pub variant: String,
+    pub machine: Vec<Setting>,
+    pub cgroups: Vec<CgroupSpec>,
+    pub tasks: Vec<TaskSpec>,
+}
+
+// ------------------------------------------------------------------ errors and positions
+
+/// The text being parsed, for turning byte spans into `FILE:LINE: KEY:` prefixes.
+struct Src<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+impl Src<'_> {
+    fn line(&self, offset: usize) -> usize {
+        let end = offset.min(self.text.len());
+        let end = (0..=end)
+            .rev()
+            .find(|&i| self.text.is_char_boundary(i))
+            .unwrap_or(0);
+        self.text[..end].bytes().filter(|&b| b == b'\n').count() + 1
+    }
+
+    fn err(&self, span: Range<usize>, key: &str, msg: impl fmt::Display) -> String {
+        format!("{}:{}: {key}: {msg}", self.file, self.line(span.start))
+    }
+
+    fn err_line(&self, line: usize, key: &str, msg: impl fmt::Display) -> String {
+        format!("{}:{line}: {key}: {msg}", self.file)
+    }
+}
+
+/// The dotted key at a byte offset of TOML text, found from the text itself: the nearest
+/// table header above and the keys of the (inline) tables open on the offset's line.
+fn key_at(text: &str, span: Range<usize>) -> String {
+    let offset = span.start;
+    let on_key = span.end > span.start && !text.get(span.clone()).unwrap_or("\n").contains('\n');
+    let offset = (0..=offset.min(text.len()))
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    let line_start = text[..offset].rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let line_end = text[offset..]
+        .find('\n')
+        .map(|i| offset + i)
+        .unwrap_or(text.len());
+    let line = &text[line_start..line_end];
+    let header_of = |l: &str| -> Option<String> {
+        let t = l.trim();
+        if !t.starts_with('[') {
+            return None;
+        }
+        let inner = t.trim_start_matches('[');
+        let end = inner.find(']')?;
+        Some(inner[..end].trim().to_string())
+    };
+    if let Some(h) = header_of(line) {
+        if line.trim_start().starts_with("[[") {
+            return format!("[[{h}]]");
+        }
+        return format!("[{h}]");
+    }
+    let header = text[..line_start]
+        .lines()
+        .rev()
+        .find_map(header_of)
+        .unwrap_or_default();
+    // Keys on this line before the offset, with the nesting depth each was defined at.
+    let prefix = &line[..offset - line_start];
+    let mut keys: Vec<(usize, String)> = Vec::new();
+    let mut depth = 0usize;
+    let mut start = 0usize;
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for (i, c) in prefix.char_indices() {
+        if let Some(q) = quote {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' && q == '"' {
+                escaped = true;
+            } else if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        match c {
+            '"' | '\'' => quote = Some(c),
+            '#' => break,
+            '=' => {
+                let k = prefix[start..i]
+                    .trim()
+                    .trim_matches(['"', '\''])
+                    .to_string();
+                keys.retain(|(d, _)| *d < depth);
+                keys.push((depth, k));
+            }
+            '{' | '[' => {
+                depth += 1;
+                start = i + 1;
+            }
+            '}' | ']' => {
+                depth = depth.saturating_sub(1);
+                keys.retain(|(d, _)| *d <= depth);
+            }
+            ',' => {
+                keys.retain(|(d, _)| *d < depth);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    // A span on a key itself (an unknown field): the word under the offset.
+    if on_key && (keys.is_empty() || !prefix.contains('=')) {
+        let rest = &line[offset - line_start..];
+        let word: String = rest
+            .trim_start_matches(['"', '\''])
+            .chars()
+            .take_while(|c| !matches!(c, '=' | ' ' | '\t' | '"' | '\'' | ',' | '}'))
+            .collect();
+        if !word.is_empty() {
+            keys.push((depth, word));
+        }
+    }
+    let mut parts: Vec<String> = Vec::new();
+    if !header.is_empty() {
+        parts.push(header);
+    }
+    parts.extend(keys.into_iter().map(|(_, k)| k));
+    parts.join(".")
+}
+
+fn toml_error(src: &Src, e: &toml::de::Error) -> String {
+    let msg = e.message().trim().to_string();
+    match e.span() {
+        Some(span) => {
+            let key = key_at(src.text, span.clone());
+            if key.is_empty() {
+                format!("{}:{}: {msg}", src.file, src.line(span.start))
+            } else {
+                src.err(span, &key, msg)
+            }
+        }
+        None => format!("{}: {msg}", src.file),
+    }
+}
+
+// ------------------------------------------------------------------ value checks
+
+/// A TOML scalar as the text a file write or a `machine` key takes.
+fn scalar(v: &Spanned<Value>, bool_words: (&str, &str)) -> Result<String, String> {
+    match v.get_ref() {
+        Value::String(s) => Ok(s.clone()),
+        Value::Integer(i) => Ok(i.to_string()),
+        Value::Float(f) => Ok(f.to_string()),
+        Value::Boolean(b) => Ok(if *b { bool_words.0 } else { bool_words.1 }.to_string()),
+        other => Err(format!(
+            "expected a string or a number, got {}",
+            other.type_str()
+        )),
+    }
+}
+
+/// A duration: a string with a unit ("500ms", "2s", "10m") or a number of seconds.
+fn duration(src: &Src, v: &Spanned<Value>, key: &str) -> Result<u64, String> {
+    let r = match v.get_ref() {
+        Value::String(s) => parse_duration_ns(s),
+        Value::Integer(i) if *i >= 0 => parse_duration_ns(&i.to_string()),
+        Value::Float(f) if *f >= 0.0 => parse_duration_ns(&f.to_string()),
+        Value::Integer(_) | Value::Float(_) => Err("a duration cannot be negative".to_string()),
+        other => Err(format!(
+            "expected a duration such as \"10s\", got {}",
+            other.type_str()
+        )),
+    };
+    r.map_err(|e| src.err(v.span(), key, e))
+}
+
+fn ranged<T: TryFrom<i64>>(
+    src: &Src,
+    v: &Spanned<i64>,
+    key: &str,
+    lo: i64,
+    hi: i64,
+) -> Result<T, String> {
+    let x = *v.get_ref();
+    if x < lo || x > hi {
+        return Err(src.err(v.span(), key, format!("{x} is out of range ({lo} to {hi})")));
+    }
+    T::try_from(x).map_err(|_| src.err(v.span(), key, format!("{x} is out of range")))
+}
+
+/// Names used in file paths and figure titles: letters, digits, `.`, `_`, `-`, `:`.
+fn check_name(src: &Src, v: &Spanned<String>, key: &str) -> Result<String, String> {
+    let s = v.get_ref();
+    let ok = !s.is_empty()
+        && s.len() <= 100
+        && !s.starts_with('.')
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':'));
+    if !ok {
+        return Err(src.err(
+            v.span(),
+            key,
+            format!(
+                "bad name '{s}' (use letters, digits, '.', '_', '-' and ':', not starting with '.')"
+            ),
+        ));
+    }
+    Ok(s.clone())
+}
+
+fn check_cgroup_path(src: &Src, v: &Spanned<String>, key: &str) -> Result<String, String> {
+    let s = v.get_ref();
+    if s == "/" {
+        return Ok(s.clone());
+    }
+    let bad = |why: &str| Err(src.err(v.span(), key, format!("bad cgroup path '{s}': {why}")));
+    if !s.starts_with('/') {
+        return bad("it must be absolute, like /A/B");
+    }
+    let trimmed = s.trim_end_matches('/');
+    for part in trimmed[1..].split('/') {
+        if part.is_empty() || part == "." || part == ".." {
+            return bad("empty, '.' or '..' component");
+        }
+        if part == "proc" && trimmed.matches('/').count() == 1 {
+            return bad("/proc is not a cgroup");
+        }
+        if !part
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':' | '@' | '+'))
+        {
+            return bad("use letters, digits, '.', '_', '-', ':', '@' and '+'");
+        }
+    }
+    Ok(trimmed.to_string())
+}
+
+/// Files whose value is a memory size; checked at parse time so that a bad size is reported
+/// with its line before anything runs.
+fn size_file_token(file: &str, version: CgroupVersion) -> Option<&'static str> {
+    match (version, file) {
+        (
+            CgroupVersion::V2,
+            "memory.min" | "memory.low" | "memory.high" | "memory.max" | "memory.swap.high"
+            | "memory.swap.max",
+        ) => Some("max"),
+        (
+            CgroupVersion::V1,
+            "memory.limit_in_bytes" | "memory.memsw.limit_in_bytes" | "memory.soft_limit_in_bytes",
+        ) => Some("-1"),
+        _ => None,
+    }
+}
+
+fn settings(
+    src: &Src,
+    map: &OrderedMap<Spanned<Value>>,
+    table: &str,
+    bool_words: (&str, &str),
+) -> Result<Vec<Setting>, String> {
+    let mut out = Vec::new();
+    for (k, v) in &map.0 {
+        let key = format!("{table}.{}", k.get_ref());
+        let value = scalar(v, bool_words).map_err(|e| src.err(v.span(), &key, e))?;
+        if k.get_ref().is_empty() || k.get_ref().contains(['/', ' ', '\t']) {
+            return Err(src.err(k.span(), &key, "bad key"));
+        }
+        out.push(Setting {
+            key: k.get_ref().clone(),
+            value,
+            line: src.line(v.span().start),
+        });
+    }
+    Ok(out)
+}
+
+/// Replace settings with the same key in place, append new ones.
+fn merge_settings(base: &mut Vec<Setting>, over: &[Setting]) {
+    for s in over {
+        match base.iter_mut().find(|b| b.key == s.key) {
+            Some(b) => *b = s.clone(),
+            None => base.push(s.clone()),
+        }
+    }
+}
+
+/// Build the machine configuration of a set of `machine` settings (without the seed).
+pub fn machine_config(file: &str, settings: &[Setting]) -> Result<MachineConfig, String> {
+    let mut cfg = MachineConfig::default();
+    for s in settings {
+        cfg.set(&s.key, &s.value)
+            .map_err(|e| format!("{file}:{}: machine.{}: {e}", s.line, s.key))?;
+    }
+    cfg.validate().map_err(|e| {
+        let line = settings.first().map(|s| s.line).unwrap_or(1);
+        format!("{file}:{line}: [machine]: {e}")
+    })?;
+    Ok(cfg)
+}
+
+// ------------------------------------------------------------------ parse
+
+/// Load and parse a scenario file.
+pub fn load(path: impl AsRef<std::path::Path>) -> Result<Scenario, String> {
+    let path = path.as_ref();
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| format!("{name}: {e}"))?;
+    let text = String::from_utf8(bytes).map_err(|_| format!("{name}: not UTF-8 text"))?;
+    parse(&text, &name)
+}
+
+/// Parse scenario text; `file_name` is used in error messages.
+pub fn parse(text: &str, file_name: &str) -> Result<Scenario, String> {
+    let src = Src {
+        file: file_name,
+        text,
+    };
+    let raw: RawScenario = toml::from_str(text).map_err(|e| toml_error(&src, &e))?;
+    let name = check_name(&src, &raw.name, "name")?;
+
+    // [machine]
+    let machine = settings(&src, &raw.machine, "machine", ("on", "off"))?;
+    for s in &machine {
+        if s.key == "seed" {
+            return Err(src.err_line(
+                s.line,
+                "machine.seed",
+                "set the seeds in [run] seeds = [...]; each run sets the machine seed",
+            ));
+        }
+    }
+    machine_config(file_name, &machine)?;
+
+    // [[cgroup]]
+    let mut cgroups: Vec<CgroupSpec> = Vec::new();
+    for c in &raw.cgroup {
+        let path = check_cgroup_path(&src, &c.path, "cgroup.path")?;
+        if cgroups.iter().any(|x| x.path == path) {
+            return Err(src.err(
+                c.path.span(),
+                "cgroup.path",
+                format!("cgroup '{path}' is listed twice"),
+            ));
+        }
+        let files = settings(&src, &c.files, "cgroup.files", ("1", "0"))?;
+        cgroups.push(CgroupSpec {
+            path,
+            files,
+            line: src.line(c.path.span().start),
+        });
+    }
+
+    // [[task]]
+    let mut tasks: Vec<TaskSpec> = Vec::new();
+    for t in &raw.task {
+        let name = check_name(&src, &t.name, "task.name")?;
+        if tasks.iter().any(|x| x.name == name) {
+            return Err(src.err(
+                t.name.span(),
+                "task.name",
+                format!("task name '{name}' is used twice"),
+            ));
+        }
+        let spec = TaskSpec {
+            name,
+            cgroup: check_cgroup_path(&src, &t.cgroup, "task.cgroup")?,
+            workload: t.workload.get_ref().clone(),
+            args: t
+                .args
+                .as_ref()
+                .map(|a| a.get_ref().clone())
+                .unwrap_or_default(),
+            start_ns: match &t.start {
+                Some(v) => duration(&src, v, "task.start")?,
+                None => 0,
+            },
+            repeat: match &t.repeat {
+                Some(v) => ranged(&src, v, "task.repeat", 1, MAX_REPEAT as i64)?,
+                None => 1,
+            },
+            count: match &t.count {
+                Some(v) => ranged(&src, v, "task.count", 1, MAX_COUNT as i64)?,
+                None => 1,
+            },
+            oom_score_adj: match &t.oom_score_adj {
+                Some(v) => ranged(&src, v, "task.oom_score_adj", -1000, 1000)?,
+                None => 0,
+            },
+            line: src.line(t.name.span().start),
+            workload_line: src.line(t.workload.span().start),
+            args_line: src.line(
+                t.args
+                    .as_ref()
+                    .map(|a| a.span().start)
+                    .unwrap_or(t.name.span().start),
+            ),
+        };
+        tasks.push(spec);
+    }
+
+    // [run]
+    let r = &raw.run;
+    let duration_ns = duration(&src, &r.duration, "run.duration")?;
+    if duration_ns == 0 {
+        return Err(src.err(r.duration.span(), "run.duration", "must be positive"));
+    }
+    let sample_ns = match &r.sample {
+        Some(v) => duration(&src, v, "run.sample")?,
+        None => 1_000_000_000,
+    };
+    if sample_ns == 0 {
+        let span = r.sample.as_ref().map(|s| s.span()).unwrap_or(0..0);
+        return Err(src.err(span, "run.sample", "must be positive"));
+    }
+    if duration_ns / sample_ns > MAX_SAMPLES {
+        let span = r
+            .sample
+            .as_ref()
+            .map(|s| s.span())
+            .unwrap_or(r.duration.span());
+        return Err(src.err(
+            span,
+            "run.sample",
+            format!("too many samples (duration / sample must be at most {MAX_SAMPLES})"),
+        ));
+    }
+    let seeds = match &r.seeds {
+        Some(list) => {
+            if list.get_ref().is_empty() {
+                return Err(src.err(list.span(), "run.seeds", "needs at least one seed"));
+            }
+            let mut v: Vec<u64> = Vec::new();
+            for s in list.get_ref() {
+                let x: u64 = ranged(&src, s, "run.seeds", 0, i64::MAX)?;
+                if v.contains(&x) {
+                    return Err(src.err(
+                        s.span(),
+                        "run.seeds",
+                        format!("seed {x} is listed twice"),
+                    ));
+                }
+                v.push(x);
+            }
+            v
+        }
+        None => vec![1],
+    };
+    let stats = match &r.stats {
+        Some(list) => {
+            if list.get_ref().len() > MAX_STATS {
+                return Err(src.err(
+                    list.span(),
+                    "run.stats",
+                    format!("at most {MAX_STATS} keys"),
+                ));
+            }
+            let mut v: Vec<String> = Vec::new();
+            for s in list.get_ref() {
+                let k = s.get_ref();
+                if k.is_empty()
+                    || !k
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.'))
+                {
+                    return Err(src.err(s.span(), "run.stats", format!("bad stat key '{k}'")));
+                }
+                if !v.contains(k) {
+                    v.push(k.clone());
+                }
+            }
+            v
+        }
+        None => DEFAULT_STATS.iter().map(|s| s.to_string()).collect(),
+    };
+    let until = match &r.until {
+        None => Until::Tasks,
+        Some(u) => match u.get_ref().as_str() {
+            "tasks" => Until::Tasks,
+            "duration" => Until::Duration,
+            other => {
+                return Err(src.err(
+                    u.span(),
+                    "run.until",
+                    format!("expected \"tasks\" or \"duration\", got '{other}'"),
+                ))
+            }
+        },
+    };
+    let run = RunSpec {
+        duration_ns,
+        sample_ns,
+        seeds,
+        stats,
+        until,
+    };
+
+    // [[variant]]
+    let mut variants: Vec<Variant> = Vec::new();
+    for v in &raw.variant {
+        let vname = check_name(&src, &v.name, "variant.name")?;
+        if variants.iter().any(|x| x.name == vname) {
+            return Err(src.err(
+                v.name.span(),
+                "variant.name",
+                format!("variant name '{vname}' is used twice"),
+            ));
+        }
+        let vmachine = settings(&src, &v.machine, "variant.machine", ("on", "off"))?;
+        if let Some(s) = vmachine.iter().find(|s| s.key == "seed") {
+            return Err(src.err_line(
+                s.line,
+                "variant.machine.seed",
+                "seeds are set in [run] seeds = [...]",
+            ));
+        }
+        let mut vcg = Vec::new();
+        for (path, files) in &v.cgroup.0 {
+            let p = check_cgroup_path(&src, path, "variant.cgroup")?;
+            let files = settings(&src, files, &format!("variant.cgroup.{p}"), ("1", "0"))?;
+            vcg.push(CgroupSpec {
+                path: p,
+                files,
+                line: src.line(path.span().start),
+            });
+        }
+        let mut vtasks = Vec::new();
+        for (tname, o) in &v.task.0 {
+            if !tasks.iter().any(|t| &t.name == tname.get_ref()) {
+                return Err(src.err(
+                    tname.span(),
+                    "variant.task",
+                    format!("no task named '{}'", tname.get_ref()),
+                ));
+            }
+            let key = format!("variant.task.{}", tname.get_ref());
+            vtasks.push(TaskOverride {
+                task: tname.get_ref().clone(),
+                line: src.line(tname.span().start),
+                cgroup: match &o.cgroup {
+                    Some(c) => Some(check_cgroup_path(&src, c, &format!("{key}.cgroup"))?),
+                    None => None,
+                },
+                workload: o.workload.as_ref().map(|w| w.get_ref().clone()),
+                args: o.args.as_ref().map(|a| a.get_ref().clone()),
+                start_ns: match &o.start {
+                    Some(s) => Some(duration(&src, s, &format!("{key}.start"))?),
+                    None => None,
+                },
+                repeat: match &o.repeat {
+                    Some(x) => Some(ranged(
+                        &src,
+                        x,
+                        &format!("{key}.repeat"),
+                        1,
+                        MAX_REPEAT as i64,
+                    )?),
+                    None => None,
+                },
+                count: match &o.count {
+                    Some(x) => Some(ranged(
+                        &src,
+                        x,
+                        &format!("{key}.count"),
+                        1,
+                        MAX_COUNT as i64,
+                    )?),
+                    None => None,
+                },
+                oom_score_adj: match &o.oom_score_adj {
+                    Some(x) => Some(ranged(
+                        &src,
+                        x,
+                        &format!("{key}.oom_score_adj"),
+                        -1000,
+                        1000,
+                    )?),
+                    None => None,
+                },
+            });
+        }
+        variants.push(Variant {
+            name: vname,
+            description: v.description.clone(),
+            line: src.line(v.name.span().start),
+            machine: vmachine,
+            cgroups: vcg,
+            tasks: vtasks,
+        });
+    }
+    if variants.is_empty() {
+        variants.push(Variant {
+            name: "base".into(),
+            description: String::new(),
+            line: 1,
+            machine: Vec::new(),
+            cgroups: Vec::new(),
+            tasks: Vec::new(),
+        });
+    }
+    let base = match &r.base {
+        Some(b) => {
+            if !variants.iter().any(|v| &v.name == b.get_ref()) {
+                return Err(src.err(
+                    b.span(),
+                    "run.base",
+                    format!("no variant named '{}'", b.get_ref()),
+                ));
+            }
+            b.get_ref().clone()
+        }
+        None => variants[0].name.clone(),
+    };
+
+    let sc = Scenario {
+        file: file_name.to_string(),
+        name,
+        description: raw.description.clone(),
+        machine,
+        cgroups,
+        tasks,
+        run,
+        variants,
+        base,
+    };
+    for v in &sc.variants {
+        sc.check_variant(&v.name)?;
+    }
+    Ok(sc)
+}
+
+impl Scenario {
+    /// The variant names, in file order.
+    pub fn variant_names(&self) -> Vec<String> {
+        self.variants.iter().map(|v| v.name.clone()).collect()
+    }
+
+    /// The effective set-up of a variant.
+    pub fn setup(&self, variant: &str) -> Result<Setup, String> {
+        let v = self
+            .variants
+            .iter()
+            .find(|v| v.name == variant)
+            .ok_or_else(|| {
+                format!(
+                    "{}: no variant named '{variant}' (variants: {})",
+                    self.file,
+                    self.variant_names().join(", ")
+                )
+            })?;
+        let mut machine = self.machine.clone();
+        merge_settings(&mut machine, &v.machine);
+        let mut cgroups = self.cgroups.clone();
+        for c in &v.cgroups {
+            match cgroups.iter_mut().find(|x| x.path == c.path) {
+                Some(x) => merge_settings(&mut x.files, &c.files),
+                None => cgroups.push(c.clone()),
+            }
+        }
+        let mut tasks = self.tasks.clone();
+        for o in &v.tasks {
+            let Some(t) = tasks.iter_mut().find(|t| t.name == o.task) else {
+                continue;
+            };
+            if let Some(x) = &o.cgroup {
+                t.cgroup = x.clone();
+            }
+            if let Some(x) = &o.workload {
+                t.workload = x.clone();
+                t.workload_line = o.line;
+            }
+            if let Some(x) = &o.args {
+                t.args = x.clone();
+                t.args_line = o.line;
+            }
+            if let Some(x) = o.start_ns {
+                t.start_ns = x;
+            }
+            if let Some(x) = o.repeat {
+                t.repeat = x;
+            }
+            if let Some(x) = o.count {
+                t.count = x;
+            }
+            if let Some(x) = o.oom_score_adj {
+                t.oom_score_adj = x;
+            }
+            t.line = o.line;
+        }
+        Ok(Setup {
+            variant: v.name.clone(),
+            machine,
+            cgroups,
+            tasks,
+        })
+    }
+
+    /// Check what only the effective set-up of a variant shows: the machine, cgroup file
+    /// sizes, task cgroups and workload arguments.
+    fn check_variant(&self, variant: &str) -> Result<(), String> {
+        let f = &self.file;
+        let setup = self.setup(variant)?;
+        let cfg = machine_config(f, &setup.machine)?;
+        for c in &setup.cgroups {
+            for s in &c.files {
+                if let Some(tok) = size_file_token(&s.key, cfg.cgroup) {
+                    if page_counter_memparse(&s.value, tok).is_err() {
+                        return Err(format!(
+                            "{f}:{}: cgroup.files.{}: bad size '{}' for {} (a number with an optional K, M, G or T suffix, or '{tok}')",
+                            s.line, s.key, s.value, c.path
+                        ));
+                    }
+                }
+            }
+        }
+        let mut instances = 0u64;
+        for t in &setup.tasks {
+            if t.cgroup != "/" && !setup.cgroups.iter().any(|c| c.path == t.cgroup) {
+                return Err(format!(
+                    "{f}:{}: task.cgroup: task '{}' names cgroup '{}', which no [[cgroup]] creates",
+                    t.line, t.name, t.cgroup
+                ));
+            }
+            memcgsim_workloads::build(&t.workload, &t.args).map_err(|e| {
+                let (line, key) = if e.starts_with("unknown workload") {
+                    (t.workload_line, "task.workload")
+                } else {
+                    (t.args_line, "task.args")
+                };
+                format!(
+                    "{f}:{line}: {key}: task '{}' (variant {variant}): {e}",
+                    t.name
+                )
+            })?;
+            instances += t.repeat as u64 * t.count as u64;
+        }
+        if instances > MAX_INSTANCES {
+            return Err(format!(
+                "{f}: variant {variant}: {instances} task runs (count x repeat); at most {MAX_INSTANCES}"
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_at_finds_nested_keys() {
+        let t = "name = \"x\"\n[[task]]\nstart = \"5x\"\nfiles = { \"memory.max\" = 5, b = 6 }\n";
+        // The span of the first `len` bytes of `s`.
+        let at_n = |s: &str, len: usize| {
+            let i = t.find(s).unwrap();
+            key_at(t, i..i + len)
+        };
+        let at = |s: &str| at_n(s, s.len());
+        assert_eq!(at("\"5x\""), "task.start");
+        assert_eq!(at_n("5,", 1), "task.files.memory.max");
+        assert_eq!(at_n("6 }", 1), "task.files.b");
+        assert_eq!(at("[[task]]"), "[[task]]");
+        assert_eq!(at("files"), "task.files");
+        assert_eq!(key_at(t, 0..0), "");
+    }
+}

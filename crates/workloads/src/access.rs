@@ -1,0 +1,137 @@
+//! `access SIZE [--pattern random|zipf] [--theta F] [--count N] [--file NAME] [--seed N]
+//! [--read-only] [--hold]` — synthetic page-access streams for studying reclaim against a
+//! known popularity distribution: `--count` accesses (default 10 × the pages of SIZE) to
+//! pages of SIZE chosen uniformly (`random`, the default) or by a Zipf law of exponent
+//! `--theta` (default 0.99, YCSB's) where page 0 is the most popular, page 1 the next, and
+//! so on. Pages are drawn with a generator seeded by `--seed` (default: derived from the
+//! arguments).
+//!
+//! By default the pages are those of an anonymous mapping of SIZE, written from user space.
+//! With `--file NAME` they are pages of that file, extended sparse to SIZE if smaller,
+//! accessed with write() (or read() with `--read-only`, which only makes sense with a file).
+//! At the end the task holds its memory (`--hold`) or unmaps it and exits 0.
+
+use memcgsim_model::{FileId, Program, Step, TaskCtx, Vma};
+
+use crate::args::{parse, Spec};
+use crate::common::{fault_step, pages, Budget, MAX_SIZE};
+use crate::rand::{SplitMix64, Zipf};
+
+const SPEC: Spec = Spec {
+    flags: &["--read-only", "--hold"],
+    options: &["--pattern", "--theta", "--count", "--file", "--seed"],
+    positional: &["SIZE"],
+    required: 1,
+};
+
+pub(crate) fn build(args: &[String]) -> Result<Box<dyn Program>, String> {
+    let a = parse("access", args, &SPEC)?;
+    let size = a.pos_size(0, "SIZE", 1, MAX_SIZE)?.expect("required");
+    let npages = pages(size);
+    let pattern = a.choice("--pattern", &["random", "zipf"], "random")?;
+    let theta = a.float("--theta", 0.99, 0.0, false, 10.0)?;
+    if a.value("--theta").is_some() && pattern != "zipf" {
+        return Err("access: --theta needs --pattern zipf".into());
+    }
+    let count = a.count("--count", 10 * npages, 1, 1_000_000_000_000)?;
+    let file = a.string("--file");
+    let read_only = a.flag("--read-only");
+    if read_only && file.is_none() {
+        return Err("access: --read-only needs --file (anonymous pages are written)".into());
+    }
+    Ok(Box::new(Access {
+        pages: npages,
+        zipf: (pattern == "zipf").then(|| Zipf::new(npages, theta)),
+        count,
+        file_name: file,
+        write: !read_only,
+        hold: a.flag("--hold"),
+        rng: SplitMix64::new(a.seed()?),
+        done: 0,
+        pending: None,
+        vma: None,
+        file: None,
+    }))
+}
+
+pub struct Access {
+    pages: u64,
+    zipf: Option<Zipf>,
+    count: u64,
+    file_name: Option<String>,
+    write: bool,
+    hold: bool,
+    rng: SplitMix64,
+    done: u64,
+    /// A drawn page whose access must be retried.
+    pending: Option<u64>,
+    vma: Option<Vma>,
+    file: Option<FileId>,
+}
+
+impl Access {
+    fn draw(&mut self) -> u64 {
+        match &self.zipf {
+            Some(z) => z.sample(&mut self.rng),
+            None => self.rng.below(self.pages),
+        }
+    }
+
+    fn setup(&mut self, cx: &mut TaskCtx<'_>) -> Result<(), Step> {
+        match &self.file_name {
+            Some(n) if self.file.is_none() => {
+                let f = cx.open(n);
+                if cx.file_size(f) < self.pages {
+                    cx.truncate(f, self.pages);
+                }
+                self.file = Some(f);
+            }
+            None if self.vma.is_none() => match cx.mmap_anon(self.pages, false) {
+                Ok(v) => self.vma = Some(v),
+                Err(_) => return Err(Step::Exit(1)),
+            },
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl Program for Access {
+    fn name(&self) -> &str {
+        "access"
+    }
+
+    fn step(&mut self, cx: &mut TaskCtx<'_>) -> Step {
+        if let Err(s) = self.setup(cx) {
+            return s;
+        }
+        let mut budget = Budget::new();
+        while self.done < self.count {
+            let idx = match self.pending.take() {
+                Some(i) => i,
+                None => self.draw(),
+            };
+            let r = match (self.vma, self.file) {
+                (Some(v), _) => cx.touch(v, idx),
+                (None, Some(f)) if self.write => cx.write(f, idx),
+                (None, Some(f)) => cx.read(f, idx),
+                (None, None) => unreachable!("set up"),
+            };
+            if let Err(e) = r {
+                self.pending = Some(idx);
+                return fault_step(e);
+            }
+            self.done += 1;
+            if budget.spent(cx) && self.done < self.count {
+                return Step::Continue;
+            }
+        }
+        if self.hold {
+            return Step::Hold;
+        }
+        if let Some(v) = self.vma.take() {
+            cx.munmap(v);
+        }
+        Step::Exit(0)
+    }
+}

@@ -1,0 +1,560 @@
+//! `trace FILE [--format oraclegeneral|csv] [--region SIZE] [--file NAME] [--limit N]
+//! [--speed X] [--hold]` — replay a cache trace's object accesses as page accesses, so
+//! traces collected for cache research can be run against the kernel's reclaim.
+//!
+//! Formats (default: `csv` if FILE ends in `.csv`, else `oraclegeneral`):
+//!
+//! * libCacheSim's **oracleGeneral** binary format: 24-byte little-endian records
+//!   `{u32 timestamp (s), u64 obj_id, u32 obj_size (bytes), i64 next_access_vtime}`; the last
+//!   field is ignored. Compressed traces (`.zst`) must be decompressed first.
+//! * **CSV**: `time,obj_id[,size[,op]]` per line, time in seconds, size in bytes (default one
+//!   page), op `r` or `w` (default: write for anonymous memory, read for a file). Blank lines
+//!   and lines starting with `#` are skipped, and so is a first line whose first field is not
+//!   a number (a header).
+//!
+//! Each record touches ceil(size / 4096) consecutive pages (at least one, at most the
+//! region) starting at a page chosen by hashing obj_id into the region (`--region`, default
+//! 1G), wrapping at its end. The region is an anonymous mapping written from user space, or
+//! with `--file NAME` that file (extended sparse to the region), accessed with read() or
+//! write() as each record's op says. By default records replay as fast as possible; with
+//! `--speed X` the task sleeps Δt / X whenever a record's timestamp advances. `--limit N`
+//! replays the first N records only. At the end the task holds its memory (`--hold`) or
+//! unmaps it and exits 0.
+//!
+//! The whole trace is read when the workload is built (the program does no I/O while it
+//! runs), kept as 8 bytes per record (plus 8 with `--speed`); traces of more than
+//! 100 million records are refused unless `--limit` cuts them down.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+
+use memcgsim_model::{FileId, Program, Step, TaskCtx, Vma, PAGE_SIZE};
+
+use crate::args::{parse, Spec};
+use crate::common::{fault_step, Budget, MAX_SIZE};
+use crate::rand::mix64;
+
+/// The most records a replay accepts.
+pub const MAX_RECORDS: u64 = 100_000_000;
+/// Size of an oracleGeneral record.
+pub const ORACLE_GENERAL_RECORD: usize = 24;
+
+/// A trace file's format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceFormat {
+    OracleGeneral,
+    Csv,
+}
+
+impl TraceFormat {
+    /// The format a file name suggests: CSV for `*.csv`, oracleGeneral otherwise.
+    pub fn for_path(path: &str) -> TraceFormat {
+        if path.to_ascii_lowercase().ends_with(".csv") {
+            TraceFormat::Csv
+        } else {
+            TraceFormat::OracleGeneral
+        }
+    }
+}
+
+/// Read or write, when the trace says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceOp {
+    Read,
+    Write,
+}
+
+/// One access of a trace.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceRecord {
+    /// Seconds.
+    pub time: f64,
+    pub obj_id: u64,
+    /// Bytes.
+    pub size: u64,
+    pub op: Option<TraceOp>,
+}
+
+/// The first page of object `obj_id` in a region of `region_pages` pages.
+pub fn object_start_page(obj_id: u64, region_pages: u64) -> u64 {
+    mix64(obj_id) % region_pages.max(1)
+}
+
+/// Read up to `buf.len()` bytes, stopping early only at end of file.
+fn fill(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Read a trace file, calling `visit` for each record, at most `limit` records (at most
+/// [`MAX_RECORDS`]; more without a limit is an error). Returns the number of records.
+/// Errors name the file and the record number (oracleGeneral) or line (CSV), from 1.
+pub fn read_trace(
+    path: &str,
+    format: TraceFormat,
+    limit: Option<u64>,
+    mut visit: impl FnMut(TraceRecord),
+) -> Result<u64, String> {
+    let file = File::open(path).map_err(|e| format!("{path}: cannot open: {e}"))?;
+    let limit = limit.unwrap_or(u64::MAX);
+    match format {
+        TraceFormat::OracleGeneral => read_oracle_general(path, file, limit, &mut visit),
+        TraceFormat::Csv => read_csv(path, file, limit, &mut visit),
+    }
+}
+
+fn too_many(path: &str) -> String {
+    format!("{path}: more than {MAX_RECORDS} records (use --limit to replay a prefix)")
+}
+
+fn read_oracle_general(
+    path: &str,
+    file: File,
+    limit: u64,
+    visit: &mut impl FnMut(TraceRecord),
+) -> Result<u64, String> {
+    if let Ok(meta) = file.metadata() {
+        let records = meta.len() / ORACLE_GENERAL_RECORD as u64;
+        if limit > MAX_RECORDS && records > MAX_RECORDS {
+            return Err(too_many(path));
+        }
+    }
+    let mut r = BufReader::with_capacity(1 << 20, file);
+    let mut buf = [0u8; ORACLE_GENERAL_RECORD];
+    let mut n = 0u64;
+    while n < limit {
+        let got = fill(&mut r, &mut buf).map_err(|e| format!("{path}: read error: {e}"))?;
+        if got == 0 {
+            break;
+        }
+        if n == 0 && got >= 4 && buf[..4] == [0x28, 0xb5, 0x2f, 0xfd] {
+            return Err(format!(
+                "{path}: zstd-compressed; decompress it first (zstd -d)"
+            ));
+        }
+        if got < ORACLE_GENERAL_RECORD {
+            return Err(format!(
+                "{path}: record {}: truncated ({got} of {ORACLE_GENERAL_RECORD} bytes)",
+                n + 1
+            ));
+        }
+        if n == MAX_RECORDS {
+            return Err(too_many(path));
+        }
+        let ts = u32::from_le_bytes(buf[0..4].try_into().expect("4 bytes"));
+        let obj_id = u64::from_le_bytes(buf[4..12].try_into().expect("8 bytes"));
+        let size = u32::from_le_bytes(buf[12..16].try_into().expect("4 bytes"));
+        visit(TraceRecord {
+            time: ts as f64,
+            obj_id,
+            size: size as u64,
+            op: None,
+        });
+        n += 1;
+    }
+    Ok(n)
+}
+
+fn read_csv(
+    path: &str,
+    file: File,
+    limit: u64,
+    visit: &mut impl FnMut(TraceRecord),
+) -> Result<u64, String> {
+    let mut r = BufReader::with_capacity(1 << 20, file);
+    let mut line = String::new();
+    let mut lineno = 0u64;
+    let mut n = 0u64;
+    let mut seen_data = false;
+    while n < limit {
+        line.clear();
+        lineno += 1;
+        let got = r.read_line(&mut line).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::InvalidData {
+                format!("{path}:{lineno}: not UTF-8 text")
+            } else {
+                format!("{path}: read error: {e}")
+            }
+        })?;
+        if got == 0 {
+            break;
+        }
+        let text = line.trim();
+        if text.is_empty() || text.starts_with('#') {
+            continue;
+        }
+        let fields: Vec<&str> = text.split(',').map(str::trim).collect();
+        if !seen_data {
+            seen_data = true;
+            if fields[0].parse::<f64>().is_err() {
+                continue;
+            }
+        }
+        let bad = |what: &str, v: &str| format!("{path}:{lineno}: bad {what} '{v}'");
+        if fields.len() < 2 {
+            return Err(format!("{path}:{lineno}: missing obj_id"));
+        }
+        if fields.len() > 4 {
+            return Err(format!(
+                "{path}:{lineno}: {} columns (expected time,obj_id[,size[,op]])",
+                fields.len()
+            ));
+        }
+        let time = fields[0]
+            .parse::<f64>()
+            .ok()
+            .filter(|t| t.is_finite() && *t >= 0.0)
+            .ok_or_else(|| bad("time", fields[0]))?;
+        let obj_id = fields[1]
+            .parse::<u64>()
+            .map_err(|_| bad("obj_id", fields[1]))?;
+        let size = match fields.get(2) {
+            None | Some(&"") => PAGE_SIZE,
+            Some(s) => s.parse::<u64>().map_err(|_| bad("size", s))?,
+        };
+        let op = match fields.get(3).map(|s| s.to_ascii_lowercase()) {
+            None => None,
+            Some(s) if s.is_empty() => None,
+            Some(s) if s == "r" || s == "read" => Some(TraceOp::Read),
+            Some(s) if s == "w" || s == "write" => Some(TraceOp::Write),
+            Some(_) => {
+                return Err(format!(
+                    "{path}:{lineno}: bad op '{}' (expected r or w)",
+                    fields[3]
+                ))
+            }
+        };
+        if n == MAX_RECORDS {
+            return Err(too_many(path));
+        }
+        visit(TraceRecord {
+            time,
+            obj_id,
+            size,
+            op,
+        });
+        n += 1;
+    }
+    Ok(n)
+}
+
+const SPEC: Spec = Spec {
+    flags: &["--hold"],
+    options: &["--format", "--region", "--file", "--limit", "--speed"],
+    positional: &["FILE"],
+    required: 1,
+};
+
+const WRITE_BIT: u64 = 1 << 31;
+
+pub(crate) fn build(args: &[String]) -> Result<Box<dyn Program>, String> {
+    let a = parse("trace", args, &SPEC)?;
+    let path = a.positional(0).expect("required").to_string();
+    let format = match a.choice("--format", &["oraclegeneral", "csv"], "auto")? {
+        "csv" => TraceFormat::Csv,
+        "oraclegeneral" => TraceFormat::OracleGeneral,
+        _ => TraceFormat::for_path(&path),
+    };
+    let region = a.size("--region", 1 << 30, PAGE_SIZE, MAX_SIZE)?;
+    let region_pages = region / PAGE_SIZE;
+    let limit = match a.value("--limit") {
+        Some(_) => Some(a.count("--limit", 0, 1, MAX_RECORDS)?),
+        None => None,
+    };
+    let speed = match a.value("--speed") {
+        Some(_) => Some(a.float("--speed", 1.0, 0.0, true, 1e9)?),
+        None => None,
+    };
+    let file = a.string("--file");
+    let default_write = file.is_none();
+    let mut recs = Vec::new();
+    let mut times = speed.map(|_| Vec::new());
+    read_trace(&path, format, limit, |r| {
+        let npages = r.size.div_ceil(PAGE_SIZE).clamp(1, region_pages);
+        let write = match r.op {
+            Some(op) => op == TraceOp::Write,
+            None => default_write,
+        };
+        let start = object_start_page(r.obj_id, region_pages);
+        recs.push((start << 32) | if write { WRITE_BIT } else { 0 } | npages);
+        if let Some(t) = times.as_mut() {
+            t.push(r.time);
+        }
+    })
+    .map_err(|e| format!("trace: {e}"))?;
+    let clock = times
+        .as_ref()
+        .and_then(|t| t.first().copied())
+        .unwrap_or(0.0);
+    Ok(Box::new(TraceReplay {
+        recs,
+        times,
+        speed: speed.unwrap_or(1.0),
+        clock,
+        region_pages,
+        file_name: file,
+        hold: a.flag("--hold"),
+        idx: 0,
+        off: 0,
+        vma: None,
+        file: None,
+    }))
+}
+
+pub struct TraceReplay {
+    /// start page << 32 | WRITE_BIT | pages.
+    recs: Vec<u64>,
+    /// Timestamps, when replaying at a speed.
+    times: Option<Vec<f64>>,
+    speed: f64,
+    /// The trace time replayed up to.
+    clock: f64,
+    region_pages: u64,
+    file_name: Option<String>,
+    hold: bool,
+    /// Next record, and the next page within it.
+    idx: usize,
+    off: u64,
+    vma: Option<Vma>,
+    file: Option<FileId>,
+}
+
+impl TraceReplay {
+    fn setup(&mut self, cx: &mut TaskCtx<'_>) -> Result<(), Step> {
+        match &self.file_name {
+            Some(n) if self.file.is_none() => {
+                let f = cx.open(n);
+                if cx.file_size(f) < self.region_pages {
+                    cx.truncate(f, self.region_pages);
+                }
+                self.file = Some(f);
+            }
+            None if self.vma.is_none() => match cx.mmap_anon(self.region_pages, false) {
+                Ok(v) => self.vma = Some(v),
+                Err(_) => return Err(Step::Exit(1)),
+            },
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl Program for TraceReplay {
+    fn name(&self) -> &str {
+        "trace"
+    }
+
+    fn step(&mut self, cx: &mut TaskCtx<'_>) -> Step {
+        if let Err(s) = self.setup(cx) {
+            return s;
+        }
+        let mut budget = Budget::new();
+        while self.idx < self.recs.len() {
+            if self.off == 0 {
+                if let Some(times) = &self.times {
+                    let t = times[self.idx];
+                    if t > self.clock {
+                        let ns = (t - self.clock) / self.speed * 1e9;
+                        self.clock = t;
+                        if ns >= 1.0 {
+                            return Step::Sleep(ns.min(1e18) as u64);
+                        }
+                    }
+                }
+            }
+            let rec = self.recs[self.idx];
+            let start = rec >> 32;
+            let npages = rec & (WRITE_BIT - 1);
+            let page = (start + self.off) % self.region_pages;
+            let r = match (self.vma, self.file) {
+                (Some(v), _) => cx.touch(v, page),
+                (None, Some(f)) if rec & WRITE_BIT != 0 => cx.write(f, page),
+                (None, Some(f)) => cx.read(f, page),
+                (None, None) => unreachable!("set up"),
+            };
+            if let Err(e) = r {
+                return fault_step(e);
+            }
+            self.off += 1;
+            if self.off == npages {
+                self.idx += 1;
+                self.off = 0;
+            }
+            if budget.spent(cx) && self.idx < self.recs.len() {
+                return Step::Continue;
+            }
+        }
+        if self.hold {
+            return Step::Hold;
+        }
+        if let Some(v) = self.vma.take() {
+            cx.munmap(v);
+        }
+        Step::Exit(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str, data: &[u8]) -> String {
+        let p =
+            std::env::temp_dir().join(format!("memcgsim-workloads-{}-{name}", std::process::id()));
+        std::fs::write(&p, data).unwrap();
+        p.to_string_lossy().into_owned()
+    }
+
+    fn og(records: &[(u32, u64, u32, i64)]) -> Vec<u8> {
+        let mut v = Vec::new();
+        for &(t, id, size, next) in records {
+            v.extend_from_slice(&t.to_le_bytes());
+            v.extend_from_slice(&id.to_le_bytes());
+            v.extend_from_slice(&size.to_le_bytes());
+            v.extend_from_slice(&next.to_le_bytes());
+        }
+        v
+    }
+
+    fn collect(path: &str, f: TraceFormat, limit: Option<u64>) -> Result<Vec<TraceRecord>, String> {
+        let mut v = Vec::new();
+        let n = read_trace(path, f, limit, |r| v.push(r))?;
+        assert_eq!(n as usize, v.len());
+        Ok(v)
+    }
+
+    #[test]
+    fn oracle_general_records_parse() {
+        let p = temp(
+            "a.oracleGeneral.bin",
+            &og(&[(5, 1, 4096, 3), (5, u64::MAX, 10_000, -1), (9, 1, 0, -1)]),
+        );
+        assert_eq!(TraceFormat::for_path(&p), TraceFormat::OracleGeneral);
+        let v = collect(&p, TraceFormat::OracleGeneral, None).unwrap();
+        assert_eq!(
+            v,
+            vec![
+                TraceRecord {
+                    time: 5.0,
+                    obj_id: 1,
+                    size: 4096,
+                    op: None
+                },
+                TraceRecord {
+                    time: 5.0,
+                    obj_id: u64::MAX,
+                    size: 10_000,
+                    op: None
+                },
+                TraceRecord {
+                    time: 9.0,
+                    obj_id: 1,
+                    size: 0,
+                    op: None
+                },
+            ]
+        );
+        assert_eq!(
+            collect(&p, TraceFormat::OracleGeneral, Some(2))
+                .unwrap()
+                .len(),
+            2
+        );
+        std::fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    fn truncated_binary_record_is_an_error() {
+        let mut data = og(&[(1, 2, 3, 4), (5, 6, 7, 8)]);
+        data.truncate(24 + 10);
+        let p = temp("trunc.bin", &data);
+        let e = collect(&p, TraceFormat::OracleGeneral, None).unwrap_err();
+        assert_eq!(e, format!("{p}: record 2: truncated (10 of 24 bytes)"));
+        // A limit that stops before the bad record reads fine.
+        assert_eq!(
+            collect(&p, TraceFormat::OracleGeneral, Some(1))
+                .unwrap()
+                .len(),
+            1
+        );
+        std::fs::remove_file(&p).unwrap();
+        let p = temp("z.zst", &[0x28, 0xb5, 0x2f, 0xfd, 0, 0, 0, 0]);
+        assert!(collect(&p, TraceFormat::OracleGeneral, None)
+            .unwrap_err()
+            .contains("zstd-compressed"));
+        std::fs::remove_file(&p).unwrap();
+        let e = collect("/nonexistent/x.bin", TraceFormat::OracleGeneral, None).unwrap_err();
+        assert!(e.starts_with("/nonexistent/x.bin: cannot open"), "{e}");
+    }
+
+    #[test]
+    fn csv_records_parse() {
+        let p = temp(
+            "ok.csv",
+            b"time,obj_id,size,op\n# a comment\n\n1,10\n2.5, 11 ,8192,w\r\n3,12,100,R\n4,13,,\n",
+        );
+        assert_eq!(TraceFormat::for_path(&p), TraceFormat::Csv);
+        let v = collect(&p, TraceFormat::Csv, None).unwrap();
+        let r = |time, obj_id, size, op| TraceRecord {
+            time,
+            obj_id,
+            size,
+            op,
+        };
+        assert_eq!(
+            v,
+            vec![
+                r(1.0, 10, 4096, None),
+                r(2.5, 11, 8192, Some(TraceOp::Write)),
+                r(3.0, 12, 100, Some(TraceOp::Read)),
+                r(4.0, 13, 4096, None),
+            ]
+        );
+        // No header: the first line is data.
+        let p2 = temp("nohdr.csv", b"0,1\n0,2\n");
+        assert_eq!(collect(&p2, TraceFormat::Csv, None).unwrap().len(), 2);
+        assert_eq!(collect(&p, TraceFormat::Csv, Some(3)).unwrap().len(), 3);
+        std::fs::remove_file(&p).unwrap();
+        std::fs::remove_file(&p2).unwrap();
+    }
+
+    #[test]
+    fn csv_errors_name_the_line() {
+        let cases: &[(&[u8], &str)] = &[
+            (b"time,obj\n1,2\n1,x\n", ":3: bad obj_id 'x'"),
+            (b"1,2\nx,2\n", ":2: bad time 'x'"),
+            (b"1,2\n-1,2\n", ":2: bad time '-1'"),
+            (b"# c\n1,2,big\n", ":2: bad size 'big'"),
+            (b"1,2,4096,q\n", ":1: bad op 'q' (expected r or w)"),
+            (b"1\n", ":1: missing obj_id"),
+            (
+                b"1,2,3,r,5\n",
+                ":1: 5 columns (expected time,obj_id[,size[,op]])",
+            ),
+            (b"1,2\n\xff\xfe\n", ":2: not UTF-8 text"),
+        ];
+        for (i, (data, want)) in cases.iter().enumerate() {
+            let p = temp(&format!("bad{i}.csv"), data);
+            let e = collect(&p, TraceFormat::Csv, None).unwrap_err();
+            assert_eq!(e, format!("{p}{want}"));
+            std::fs::remove_file(&p).unwrap();
+        }
+    }
+
+    #[test]
+    fn objects_map_into_the_region() {
+        for id in 0..1000 {
+            assert!(object_start_page(id, 77) < 77);
+        }
+        assert_eq!(object_start_page(5, 1), 0);
+        assert_ne!(object_start_page(1, 1 << 20), object_start_page(2, 1 << 20));
+    }
+}
