@@ -133,6 +133,7 @@ struct TaskAgg {
     majflt: u64,
     io_wait: u64,
     throttled: u64,
+    reclaim: u64,
 }
 
 fn task_agg(r: &RunResult, task: &str) -> TaskAgg {
@@ -151,6 +152,7 @@ fn task_agg(r: &RunResult, task: &str) -> TaskAgg {
         a.majflt += t.majflt;
         a.io_wait += t.io_wait_ns;
         a.throttled += t.throttled_ns;
+        a.reclaim += t.reclaim_ns;
     }
     a
 }
@@ -171,7 +173,7 @@ fn figure_specs(sc: &Scenario, runs: &[RunResult]) -> Vec<(String, Kind, Extract
     for name in task_names {
         let subj = format!("of task {name}");
         type F = fn(&TaskAgg) -> u64;
-        let items: [(&str, Kind, F); 7] = [
+        let items: [(&str, Kind, F); 8] = [
             ("elapsed", Kind::Time, |a| {
                 a.last_end.saturating_sub(a.first_start)
             }),
@@ -181,6 +183,7 @@ fn figure_specs(sc: &Scenario, runs: &[RunResult]) -> Vec<(String, Kind, Extract
             ("majflt", Kind::Count, |a| a.majflt),
             ("io wait", Kind::Time, |a| a.io_wait),
             ("throttled", Kind::Time, |a| a.throttled),
+            ("reclaim stall", Kind::Time, |a| a.reclaim),
         ];
         for (what, kind, f) in items {
             let n = name.clone();

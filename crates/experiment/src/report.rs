@@ -123,6 +123,7 @@ fn task_row(t: &TaskRecord) -> Vec<String> {
         c(t.majflt),
         d(t.io_wait_ns),
         d(t.throttled_ns),
+        d(t.reclaim_ns),
     ]
 }
 
@@ -177,6 +178,7 @@ impl RunResult {
                 "majflt",
                 "io wait",
                 "throttled",
+                "reclaim",
             ],
             &rows,
         ));

@@ -120,6 +120,8 @@ pub struct TaskRecord {
     pub majflt: u64,
     pub io_wait_ns: u64,
     pub throttled_ns: u64,
+    /// Time spent in direct reclaim (limit, high and global).
+    pub reclaim_ns: u64,
 }
 
 /// Everything one run produced.
@@ -408,6 +410,7 @@ fn fill_stats(rec: &mut TaskRecord, m: &Machine, pid: Pid, end_ns: u64) {
     rec.majflt = s.majflt;
     rec.io_wait_ns = s.io_wait_ns;
     rec.throttled_ns = s.throttled_ns;
+    rec.reclaim_ns = s.reclaim_ns;
     rec.end_ns = Some(end_ns);
     rec.elapsed_ns = end_ns.saturating_sub(rec.start_ns.unwrap_or(end_ns));
 }

@@ -76,7 +76,7 @@ pub fn describe(name: &str) -> Option<&'static str> {
         "pagetest" => "pagetest SIZE [--kind anon|mapped|shared] [--passes N]: allocate SIZE and write every page N times (default 2); every kind is anonymous memory in the model",
         "fault-bench" => "fault-bench SIZE [--mode read|write] [--iterations N] [--file NAME]: N times (default 10) map, write and unmap SIZE (write), or read a file of SIZE (read)",
         "hackbench" => "hackbench [--groups N] [--procs N] [--loops N] [--size SIZE]: rounds (default 100) of groups x procs (default 10 x 40) short-lived processes each writing a small buffer (default 64K)",
-        "usemem" => "usemem SIZE [--random] [--passes N] [--seed N] [--hold]: write every page of SIZE, in order or in a random order, N times (default 1)",
+        "usemem" => "usemem SIZE [--random] [--passes N] [--nap DURATION] [--seed N] [--hold]: write every page of SIZE, in order or in a random order, N times (default 1), sleeping --nap between passes",
         "access" => "access SIZE [--pattern random|zipf] [--theta F] [--count N] [--file NAME] [--seed N] [--read-only] [--hold]: N random or Zipf page accesses (default 10 x pages) to anonymous memory or a file",
         "trace" => "trace FILE [--format oraclegeneral|csv] [--region SIZE] [--file NAME] [--limit N] [--speed X] [--hold]: replay a cache trace's accesses as page accesses in a region (default 1G)",
         _ => return None,

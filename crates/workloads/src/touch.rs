@@ -6,7 +6,8 @@
 //!   File mmap and shared memory are not in the model, so `mapped` and `shared` are modelled
 //!   as private anonymous memory too; the kind is accepted so scripts read like the original.
 //!   Default: 2 passes. Exits 0 (frees the memory).
-//! * `usemem SIZE [--random] [--passes N] [--seed N] [--hold]` — vm-scalability's usemem:
+//! * `usemem SIZE [--random] [--passes N] [--nap DURATION] [--seed N] [--hold]` — vm-scalability's usemem
+//!   (`--nap`: sleep between passes, leaving the working set idle):
 //!   allocate SIZE and write every page, sequentially or (`--random`) in a random order that
 //!   still visits every page once per pass (a fresh order each pass, from `--seed`, default
 //!   derived from the arguments). Default: 1 pass. Holds with `--hold`, else frees and
@@ -35,7 +36,7 @@ const PAGETEST_SPEC: Spec = Spec {
 
 const USEMEM_SPEC: Spec = Spec {
     flags: &["--random", "--hold"],
-    options: &["--passes", "--seed"],
+    options: &["--passes", "--seed", "--nap"],
     positional: &["SIZE"],
     required: 1,
 };
@@ -54,6 +55,7 @@ pub(crate) fn build_usemem(args: &[String]) -> Result<Box<dyn Program>, String> 
     let passes = a.count("--passes", 1, 1, 1_000_000)?;
     let mut t = TouchLoop::new("usemem", pages(size), passes);
     t.hold = a.flag("--hold");
+    t.nap_ns = a.duration("--nap", 0, 3_600_000_000_000)?;
     if a.flag("--random") {
         t.random = Some(a.seed()?);
     }
@@ -66,6 +68,8 @@ pub struct TouchLoop {
     pages: u64,
     passes: u64,
     hold: bool,
+    /// Idle time between passes (the working set sits untouched meanwhile).
+    nap_ns: u64,
     /// Seed of the random orders, if random.
     random: Option<u64>,
     perm: Option<Permutation>,
@@ -81,6 +85,7 @@ impl TouchLoop {
             pages,
             passes: passes.max(1),
             hold: false,
+            nap_ns: 0,
             random: None,
             perm: None,
             vma: None,
@@ -129,6 +134,9 @@ impl Program for TouchLoop {
             self.next = 0;
             self.pass += 1;
             self.perm = None;
+            if self.nap_ns > 0 && self.pass < self.passes {
+                return Step::Sleep(self.nap_ns);
+            }
         }
         if self.hold {
             return Step::Hold;
