@@ -11,10 +11,10 @@
 //! accessed with write() (or read() with `--read-only`, which only makes sense with a file).
 //! At the end the task holds its memory (`--hold`) or unmaps it and exits 0.
 
-use memcgsim_model::{FileId, Program, Step, TaskCtx, Vma};
+use memcgsim_model::{Program, Step, TaskCtx};
 
 use crate::args::{parse, Spec};
-use crate::common::{fault_step, pages, Budget, MAX_SIZE};
+use crate::common::{fault_step, pages, Budget, Region, MAX_SIZE};
 use crate::rand::{SplitMix64, Zipf};
 
 const SPEC: Spec = Spec {
@@ -43,14 +43,12 @@ pub(crate) fn build(args: &[String]) -> Result<Box<dyn Program>, String> {
         pages: npages,
         zipf: (pattern == "zipf").then(|| Zipf::new(npages, theta)),
         count,
-        file_name: file,
+        region: Region::new(npages, file),
         write: !read_only,
         hold: a.flag("--hold"),
         rng: SplitMix64::new(a.seed()?),
         done: 0,
         pending: None,
-        vma: None,
-        file: None,
     }))
 }
 
@@ -58,15 +56,13 @@ pub struct Access {
     pages: u64,
     zipf: Option<Zipf>,
     count: u64,
-    file_name: Option<String>,
+    region: Region,
     write: bool,
     hold: bool,
     rng: SplitMix64,
     done: u64,
     /// A drawn page whose access must be retried.
     pending: Option<u64>,
-    vma: Option<Vma>,
-    file: Option<FileId>,
 }
 
 impl Access {
@@ -76,24 +72,6 @@ impl Access {
             None => self.rng.below(self.pages),
         }
     }
-
-    fn setup(&mut self, cx: &mut TaskCtx<'_>) -> Result<(), Step> {
-        match &self.file_name {
-            Some(n) if self.file.is_none() => {
-                let f = cx.open(n);
-                if cx.file_size(f) < self.pages {
-                    cx.truncate(f, self.pages);
-                }
-                self.file = Some(f);
-            }
-            None if self.vma.is_none() => match cx.mmap_anon(self.pages, false) {
-                Ok(v) => self.vma = Some(v),
-                Err(_) => return Err(Step::Exit(1)),
-            },
-            _ => {}
-        }
-        Ok(())
-    }
 }
 
 impl Program for Access {
@@ -102,7 +80,7 @@ impl Program for Access {
     }
 
     fn step(&mut self, cx: &mut TaskCtx<'_>) -> Step {
-        if let Err(s) = self.setup(cx) {
+        if let Err(s) = self.region.setup(cx) {
             return s;
         }
         let mut budget = Budget::new();
@@ -111,13 +89,7 @@ impl Program for Access {
                 Some(i) => i,
                 None => self.draw(),
             };
-            let r = match (self.vma, self.file) {
-                (Some(v), _) => cx.touch(v, idx),
-                (None, Some(f)) if self.write => cx.write(f, idx),
-                (None, Some(f)) => cx.read(f, idx),
-                (None, None) => unreachable!("set up"),
-            };
-            if let Err(e) = r {
+            if let Err(e) = self.region.access(cx, idx, self.write) {
                 self.pending = Some(idx);
                 return fault_step(e);
             }
@@ -129,9 +101,7 @@ impl Program for Access {
         if self.hold {
             return Step::Hold;
         }
-        if let Some(v) = self.vma.take() {
-            cx.munmap(v);
-        }
+        self.region.release(cx);
         Step::Exit(0)
     }
 }

@@ -1,7 +1,7 @@
 //! Helpers shared by the workloads: page arithmetic, the per-step work bound and what a
 //! failed memory operation means for the program.
 
-use memcgsim_model::{Fault, Step, TaskCtx, PAGE_SIZE};
+use memcgsim_model::{Fault, FileId, Step, TaskCtx, Vma, PAGE_SIZE};
 
 /// Pages a program handles per `step` call at most (a bound on each step's work).
 pub(crate) const PAGES_PER_STEP: u64 = 4096;
@@ -40,5 +40,61 @@ impl Budget {
     pub fn spent(&mut self, cx: &TaskCtx<'_>) -> bool {
         self.0 = self.0.saturating_sub(1);
         self.0 == 0 || !cx.has_time()
+    }
+}
+
+/// The pages an access workload works on: a private anonymous mapping, or a named file reached
+/// with read()/write() (file mmap is not modelled).
+pub(crate) struct Region {
+    pub pages: u64,
+    file_name: Option<String>,
+    vma: Option<Vma>,
+    file: Option<FileId>,
+}
+
+impl Region {
+    pub fn new(pages: u64, file_name: Option<String>) -> Region {
+        Region {
+            pages,
+            file_name,
+            vma: None,
+            file: None,
+        }
+    }
+
+    /// Map the region or open the file (extending it to the region's size) on first use.
+    pub fn setup(&mut self, cx: &mut TaskCtx<'_>) -> Result<(), Step> {
+        match &self.file_name {
+            Some(n) if self.file.is_none() => {
+                let f = cx.open(n);
+                if cx.file_size(f) < self.pages {
+                    cx.truncate(f, self.pages);
+                }
+                self.file = Some(f);
+            }
+            None if self.vma.is_none() => match cx.mmap_anon(self.pages, false) {
+                Ok(v) => self.vma = Some(v),
+                Err(_) => return Err(Step::Exit(1)),
+            },
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Access page `idx`: a touch of the mapping, or a read()/write() of the file.
+    pub fn access(&self, cx: &mut TaskCtx<'_>, idx: u64, write: bool) -> Result<(), Fault> {
+        match (self.vma, self.file) {
+            (Some(v), _) => cx.touch(v, idx),
+            (None, Some(f)) if write => cx.write(f, idx),
+            (None, Some(f)) => cx.read(f, idx),
+            (None, None) => Err(Fault::Segv),
+        }
+    }
+
+    /// Unmap the anonymous mapping, if any (files stay).
+    pub fn release(&mut self, cx: &mut TaskCtx<'_>) {
+        if let Some(v) = self.vma.take() {
+            cx.munmap(v);
+        }
     }
 }

@@ -28,10 +28,10 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 
-use memcgsim_model::{FileId, Program, Step, TaskCtx, Vma, PAGE_SIZE};
+use memcgsim_model::{Program, Step, TaskCtx, PAGE_SIZE};
 
 use crate::args::{parse, Spec};
-use crate::common::{fault_step, Budget, MAX_SIZE};
+use crate::common::{fault_step, Budget, Region, MAX_SIZE};
 use crate::rand::mix64;
 
 /// The most records a replay accepts.
@@ -299,13 +299,10 @@ pub(crate) fn build(args: &[String]) -> Result<Box<dyn Program>, String> {
         times,
         speed: speed.unwrap_or(1.0),
         clock,
-        region_pages,
-        file_name: file,
+        region: Region::new(region_pages, file),
         hold: a.flag("--hold"),
         idx: 0,
         off: 0,
-        vma: None,
-        file: None,
     }))
 }
 
@@ -317,34 +314,11 @@ pub struct TraceReplay {
     speed: f64,
     /// The trace time replayed up to.
     clock: f64,
-    region_pages: u64,
-    file_name: Option<String>,
+    region: Region,
     hold: bool,
     /// Next record, and the next page within it.
     idx: usize,
     off: u64,
-    vma: Option<Vma>,
-    file: Option<FileId>,
-}
-
-impl TraceReplay {
-    fn setup(&mut self, cx: &mut TaskCtx<'_>) -> Result<(), Step> {
-        match &self.file_name {
-            Some(n) if self.file.is_none() => {
-                let f = cx.open(n);
-                if cx.file_size(f) < self.region_pages {
-                    cx.truncate(f, self.region_pages);
-                }
-                self.file = Some(f);
-            }
-            None if self.vma.is_none() => match cx.mmap_anon(self.region_pages, false) {
-                Ok(v) => self.vma = Some(v),
-                Err(_) => return Err(Step::Exit(1)),
-            },
-            _ => {}
-        }
-        Ok(())
-    }
 }
 
 impl Program for TraceReplay {
@@ -353,7 +327,7 @@ impl Program for TraceReplay {
     }
 
     fn step(&mut self, cx: &mut TaskCtx<'_>) -> Step {
-        if let Err(s) = self.setup(cx) {
+        if let Err(s) = self.region.setup(cx) {
             return s;
         }
         let mut budget = Budget::new();
@@ -373,14 +347,8 @@ impl Program for TraceReplay {
             let rec = self.recs[self.idx];
             let start = rec >> 32;
             let npages = rec & (WRITE_BIT - 1);
-            let page = (start + self.off) % self.region_pages;
-            let r = match (self.vma, self.file) {
-                (Some(v), _) => cx.touch(v, page),
-                (None, Some(f)) if rec & WRITE_BIT != 0 => cx.write(f, page),
-                (None, Some(f)) => cx.read(f, page),
-                (None, None) => unreachable!("set up"),
-            };
-            if let Err(e) = r {
+            let page = (start + self.off) % self.region.pages;
+            if let Err(e) = self.region.access(cx, page, rec & WRITE_BIT != 0) {
                 return fault_step(e);
             }
             self.off += 1;
@@ -395,9 +363,7 @@ impl Program for TraceReplay {
         if self.hold {
             return Step::Hold;
         }
-        if let Some(v) = self.vma.take() {
-            cx.munmap(v);
-        }
+        self.region.release(cx);
         Step::Exit(0)
     }
 }
