@@ -2,7 +2,7 @@
 //!
 //! * One `#[test]` per script in `tests/selftests/` (ports of the kernel's
 //!   `tools/testing/selftests/cgroup/test_memcontrol.c`), `tests/v1/` (cgroup v1
-//!   behaviour) and `tests/seed002/` (seed reports). Each runs
+//!   behaviour) and `tests/seed000/`, `tests/seed002/` (seed reports). Each runs
 //!   `memcgsim script --check FILE` and requires exit status 0.
 //! * Tests of the script runner itself, on the small scripts in
 //!   `tests/fixtures/`: determinism, the report of a failed `expect`, the
@@ -193,10 +193,17 @@ script_tests! {
     v1_use_hierarchy => "v1/use_hierarchy.mcg",
     v1_stat => "v1/stat.mcg",
     v1_memsw => "v1/memsw.mcg",
+    v1_soft_limit => "v1/soft_limit.mcg",
     // Seed reports.
     seed002_pagetest_400m => "seed002/pagetest_400M.mcg",
     seed002_scan_split => "seed002/scan_split.mcg",
     seed002_scan_unified => "seed002/scan_unified.mcg",
+    seed000_global_tree => "seed000/global_tree.mcg",
+    seed000_global_rework => "seed000/global_rework.mcg",
+    seed000_global_rework_walk => "seed000/global_rework_walk.mcg",
+    seed000_limit_tree => "seed000/limit_tree.mcg",
+    seed000_limit_rework => "seed000/limit_rework.mcg",
+    seed000_fallback_rework => "seed000/fallback_rework.mcg",
 }
 
 /// Collect the `.mcg` files under `dir` (recursively), relative to `tests/`.

@@ -1,6 +1,7 @@
 //! /proc files: meminfo (fs/proc/meminfo.c), uptime (virtual time since boot), vmstat (mm/vmstat.c, the subset of items the
 //! model produces, in kernel order), and the vm sysctls swappiness, min_free_kbytes and
-//! watermark_scale_factor (read-only except swappiness).
+//! watermark_scale_factor (read-only except swappiness), and the simulator's own
+//! /proc/memcgsim/reclaim (reclaim-walk and soft-limit reclaim counters).
 
 use std::fmt::Write;
 
@@ -18,11 +19,12 @@ pub(crate) fn proc_files() -> &'static [&'static str] {
         "sys/vm/swappiness",
         "sys/vm/min_free_kbytes",
         "sys/vm/watermark_scale_factor",
+        "memcgsim/reclaim",
     ]
 }
 
 pub(crate) fn proc_dirs() -> &'static [&'static str] {
-    &["sys", "sys/vm"]
+    &["sys", "sys/vm", "memcgsim"]
 }
 
 fn kb(s: &mut String, name: &str, pages: u64) {
@@ -208,6 +210,24 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
         }
         "sys/vm/watermark_scale_factor" => {
             let _ = writeln!(s, "{}", m.cfg.watermark_scale_factor);
+        }
+        "memcgsim/reclaim" => {
+            // The simulator's own counters of reclaim walks and soft-limit reclaim; no kernel
+            // file has them (the kernel hid soft reclaim from its vmstat counters).
+            let st = &m.soft_stats;
+            for (k, v) in [
+                ("soft_reclaim_calls", st.calls),
+                ("soft_reclaim_ns", st.ns),
+                ("soft_groups_walked", st.walked),
+                ("soft_groups_shrunk", st.shrunk),
+                ("soft_scanned", st.scanned),
+                ("soft_reclaimed", st.reclaimed),
+                ("reclaim_all_fallbacks", st.fallbacks),
+                ("soft_limit_updates", st.updates),
+                ("memcg_walk_steps", st.walk_steps),
+            ] {
+                let _ = writeln!(s, "{k} {v}");
+            }
         }
         _ => return Err(Errno::ENOENT),
     }

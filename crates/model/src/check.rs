@@ -12,10 +12,13 @@
 //!   equals swap entries); a parent's usage is at least the sum of its children's;
 //! * children_min_usage / children_low_usage equal the sums over the children;
 //! * every resident file page is found at its index in its file, and every present PTE points
-//!   at a frame mapped back to it.
+//!   at a frame mapped back to it;
+//! * the soft-limit tree holds exactly the online memcgs marked on it, under the key and
+//!   sequence they record, each with a positive key; each memcg's children_in_excess equals
+//!   the number of its contributing descendants, and only the rework keeps any.
 
 use crate::machine::Machine;
-use crate::memcontrol::ROOT_MEMCG;
+use crate::memcontrol::{MemcgId, ROOT_MEMCG};
 use crate::page_cgroup::{pf, LRU_NONE, MAPPING_FILE_BIT, NIL};
 use crate::stat::{lru, Stat};
 use crate::swap::NID0;
@@ -30,8 +33,62 @@ impl Machine {
         }
     }
 
+    /// The soft-limit tree and the rework's children-in-excess counters.
+    fn check_soft_limit(&self) -> Result<(), String> {
+        let mut on_tree = 0usize;
+        let mut contributed_below = vec![0u32; self.memcgs.len()];
+        for (id, mc) in self.memcgs.iter().enumerate() {
+            if id == 0 || !mc.online {
+                if mc.soft.on_tree || mc.soft.contributed {
+                    return Err(format!("offline memcg {id} still in the soft-limit state"));
+                }
+                continue;
+            }
+            let s = mc.soft;
+            if s.on_tree {
+                on_tree += 1;
+                if s.usage_in_excess == 0 {
+                    return Err(format!("memcg {id} on the soft-limit tree with key 0"));
+                }
+                if !self
+                    .soft_tree
+                    .set
+                    .contains(&(s.usage_in_excess, s.seq, id as MemcgId))
+                {
+                    return Err(format!("memcg {id} marked on the tree but not in it"));
+                }
+            }
+            if s.contributed {
+                if self.cfg.softlimit != crate::config::SoftLimitPolicy::Rework {
+                    return Err(format!("memcg {id} contributes without the rework"));
+                }
+                let mut cur = mc.parent;
+                while let Some(p) = cur {
+                    contributed_below[p as usize] += 1;
+                    cur = self.memcg(p).parent;
+                }
+            }
+        }
+        if on_tree != self.soft_tree.set.len() {
+            return Err(format!(
+                "soft-limit tree has {} nodes but {on_tree} memcgs are marked on it",
+                self.soft_tree.set.len()
+            ));
+        }
+        for (id, mc) in self.memcgs.iter().enumerate() {
+            if id != 0 && mc.online && mc.soft.children_in_excess != contributed_below[id] {
+                return Err(format!(
+                    "memcg {id}: children_in_excess {} but {} contributing descendants",
+                    mc.soft.children_in_excess, contributed_below[id]
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Check every invariant; Err describes the first violation.
     pub fn check(&self) -> Result<(), String> {
+        self.check_soft_limit()?;
         let n = self.memcgs.len();
         let nr_frames = self.frames.nr_frames() as usize;
         let mut seen = vec![false; nr_frames];

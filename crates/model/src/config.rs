@@ -1,6 +1,6 @@
 //! Machine configuration: RAM, swap, CPUs, cgroup version, sysctls (vm.swappiness,
 //! min_free_kbytes, watermark_scale_factor), mount options (memory_recursiveprot,
-//! memory_localevents), the storage device and the cost of each simulated operation.
+//! memory_localevents), the LRU and soft-limit designs, the storage device and the cost of each simulated operation.
 //!
 //! Every field has a documented default; `MachineConfig::set` takes the `key=value` words of a
 //! script's `machine` line.
@@ -25,6 +25,22 @@ pub enum LruPolicy {
     /// One LRU pair holding anon and file pages together, the design split LRU replaced
     /// (2.6.27 and before; see docs/FIDELITY.md for what the model keeps of it).
     Unified,
+}
+
+/// The soft-limit reclaim design (cgroup v1 memory.soft_limit_in_bytes; seed 000).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SoftLimitPolicy {
+    /// Mainline: a per-node tree of memcgs ordered by excess, refreshed every 1024 page
+    /// events, from which kswapd and direct global reclaim take the largest offender and
+    /// reclaim it at priority 0 (mm/memcontrol-v1.c).
+    Tree,
+    /// The 2013 rework, all eight patches: a soft pass over the eligible groups at the
+    /// current priority before the reclaim-all pass, for limit reclaim too, with an
+    /// iterator that skips subtrees without children in excess.
+    Rework,
+    /// The rework without the children-in-excess counters (patches 1-4): every soft pass
+    /// walks the whole hierarchy and asks the predicate of every group.
+    ReworkWalk,
 }
 
 /// A storage device: a fixed access latency plus a transfer rate, serving one request at a
@@ -54,6 +70,9 @@ pub struct Costs {
     pub reclaim_ns: u64,
     /// Scheduling quantum: how long a task runs before the next event is looked at. 1 ms.
     pub quantum_ns: u64,
+    /// One memcg looked at by a reclaim walk (mem_cgroup_iter's step, the reference it
+    /// takes, the soft-limit predicate or the protection check). Default 100 ns.
+    pub memcg_iter_ns: u64,
 }
 
 /// Everything that defines a simulated machine.
@@ -88,6 +107,8 @@ pub struct MachineConfig {
     pub nodes: u32,
     /// Split LRU (default) or a single unified LRU.
     pub lru: LruPolicy,
+    /// Soft-limit reclaim design. Default the mainline tree.
+    pub softlimit: SoftLimitPolicy,
     pub device: DeviceConfig,
     pub costs: Costs,
 }
@@ -109,6 +130,7 @@ impl Default for MachineConfig {
             root_memory_enabled: true,
             nodes: 1,
             lru: LruPolicy::Split,
+            softlimit: SoftLimitPolicy::Tree,
             device: DeviceConfig {
                 latency_ns: 100_000,
                 bandwidth_bps: 500_000_000,
@@ -121,6 +143,7 @@ impl Default for MachineConfig {
                 scan_ns: 100,
                 reclaim_ns: 300,
                 quantum_ns: 1_000_000,
+                memcg_iter_ns: 100,
             },
         }
     }
@@ -155,12 +178,14 @@ impl MachineConfig {
         "stock",
         "root_memory",
         "lru",
+        "softlimit",
         "disk_latency",
         "disk_bandwidth",
         "hit_cost",
         "fault_cost",
         "scan_cost",
         "quantum",
+        "iter_cost",
     ];
 
     /// Apply one `key=value` setting of a `machine` line.
@@ -192,12 +217,25 @@ impl MachineConfig {
                         _ => return Err(format!("expected split or unified, got '{value}'")),
                     }
                 }
+                "softlimit" => {
+                    self.softlimit = match value {
+                        "tree" => SoftLimitPolicy::Tree,
+                        "rework" => SoftLimitPolicy::Rework,
+                        "rework-walk" => SoftLimitPolicy::ReworkWalk,
+                        _ => {
+                            return Err(format!(
+                                "expected tree, rework or rework-walk, got '{value}'"
+                            ))
+                        }
+                    }
+                }
                 "disk_latency" => self.device.latency_ns = parse_duration_ns(value)?,
                 "disk_bandwidth" => self.device.bandwidth_bps = parse_size(value)?,
                 "hit_cost" => self.costs.hit_ns = parse_duration_ns(value)?,
                 "fault_cost" => self.costs.minor_fault_ns = parse_duration_ns(value)?,
                 "scan_cost" => self.costs.scan_ns = parse_duration_ns(value)?,
                 "quantum" => self.costs.quantum_ns = parse_duration_ns(value)?,
+                "iter_cost" => self.costs.memcg_iter_ns = parse_duration_ns(value)?,
                 _ => {
                     return Err(format!(
                         "unknown machine option '{key}' (known: {})",

@@ -39,6 +39,7 @@ pub mod page_writeback;
 pub mod program;
 pub mod rng;
 pub mod sched;
+pub mod soft_limit;
 pub mod stat;
 pub mod swap;
 pub mod swapfile;
@@ -47,7 +48,9 @@ pub mod units;
 pub mod vmscan;
 pub mod workingset;
 
-pub use config::{CgroupVersion, Costs, DeviceConfig, LruPolicy, MachineConfig, PAGE_SIZE};
+pub use config::{
+    CgroupVersion, Costs, DeviceConfig, LruPolicy, MachineConfig, SoftLimitPolicy, PAGE_SIZE,
+};
 pub use errno::Errno;
 pub use machine::Machine;
 pub use memcontrol::{MemcgEvent, MemcgId, ROOT_MEMCG};

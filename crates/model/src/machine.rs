@@ -53,6 +53,9 @@ pub struct Machine {
     /// Total RAM pages and swap pages.
     pub totalram_pages: u64,
     pub total_swap_pages: u64,
+    /// The per-node soft-limit tree (one node) and what soft-limit reclaim did.
+    pub soft_tree: crate::soft_limit::SoftLimitTree,
+    pub soft_stats: crate::soft_limit::SoftStats,
 }
 
 impl Machine {
@@ -85,6 +88,8 @@ impl Machine {
             totalram_pages: nr_frames as u64,
             total_swap_pages: nr_swap,
             unified_lru: cfg.lru == crate::config::LruPolicy::Unified,
+            soft_tree: Default::default(),
+            soft_stats: Default::default(),
             cfg,
         };
         m.memcgs.push(Memcg::new(0, None, 0)); // placeholder for id 0

@@ -79,6 +79,10 @@ pub struct Memcg {
     pub soft_limit: u64,
     /// Tasks attached directly to this memcg.
     pub nr_tasks: u32,
+    /// Soft-limit tree node and the rework's counters (soft_limit.rs).
+    pub soft: crate::soft_limit::SoftNode,
+    /// Per-CPU page events and their ratelimit targets.
+    pub page_events: Vec<crate::soft_limit::PageEvents>,
 }
 
 impl Memcg {
@@ -101,6 +105,8 @@ impl Memcg {
             under_oom: false,
             soft_limit: PAGE_COUNTER_MAX,
             nr_tasks: 0,
+            soft: Default::default(),
+            page_events: Vec::new(),
         }
     }
 }
@@ -159,6 +165,7 @@ impl Machine {
         };
         let depth = parent.map(|p| self.memcg(p).depth + 1).unwrap_or(0);
         let mut mc = Memcg::new(id, parent, depth);
+        mc.page_events = vec![Default::default(); self.cfg.cpus as usize];
         mc.swappiness = match parent {
             Some(p) => self.memcg(p).swappiness,
             None => self.vm_swappiness,
@@ -197,6 +204,7 @@ impl Machine {
             return Err(Errno::EBUSY);
         }
         let parent = mc.parent.expect("non-root memcg has a parent");
+        self.soft_limit_offline(id);
         self.drain_all_stock(id);
         self.reparent_pages(id, parent);
         // Clear protection so the parent's children_*_usage sums lose this child's share.
@@ -577,6 +585,7 @@ impl Machine {
     pub fn commit_charge(&mut self, pfn: Pfn, memcg: MemcgId) {
         self.frames.pc[pfn as usize].memcg = memcg;
         self.mod_stat(memcg, Stat::Pgpgin, 1);
+        self.memcg_check_events(memcg, 1);
     }
 
     /// Uncharge one page owned by `memcg` (the folio is being freed).
@@ -588,6 +597,7 @@ impl Machine {
             }
         }
         self.mod_stat(memcg, Stat::Pgpgout, 1);
+        self.memcg_check_events(memcg, 1);
     }
 
     // ---------------------------------------------------------------- swap charge
@@ -613,6 +623,7 @@ impl Machine {
             self.memory.uncharge(memcg as usize, 1);
         }
         self.mod_stat(memcg, Stat::Pgpgout, 1);
+        self.memcg_check_events(memcg, 1);
     }
 
     /// mem_cgroup_uncharge_swap(): a swap entry is freed.

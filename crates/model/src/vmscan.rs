@@ -6,7 +6,9 @@
 //! * `shrink_node()` with the scan-control preparation at the reclaim root (anon/file cost
 //!   balance, may_deactivate from refaults and inactive_is_low, cache_trim_mode,
 //!   file_is_tiny);
-//! * `shrink_node_memcgs()`: the pre-order memcg walk with effective min/low protection;
+//! * `shrink_node_memcgs()`: the pre-order memcg walk with effective min/low protection, and
+//!   the soft-limit rework's two passes (seed 000; the predicate is in soft_limit.rs);
+//! * the calls into mainline soft-limit reclaim from direct reclaim and kswapd;
 //! * `shrink_lruvec()` with `get_scan_count()` (all five scan balances, proportional
 //!   protection scaling) and the proportional rebalance once the goal is met;
 //! * `shrink_active_list()`, `shrink_inactive_list()` + `shrink_folio_list()` decisions and
@@ -19,6 +21,7 @@
 //! pages are never written from reclaim (the flusher cleans them, as in the newest kernels);
 //! reclaim_throttle() and too_many_isolated() are not modelled; no slab shrinkers.
 
+use crate::config::SoftLimitPolicy;
 use crate::machine::Machine;
 use crate::memcontrol::{IterVisit, MemcgEvent, MemcgId, ROOT_MEMCG};
 use crate::page_cgroup::{pf, Pfn, MAPPING_FILE_BIT, NIL};
@@ -64,8 +67,6 @@ pub struct ScanControl {
     pub file_cost: u64,
     pub nr_scanned: u64,
     pub nr_reclaimed: u64,
-    /// Soft-limit reclaim hooks will use this to restrict the walk (seed 000).
-    pub walk_filter: Option<fn(&Machine, MemcgId) -> IterVisit>,
     pub nr_dirty: u64,
     pub nr_unqueued_dirty: u64,
     pub nr_writeback: u64,
@@ -98,7 +99,6 @@ impl ScanControl {
             file_cost: 0,
             nr_scanned: 0,
             nr_reclaimed: 0,
-            walk_filter: None,
             nr_dirty: 0,
             nr_unqueued_dirty: 0,
             nr_writeback: 0,
@@ -199,6 +199,12 @@ impl Machine {
         for _retry in 0..4 {
             loop {
                 sc.nr_scanned = 0;
+                if !sc.cgroup_reclaim && self.cfg.softlimit == SoftLimitPolicy::Tree {
+                    // shrink_zones(): soft-limit reclaim once per node and priority.
+                    let (reclaimed, scanned) = self.mem_cgroup_soft_limit_reclaim(false);
+                    sc.nr_reclaimed += reclaimed;
+                    sc.nr_scanned += scanned;
+                }
                 self.shrink_node(sc);
                 if sc.nr_reclaimed >= sc.nr_to_reclaim {
                     break;
@@ -290,7 +296,10 @@ impl Machine {
         }
     }
 
-    /// shrink_node().
+    /// shrink_node(). With the soft-limit rework (seed 000), two passes at the same
+    /// priority: the soft pass visits only the groups mem_cgroup_soft_reclaim_eligible()
+    /// lets through, repeated once if it visited none (rework patch 8), and the reclaim-all
+    /// pass follows only if the soft pass scanned nothing.
     pub fn shrink_node(&mut self, sc: &mut ScanControl) {
         sc.nr_dirty = 0;
         sc.nr_unqueued_dirty = 0;
@@ -300,7 +309,19 @@ impl Machine {
         sc.nr_file_taken = 0;
         let before = sc.nr_reclaimed;
         self.prepare_scan_control(sc);
-        self.shrink_node_memcgs(sc);
+        if self.should_soft_reclaim(sc) {
+            let scanned_before = sc.nr_scanned;
+            let groups = self.soft_pass(sc);
+            if groups == 0 && self.cfg.softlimit == SoftLimitPolicy::Rework {
+                self.soft_pass(sc);
+            }
+            if sc.nr_scanned == scanned_before {
+                self.soft_stats.fallbacks += 1;
+                self.shrink_node_memcgs(sc, false);
+            }
+        } else {
+            self.shrink_node_memcgs(sc, false);
+        }
         if sc.nr_reclaimed > before && !sc.cgroup_reclaim {
             // Any progress makes the node reclaimable again.
             self.kswapd.failures = 0;
@@ -311,19 +332,42 @@ impl Machine {
         }
     }
 
+    /// One soft pass of the rework, with its statistics. Returns the groups it visited.
+    fn soft_pass(&mut self, sc: &mut ScanControl) -> usize {
+        let start = self.now();
+        let (scanned, reclaimed) = (sc.nr_scanned, sc.nr_reclaimed);
+        let steps = self.soft_stats.walk_steps;
+        let groups = self.shrink_node_memcgs(sc, true);
+        let spent = self.now() - start;
+        let st = &mut self.soft_stats;
+        st.calls += 1;
+        st.walked += st.walk_steps - steps;
+        st.shrunk += groups as u64;
+        st.scanned += sc.nr_scanned - scanned;
+        st.reclaimed += sc.nr_reclaimed - reclaimed;
+        st.ns += spent;
+        groups
+    }
+
     /// mem_cgroup_unprotected(): the root and the reclaim target are never protected.
     fn memcg_unprotected(target: MemcgId, memcg: MemcgId) -> bool {
         memcg == ROOT_MEMCG || memcg == target
     }
 
-    /// shrink_node_memcgs(): a full pre-order walk of the target's subtree.
-    fn shrink_node_memcgs(&mut self, sc: &mut ScanControl) {
+    /// shrink_node_memcgs(): a pre-order walk of the target's subtree, every group or (the
+    /// rework's soft pass) the soft-limit eligible ones. Returns how many groups the walk
+    /// returned.
+    fn shrink_node_memcgs(&mut self, sc: &mut ScanControl, soft: bool) -> usize {
         let mut list = Vec::new();
-        match sc.walk_filter {
-            Some(f) => self.memcg_walk(sc.target, f, &mut list),
-            None => self.memcg_walk(sc.target, |_, _| IterVisit::Visit, &mut list),
+        let root = sc.target;
+        let looked = if soft {
+            self.memcg_walk(root, |m, x| m.soft_reclaim_eligible(x, root), &mut list)
+        } else {
+            self.memcg_walk(root, |_, _| IterVisit::Visit, &mut list)
         };
+        self.charge_walk(looked);
         let recursive = self.cfg.recursive_prot;
+        let groups = list.len();
         for memcg in list {
             self.memory
                 .calculate_protection(sc.target as usize, memcg as usize, recursive);
@@ -342,6 +386,13 @@ impl Machine {
             }
             self.shrink_lruvec(memcg, sc);
         }
+        groups
+    }
+
+    /// The CPU cost of a reclaim walk that looked at `looked` memcgs.
+    pub(crate) fn charge_walk(&mut self, looked: usize) {
+        self.soft_stats.walk_steps += looked as u64;
+        self.spend_cpu(looked as u64 * self.cfg.costs.memcg_iter_ns);
     }
 
     /// can_reclaim_anon_pages().
@@ -736,7 +787,8 @@ impl Machine {
         // kswapd_age_node()
         if self.total_swap_pages > 0 {
             let mut all = Vec::new();
-            self.memcg_walk(ROOT_MEMCG, |_, _| IterVisit::Visit, &mut all);
+            let looked = self.memcg_walk(ROOT_MEMCG, |_, _| IterVisit::Visit, &mut all);
+            self.charge_walk(looked);
             for m in all {
                 if self.inactive_is_low(m, false) {
                     self.shrink_active_list(SWAP_CLUSTER_MAX, m, &mut sc, lru::ACTIVE_ANON);
@@ -745,6 +797,12 @@ impl Machine {
         }
         sc.nr_to_reclaim = self.wmark.high.max(SWAP_CLUSTER_MAX);
         sc.nr_scanned = 0;
+        if self.cfg.softlimit == SoftLimitPolicy::Tree {
+            // balance_pgdat(): soft-limit reclaim before kswapd_shrink_node(); what it
+            // scanned does not count toward raising the priority.
+            let (reclaimed, _) = self.mem_cgroup_soft_limit_reclaim(true);
+            sc.nr_reclaimed += reclaimed;
+        }
         self.shrink_node(&mut sc);
         let raise_priority = sc.nr_scanned < sc.nr_to_reclaim;
         self.kswapd.nr_reclaimed += sc.nr_reclaimed;
