@@ -1,5 +1,5 @@
 //! `kbuild [--jobs N] [--units N] [--tree SIZE] [--anon SIZE] [--obj SIZE] [--cpu DURATION]
-//! [--src NAME] [--seed N]` — a kernel build, the workload of seeds 000 (parallel builds of a
+//! [--src NAME] [--seed N] [--shard K/N]` — a kernel build, the workload of seeds 000 (parallel builds of a
 //! distribution config under soft limits; a build squeezed next to mem_eater) and 003 (two
 //! `make -j16` defconfig builds while memory.stat is polled).
 //!
@@ -18,6 +18,10 @@
 //! 3. walks its whole heap a second time (optimisation passes);
 //! 4. writes `--obj` to its own object file `kbuild.PID.UNIT.o` (truncated first);
 //! 5. unmaps its heap.
+//!
+//! With `--shard K/N` the task compiles only units K−1, K−1+N, K−1+2N, ... of the build, so
+//! N tasks with shards 1/N to N/N on the same `--src` do exactly the work of one build
+//! between them, on N CPUs (a `make -jN` whose jobs are separate processes).
 //!
 //! `--cpu` of user CPU per unit is spread evenly over the unit's page operations. Random
 //! choices come from `--seed` (default: derived from the arguments).
@@ -41,7 +45,7 @@ const SLICE: u32 = 16;
 const SPEC: Spec = Spec {
     flags: &[],
     options: &[
-        "--jobs", "--units", "--tree", "--anon", "--obj", "--cpu", "--src", "--seed",
+        "--jobs", "--units", "--tree", "--anon", "--obj", "--cpu", "--src", "--seed", "--shard",
     ],
     positional: &[],
     required: 0,
@@ -59,6 +63,10 @@ pub(crate) fn build(args: &[String]) -> Result<Box<dyn Program>, String> {
         .string("--src")
         .unwrap_or_else(|| "kbuild.src".to_string());
     let seed = a.seed()?;
+    let (shard, shards) = match a.value("--shard") {
+        None => (1, 1),
+        Some(v) => parse_shard(v)?,
+    };
     let tree_pages = pages(tree);
     let header_pages = (tree_pages / 4).max(1);
     Ok(Box::new(Kbuild {
@@ -77,10 +85,24 @@ pub(crate) fn build(args: &[String]) -> Result<Box<dyn Program>, String> {
             tree: None,
         },
         slots: (0..jobs).map(|_| None).collect(),
-        next_unit: 0,
+        next_unit: shard - 1,
+        stride: shards,
         cur: 0,
         slice_used: 0,
     }))
+}
+
+/// `K/N` with 1 <= K <= N <= 1024.
+fn parse_shard(v: &str) -> Result<(u64, u64), String> {
+    let bad =
+        || format!("kbuild: --shard: bad shard '{v}' (expected K/N with 1 <= K <= N <= 1024)");
+    let (k, n) = v.split_once('/').ok_or_else(bad)?;
+    let k: u64 = k.parse().map_err(|_| bad())?;
+    let n: u64 = n.parse().map_err(|_| bad())?;
+    if k == 0 || k > n || n > 1024 {
+        return Err(bad());
+    }
+    Ok((k, n))
 }
 
 /// What all jobs share.
@@ -123,6 +145,8 @@ pub struct Kbuild {
     sh: Shared,
     slots: Vec<Option<Job>>,
     next_unit: u64,
+    /// Units between two of this task's units (the shard count).
+    stride: u64,
     /// The slot whose turn it is, and the operations it has done in this turn.
     cur: usize,
     slice_used: u32,
@@ -239,7 +263,7 @@ impl Program for Kbuild {
                         Ok(j) => self.slots[s] = Some(j),
                         Err(step) => return step,
                     }
-                    self.next_unit += 1;
+                    self.next_unit += self.stride;
                 } else if self.slots.iter().all(Option::is_none) {
                     return Step::Exit(0);
                 } else {

@@ -169,6 +169,40 @@ fn kbuild_charges_file_and_anon() {
 }
 
 #[test]
+fn kbuild_shards_split_one_build() {
+    let build = "kbuild --jobs 1 --units 8 --tree 2M --anon 1M --obj 16K --cpu 20ms";
+    let mut s = machine("128M");
+    s.mkdir("/b").unwrap();
+    let whole = start(&mut s, "/a", build);
+    let shards: Vec<Pid> = (1..=4)
+        .map(|k| start(&mut s, "/b", &format!("{build} --src b.src --shard {k}/4")))
+        .collect();
+    for _ in 0..10_000 {
+        if shards
+            .iter()
+            .chain([&whole])
+            .all(|&p| s.outcome(p).is_some())
+        {
+            break;
+        }
+        s.advance(MS);
+    }
+    for &p in shards.iter().chain([&whole]) {
+        assert_eq!(s.outcome(p), Some(TaskOutcome::Exited(0)));
+    }
+    // Together the shards compile every unit once: the same heap faults and objects.
+    for k in ["pgfault", "file_dirty"] {
+        let a = stat(&mut s, "/a/memory.stat", k);
+        assert_eq!(stat(&mut s, "/b/memory.stat", k), a, "{k}");
+    }
+    // Each shard did two of the eight units.
+    for &p in &shards {
+        let cpu = task_cpu_ns(&s, p);
+        assert!((40 * MS..60 * MS).contains(&cpu), "{cpu}");
+    }
+}
+
+#[test]
 fn pagetest_touches_every_page_each_pass() {
     let mut s = machine("128M");
     let pid = run(&mut s, "pagetest 4M --kind mapped --passes 3");
