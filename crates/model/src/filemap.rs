@@ -88,6 +88,20 @@ impl Machine {
         self.files.v[f as usize].entries.truncate(new_size as usize);
     }
 
+    /// Grow a file to `new_size` pages whose data is on disk and not cached, as a file written
+    /// before the caches were dropped (an extracted source tree). Pages already in the file
+    /// are left as they are.
+    pub fn file_extend_on_disk(&mut self, f: u32, new_size: u64) {
+        let old = self.files.v[f as usize].size;
+        if new_size <= old {
+            return;
+        }
+        self.file_truncate(f, new_size);
+        for e in &mut self.files.v[f as usize].entries[old as usize..new_size as usize] {
+            *e = ONDISK;
+        }
+    }
+
     /// Drop a resident page from the cache (truncation): no shadow entry.
     fn file_drop_page(&mut self, pfn: Pfn) {
         let m = self.frames.map[pfn as usize];

@@ -267,6 +267,12 @@ impl TaskCtx<'_> {
         self.m.file_truncate(f.0, pages)
     }
 
+    /// Grow a file to `pages` pages that are on disk but not in the page cache (a file
+    /// written earlier, with the caches dropped since).
+    pub fn extend_on_disk(&mut self, f: FileId, pages: u64) {
+        self.m.file_extend_on_disk(f.0, pages)
+    }
+
     /// read() one page.
     pub fn read(&mut self, f: FileId, idx: u64) -> Result<(), Fault> {
         self.m.file_read(self.pid, f.0, idx)

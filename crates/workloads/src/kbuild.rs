@@ -1,5 +1,5 @@
 //! `kbuild [--jobs N] [--units N] [--tree SIZE] [--anon SIZE] [--obj SIZE] [--cpu DURATION]
-//! [--src NAME] [--seed N] [--shard K/N]` — a kernel build, the workload of seeds 000 (parallel builds of a
+//! [--src NAME] [--seed N] [--shard K/N] [--cold]` — a kernel build, the workload of seeds 000 (parallel builds of a
 //! distribution config under soft limits; a build squeezed next to mem_eater) and 003 (two
 //! `make -j16` defconfig builds while memory.stat is polled).
 //!
@@ -10,7 +10,9 @@
 //!
 //! 1. maps `--anon` of private anonymous memory (the compiler's heap);
 //! 2. reads its share of the source tree — the file `--src` (default `kbuild.src`, created
-//!    sparse at `--tree` if missing or smaller) — interleaved with the first writes of its
+//!    sparse at `--tree` if missing or smaller; with `--cold`, created on disk and not cached,
+//!    as a freshly extracted tree after the caches were dropped, so that reading it and
+//!    re-reading what reclaim evicted costs disk reads) — interleaved with the first writes of its
 //!    heap. The tree's first quarter stands for the headers, the rest for the .c files:
 //!    each unit reads its own 1/units slice of the .c part sequentially (read once), plus
 //!    (headers / units) header pages drawn from a Zipf law (theta 0.99, first header pages
@@ -43,7 +45,7 @@ const HEADER_THETA: f64 = 0.99;
 const SLICE: u32 = 16;
 
 const SPEC: Spec = Spec {
-    flags: &[],
+    flags: &["--cold"],
     options: &[
         "--jobs", "--units", "--tree", "--anon", "--obj", "--cpu", "--src", "--seed", "--shard",
     ],
@@ -82,6 +84,7 @@ pub(crate) fn build(args: &[String]) -> Result<Box<dyn Program>, String> {
             cpu_ns: cpu,
             src,
             seed,
+            cold: a.flag("--cold"),
             tree: None,
         },
         slots: (0..jobs).map(|_| None).collect(),
@@ -119,6 +122,7 @@ struct Shared {
     cpu_ns: u64,
     src: String,
     seed: u64,
+    cold: bool,
     tree: Option<FileId>,
 }
 
@@ -250,7 +254,11 @@ impl Program for Kbuild {
         if self.sh.tree.is_none() {
             let f = cx.open(&self.sh.src);
             if cx.file_size(f) < self.sh.tree_pages {
-                cx.truncate(f, self.sh.tree_pages);
+                if self.sh.cold {
+                    cx.extend_on_disk(f, self.sh.tree_pages);
+                } else {
+                    cx.truncate(f, self.sh.tree_pages);
+                }
             }
             self.sh.tree = Some(f);
         }

@@ -72,7 +72,7 @@ pub fn describe(name: &str) -> Option<&'static str> {
         "cat" => "cat --file NAME [SIZE]: read a file once from start to end (extended sparse to SIZE first if smaller)",
         "readonce" => "readonce --file NAME [SIZE]: the same as cat: a read-once stream through a file",
         "tar" => "tar SIZE [--files N] [--archive NAME] [--dest PREFIX] [--seed N]: extract an archive of SIZE into N files (default 1000), reads interleaved with writes",
-        "kbuild" => "kbuild [--jobs N] [--units N] [--tree SIZE] [--anon SIZE] [--obj SIZE] [--cpu DURATION] [--src NAME] [--seed N] [--shard K/N]: a make -jN kernel build, or shard K of N of one (defaults: 4 jobs, 3000 units, 1G tree, 40M heap, 200K objects, 300ms CPU per unit)",
+        "kbuild" => "kbuild [--jobs N] [--units N] [--tree SIZE] [--anon SIZE] [--obj SIZE] [--cpu DURATION] [--src NAME] [--seed N] [--shard K/N] [--cold]: a make -jN kernel build, or shard K of N of one; --cold: the tree is on disk, not cached (defaults: 4 jobs, 3000 units, 1G tree, 40M heap, 200K objects, 300ms CPU per unit)",
         "pagetest" => "pagetest SIZE [--kind anon|mapped|shared] [--passes N]: allocate SIZE and write every page N times (default 2); every kind is anonymous memory in the model",
         "fault-bench" => "fault-bench SIZE [--mode read|write] [--iterations N] [--file NAME]: N times (default 10) map, write and unmap SIZE (write), or read a file of SIZE (read)",
         "hackbench" => "hackbench [--groups N] [--procs N] [--loops N] [--size SIZE]: rounds (default 100) of groups x procs (default 10 x 40) short-lived processes each writing a small buffer (default 64K)",
@@ -408,7 +408,7 @@ mod tests {
                 "tar",
             ),
             ("kbuild", &[], "kbuild"),
-            ("kbuild", &["--shard", "3/8"], "kbuild"),
+            ("kbuild", &["--shard", "3/8", "--cold"], "kbuild"),
             (
                 "kbuild",
                 &[

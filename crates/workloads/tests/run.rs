@@ -169,6 +169,18 @@ fn kbuild_charges_file_and_anon() {
 }
 
 #[test]
+fn kbuild_cold_tree_is_read_from_disk() {
+    let build = "kbuild --jobs 2 --units 8 --tree 2M --anon 1M --obj 16K --cpu 20ms";
+    let mut s = machine("128M");
+    let warm = run(&mut s, build);
+    let cold = run(&mut s, &format!("{build} --src cold.src --cold"));
+    let io = |s: &System, p: Pid| s.machine.task(p).stats.io_wait_ns;
+    assert_eq!(io(&s, warm), 0, "a sparse tree costs no I/O");
+    // Every page of the .c part (3/4 of 512 pages) is read from disk at least once.
+    assert!(io(&s, cold) > 384 * 100_000, "{}", io(&s, cold));
+}
+
+#[test]
 fn kbuild_shards_split_one_build() {
     let build = "kbuild --jobs 1 --units 8 --tree 2M --anon 1M --obj 16K --cpu 20ms";
     let mut s = machine("128M");
