@@ -29,7 +29,7 @@ pub struct RunArgs {
     pub no_progress: bool,
 }
 
-/// `memcgsim compare SCENARIO [--out DIR] [--no-progress]`
+/// `memcgsim compare SCENARIO [--ratio] [--out DIR] [--no-progress]`
 #[derive(Args, Debug)]
 pub struct CompareArgs {
     /// The scenario file (TOML, see docs/SCENARIOS.md)
@@ -37,6 +37,10 @@ pub struct CompareArgs {
     /// Output folder (default: results/NAME/compare)
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Show each statistic as a percentage of the base's ([100.8%]) instead of the change
+    /// ([+0.8%])
+    #[arg(long)]
+    pub ratio: bool,
     /// Do not show the progress bars
     #[arg(long)]
     pub no_progress: bool,
@@ -78,10 +82,11 @@ pub fn compare_cmd(args: &CompareArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
-    let c = match compare(&sc, !args.no_progress) {
+    let mut c = match compare(&sc, !args.no_progress) {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };
+    c.ratio = args.ratio;
     print!("{}", c.render());
     let dir = args
         .out

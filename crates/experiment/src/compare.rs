@@ -2,7 +2,9 @@
 //! system, faults, I/O wait, throttling; per cgroup and for the machine: peak usage, swap
 //! peak, faults, swap-ins and -outs, scanned and reclaimed pages, OOM kills) the min, max,
 //! average and standard deviation of each variant, with each statistic's change against the
-//! base variant's same statistic in percent.
+//! base variant's same statistic in percent (or, with `--ratio`, the statistic as a percentage
+//! of the base's). The machine also has the average swap usage and the counters of soft-limit
+//! reclaim and reclaim walks (/proc/memcgsim/reclaim).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -44,6 +46,9 @@ pub struct FigureRow {
     pub stats: Stats,
     /// Against the base variant; absent on the base's own line.
     pub change_pct: Option<Change>,
+    /// Each statistic as a percentage of the base variant's (100 is equal); `None` in a
+    /// statistic where the base's is 0; absent on the base's own line.
+    pub ratio_pct: Option<Change>,
 }
 
 /// One figure: a title naming the quantity, its unit and its subject, and a line per variant.
@@ -72,6 +77,10 @@ pub struct Comparison {
     pub seeds: Vec<u64>,
     pub outcomes: Vec<Outcomes>,
     pub figures: Vec<Figure>,
+    /// Print the brackets as a percentage of the base (`[100.8%]`) instead of the change
+    /// (`[+0.8%]`). Only the text report depends on it.
+    #[serde(skip)]
+    pub ratio: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -120,6 +129,43 @@ fn pct(x: f64, base: f64) -> Option<f64> {
         Some((x - base) / base * 100.0)
     }
 }
+
+/// A statistic as a percentage of the base's; `None` when the base's is 0.
+fn ratio(x: f64, base: f64) -> Option<f64> {
+    if base == 0.0 {
+        None
+    } else {
+        Some(x / base * 100.0)
+    }
+}
+
+/// The machine's swap usage averaged over the samples of a run (sum / number of samples,
+/// rounded to the nearest byte).
+fn swap_avg(r: &RunResult) -> Option<u64> {
+    let pts = r.series.points(MACHINE_ROW, "swap_used");
+    if pts.is_empty() {
+        return None;
+    }
+    let n = pts.len() as u128;
+    let sum: u128 = pts.iter().map(|p| p.1 as u128).sum();
+    Some(((sum + n / 2) / n) as u64)
+}
+
+/// The machine figures from /proc/memcgsim/reclaim: title, kind and key.
+const RECLAIM_FIGURES: &[(&str, Kind, &str)] = &[
+    ("soft reclaim calls", Kind::Count, "soft_reclaim_calls"),
+    ("soft reclaim time", Kind::Time, "soft_reclaim_ns"),
+    ("soft groups walked", Kind::Count, "soft_groups_walked"),
+    ("soft groups shrunk", Kind::Count, "soft_groups_shrunk"),
+    ("soft scanned", Kind::Count, "soft_scanned"),
+    ("soft reclaimed", Kind::Count, "soft_reclaimed"),
+    (
+        "reclaim-all fallbacks",
+        Kind::Count,
+        "reclaim_all_fallbacks",
+    ),
+    ("memcg walk steps", Kind::Count, "memcg_walk_steps"),
+];
 
 /// Per-task aggregate of one run: all copies and repetitions of a `[[task]]` together.
 #[derive(Default)]
@@ -225,6 +271,7 @@ fn figure_specs(sc: &Scenario, runs: &[RunResult]) -> Vec<(String, Kind, Extract
             ("pgsteal", Kind::Count, |c| c.pgsteal),
             ("oom_kill", Kind::Count, |c| c.oom_kill),
         ];
+        let machine = cg == MACHINE_ROW;
         for (what, kind, g) in items {
             let c2 = cg.clone();
             v.push((
@@ -232,6 +279,18 @@ fn figure_specs(sc: &Scenario, runs: &[RunResult]) -> Vec<(String, Kind, Extract
                 kind,
                 Box::new(move |r: &RunResult| cg_of(r, &c2).and_then(g)),
             ));
+            if machine && what == "swap peak" {
+                v.push((format!("swap avg {subj}"), Kind::Size, Box::new(swap_avg)));
+            }
+        }
+        if machine {
+            for &(what, kind, key) in RECLAIM_FIGURES {
+                v.push((
+                    format!("{what} {subj}"),
+                    kind,
+                    Box::new(move |r: &RunResult| r.reclaim.get(key)),
+                ));
+            }
         }
     }
     v
@@ -285,17 +344,22 @@ fn build(sc: &Scenario, order: &[String], runs: &[RunResult]) -> Comparison {
         for (vn, vals) in raw {
             let values: Vec<f64> = vals.iter().map(|&x| x as f64 / div).collect();
             let st = stats(&values);
-            let change_pct = rows.first().map(|b: &FigureRow| Change {
-                min: pct(st.min, b.stats.min),
-                max: pct(st.max, b.stats.max),
-                avg: pct(st.avg, b.stats.avg),
-                std: pct(st.std, b.stats.std),
-            });
+            let against = |f: fn(f64, f64) -> Option<f64>| {
+                rows.first().map(|b: &FigureRow| Change {
+                    min: f(st.min, b.stats.min),
+                    max: f(st.max, b.stats.max),
+                    avg: f(st.avg, b.stats.avg),
+                    std: f(st.std, b.stats.std),
+                })
+            };
+            let change_pct = against(pct);
+            let ratio_pct = against(ratio);
             rows.push(FigureRow {
                 variant: vn,
                 values,
                 stats: st,
                 change_pct,
+                ratio_pct,
             });
         }
         let full = if u.is_empty() {
@@ -337,6 +401,7 @@ fn build(sc: &Scenario, order: &[String], runs: &[RunResult]) -> Comparison {
         seeds: sc.run.seeds.clone(),
         outcomes,
         figures,
+        ratio: false,
     }
 }
 
@@ -364,6 +429,13 @@ fn fmt_change(c: Option<f64>) -> String {
     }
 }
 
+fn fmt_ratio(c: Option<f64>) -> String {
+    match c {
+        Some(x) => format!(" [{x:.1}%]"),
+        None => " [n/a]".into(),
+    }
+}
+
 impl Comparison {
     /// The text report (also `compare.txt`).
     pub fn render(&self) -> String {
@@ -374,9 +446,14 @@ impl Comparison {
         }
         s.push('\n');
         let seeds: Vec<String> = self.seeds.iter().map(|x| x.to_string()).collect();
+        let brackets = if self.ratio {
+            "[%] is the statistic as a percentage of the base's same statistic"
+        } else {
+            "[%] is the change against the base's same statistic"
+        };
         let _ = writeln!(
             s,
-            "variants: {} (base: {}); seeds: {}; [%] is the change against the base's same statistic",
+            "variants: {} (base: {}); seeds: {}; {brackets}",
             self.variants.join(", "),
             self.base,
             seeds.join(", ")
@@ -398,9 +475,12 @@ impl Comparison {
             for r in &f.rows {
                 let st = &r.stats;
                 let label = format!("{}:", r.variant);
-                let c = r.change_pct.as_ref();
-                let ch =
-                    |g: fn(&Change) -> Option<f64>| c.map(|c| fmt_change(g(c))).unwrap_or_default();
+                let (c, fmt): (_, fn(Option<f64>) -> String) = if self.ratio {
+                    (r.ratio_pct.as_ref(), fmt_ratio)
+                } else {
+                    (r.change_pct.as_ref(), fmt_change)
+                };
+                let ch = |g: fn(&Change) -> Option<f64>| c.map(|c| fmt(g(c))).unwrap_or_default();
                 let _ = writeln!(
                     s,
                     "  {label:<w$}  min: {:.2}{} max: {:.2}{} avg: {:.2}{} std: {:.2}{} runs: {}",
@@ -453,5 +533,11 @@ mod tests {
         assert_eq!(pct(90.0, 100.0), Some(-10.0));
         assert_eq!(pct(0.0, 0.0), Some(0.0));
         assert_eq!(pct(1.0, 0.0), None);
+        assert_eq!(ratio(90.0, 100.0), Some(90.0));
+        assert_eq!(ratio(0.0, 0.0), None);
+        assert_eq!(ratio(1.0, 0.0), None);
+        assert_eq!(fmt_ratio(ratio(657.34, 651.92)), " [100.8%]");
+        assert_eq!(fmt_change(pct(657.34, 651.92)), " [+0.8%]");
+        assert_eq!(fmt_ratio(None), " [n/a]");
     }
 }

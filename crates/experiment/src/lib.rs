@@ -9,8 +9,13 @@
 //!   `summary.txt`, `summary.json`, `timeseries.csv` and charts (`usage`, `faults`, `reclaim`
 //!   as SVG and PNG) into a folder, all or nothing;
 //! * [`compare()`] runs every variant over every seed and returns a [`Comparison`]: per figure
-//!   and variant, min/max/avg/std and the change against the base variant;
-//!   [`write_comparison`] writes `compare.txt` and `compare.json`.
+//!   and variant, min/max/avg/std and the change against the base variant (or, with
+//!   [`Comparison::ratio`], the percentage of the base); [`write_comparison`] writes
+//!   `compare.txt` and `compare.json`.
+//!
+//! A `[[cgroup]]` may generate a tree of idle cgroups below it ([`Subtree`]) for scaling
+//! studies; those are created but neither sampled nor reported. When the model has
+//! [`RECLAIM_FILE`], its counters are sampled on the machine row as `reclaim:KEY`.
 //!
 //! Runs are deterministic: the same scenario, variant and seed give byte-identical files.
 //! The [`cli`] module holds the `memcgsim run` and `memcgsim compare` subcommands.
@@ -30,10 +35,10 @@ pub use compare::{
 pub use output::write_dir_atomic;
 pub use report::{fmt_ns, fmt_size, fmt_time_s, write_results};
 pub use runner::{
-    run_variant, CgroupSummary, RunResult, SeriesKey, TaskRecord, TimeSeries, MACHINE_ROW,
-    SUMMARY_STATS,
+    run_variant, CgroupSummary, KeyValues, RunResult, SeriesKey, TaskRecord, TimeSeries,
+    MACHINE_ROW, RECLAIM_FILE, SUMMARY_STATS,
 };
 pub use scenario::{
-    load, machine_config, parse, CgroupSpec, RunSpec, Scenario, Setting, Setup, TaskOverride,
-    TaskSpec, Until, Variant, DEFAULT_STATS,
+    load, machine_config, parse, CgroupSpec, RunSpec, Scenario, Setting, Setup, Subtree,
+    TaskOverride, TaskSpec, Until, Variant, DEFAULT_STATS, MAX_SUBTREE_FANOUT, MAX_SUBTREE_GROUPS,
 };

@@ -131,9 +131,13 @@ impl RunResult {
     /// The summary table `memcgsim run` prints.
     pub fn render(&self) -> String {
         let mut s = String::new();
+        let generated = match self.setup.generated_cgroups {
+            0 => String::new(),
+            n => format!(", {n} generated idle cgroups"),
+        };
         let _ = writeln!(
             s,
-            "scenario {}, variant {}, seed {}: ran {} of virtual time (cgroup {})",
+            "scenario {}, variant {}, seed {}: ran {} of virtual time (cgroup {}{generated})",
             self.scenario,
             self.variant,
             self.seed,
@@ -163,6 +167,10 @@ impl RunResult {
             ],
             &rows,
         ));
+        if let Some(line) = self.reclaim_line() {
+            s.push_str(&line);
+            s.push('\n');
+        }
         s.push('\n');
         let rows: Vec<Vec<String>> = self.tasks.iter().map(task_row).collect();
         s.push_str(&table(
@@ -183,6 +191,27 @@ impl RunResult {
             &rows,
         ));
         s
+    }
+
+    /// The one-line account of soft-limit reclaim and reclaim walks printed after the cgroup
+    /// table, when any counter of /proc/memcgsim/reclaim is nonzero at the end.
+    pub fn reclaim_line(&self) -> Option<String> {
+        if self.reclaim.0.iter().all(|(_, v)| *v == 0) {
+            return None;
+        }
+        let g = |k: &str| self.reclaim.get(k).unwrap_or(0);
+        Some(format!(
+            "soft-limit reclaim: {} calls, {}, {} groups walked, {} shrunk, {} scanned, {} reclaimed, {} soft limit updates; {} reclaim-all fallbacks; {} memcg walk steps",
+            g("soft_reclaim_calls"),
+            fmt_ns(g("soft_reclaim_ns")),
+            g("soft_groups_walked"),
+            g("soft_groups_shrunk"),
+            g("soft_scanned"),
+            g("soft_reclaimed"),
+            g("soft_limit_updates"),
+            g("reclaim_all_fallbacks"),
+            g("memcg_walk_steps"),
+        ))
     }
 
     /// `summary.json`: the scenario echo (effective set-up of the variant), the per-cgroup

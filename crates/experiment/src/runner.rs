@@ -7,14 +7,14 @@
 //! so that the next repetition starts at that very moment. Every iteration reaches one of
 //! those points, so the number of iterations is bounded by samples + starts + ends.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::IsTerminal;
 
 use memcgsim_cgroupfs::{Pid, SpawnOpts, System, TaskOutcome};
 use memcgsim_model::{CgroupVersion, Machine, TaskState};
 use serde::Serialize;
 
-use crate::scenario::{machine_config, RunSpec, Scenario, Setup, Until};
+use crate::scenario::{machine_config, RunSpec, Scenario, Setup, Subtree, Until};
 
 /// Stats always sampled (besides `[run] stats`), because the summary reports them.
 pub const SUMMARY_STATS: &[&str] = &[
@@ -28,6 +28,10 @@ pub const SUMMARY_STATS: &[&str] = &[
 
 /// The name of the machine-wide row (from /proc/meminfo and /proc/vmstat).
 pub const MACHINE_ROW: &str = "machine";
+
+/// The simulator's reclaim counters (soft-limit reclaim and reclaim walks), sampled on the
+/// machine row as `reclaim:KEY` when the model has the file.
+pub const RECLAIM_FILE: &str = "/proc/memcgsim/reclaim";
 
 /// One sampled series: a cgroup (or [`MACHINE_ROW`]) and a key such as `memory.current` or
 /// `memory.stat:pgscan`.
@@ -139,8 +143,33 @@ pub struct RunResult {
     pub end_ns: u64,
     pub cgroups: Vec<CgroupSummary>,
     pub tasks: Vec<TaskRecord>,
+    /// The counters of [`RECLAIM_FILE`] at the end of the run, in the file's order (empty
+    /// when the model has no such file).
+    pub reclaim: KeyValues,
     #[serde(skip)]
     pub series: TimeSeries,
+}
+
+/// `key value` pairs in a fixed order, serialized as a JSON object in that order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeyValues(pub Vec<(String, u64)>);
+
+impl KeyValues {
+    /// The value of a key.
+    pub fn get(&self, key: &str) -> Option<u64> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+}
+
+impl Serialize for KeyValues {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
 }
 
 // ------------------------------------------------------------------ sampling
@@ -185,6 +214,22 @@ fn parse_keyed(text: &str) -> BTreeMap<String, u64> {
         }
     }
     m
+}
+
+/// The keys of a keyed file, in the file's order.
+fn keyed_order(text: &str) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let mut w = line.split_whitespace();
+        let (Some(k), Some(x)) = (w.next(), w.next()) else {
+            continue;
+        };
+        let k = k.trim_end_matches(':');
+        if x.parse::<u64>().is_ok() && !v.iter().any(|y| y == k) {
+            v.push(k.to_string());
+        }
+    }
+    v
 }
 
 /// Reads files once per sample.
@@ -358,6 +403,15 @@ fn discover(sys: &mut System, setup: &Setup, run: &RunSpec) -> Vec<Probe> {
         };
         cands.push(probe(m, format!("vmstat:{k}"), src));
     }
+    if let Ok(text) = sys.read(RECLAIM_FILE) {
+        for k in keyed_order(&text) {
+            cands.push(probe(
+                m,
+                format!("reclaim:{k}"),
+                Source::Keyed(RECLAIM_FILE.into(), k),
+            ));
+        }
+    }
     let mut reader = Reader {
         sys,
         cache: BTreeMap::new(),
@@ -372,6 +426,44 @@ fn discover(sys: &mut System, setup: &Setup, run: &RunSpec) -> Vec<Probe> {
         }
     }
     out
+}
+
+/// Create the idle cgroups of a generated subtree below `base`, breadth first. On cgroup v2
+/// each cgroup (the base too) enables the memory controller for its children before the
+/// first of them is made.
+fn make_subtree(sys: &mut System, base: &str, st: Subtree) -> Result<(), String> {
+    let v2 = !sys.is_v1();
+    let fanout = st.fanout as u64;
+    // The paths of the cgroups whose children are still to be made, oldest first: number
+    // `first` is at the front. Breadth-first order makes the parents come in turn.
+    let mut pending: VecDeque<String> = VecDeque::new();
+    pending.push_back(if base == "/" {
+        String::new()
+    } else {
+        base.to_string()
+    });
+    let mut first = 0u64;
+    for i in 1..=st.groups as u64 {
+        let parent = (i - 1) / fanout;
+        while first < parent {
+            pending.pop_front();
+            first += 1;
+        }
+        let ppath = pending.front().expect("the parent's path is pending");
+        if v2 && i == parent * fanout + 1 {
+            let p = format!("{ppath}/cgroup.subtree_control");
+            sys.write(&p, "+memory")
+                .map_err(|e| format!("writing '+memory' to {p}: {e}"))?;
+        }
+        let path = format!("{ppath}/g{i}");
+        sys.mkdir(&path)
+            .map_err(|e| format!("mkdir {path} (generated cgroup {i} of {}): {e}", st.groups))?;
+        // Only cgroups that get children need their path later.
+        if i * fanout < st.groups as u64 {
+            pending.push_back(path);
+        }
+    }
+    Ok(())
 }
 
 fn take_sample(sys: &mut System, probes: &[Probe]) -> Vec<Option<u64>> {
@@ -468,6 +560,10 @@ pub fn run_variant(
                 )
             })?;
         }
+        if let Some(st) = c.subtree {
+            make_subtree(&mut sys, &c.path, st)
+                .map_err(|e| format!("{f}:{}: cgroup.subtree: {e} (variant {variant})", st.line))?;
+        }
     }
 
     let probes = discover(&mut sys, &setup, &sc.run);
@@ -518,7 +614,8 @@ pub fn run_variant(
             if t.repeat > 1 {
                 name.push_str(&format!("#{}", ch.runs_started));
             }
-            let program = memcgsim_workloads::build(&t.workload, &t.args)
+            let args = crate::scenario::expand_args(&t.args, ch.copy, t.count, seed);
+            let program = memcgsim_workloads::build(&t.workload, &args)
                 .map_err(|e| format!("{f}:{}: task.args: {e}", t.args_line))?;
             let pid = sys
                 .spawn(
@@ -660,6 +757,17 @@ pub fn run_variant(
     records.sort_by_key(order);
 
     let cgroups = summarise(&mut sys, &setup, &series, version);
+    let reclaim = KeyValues(
+        series
+            .series
+            .iter()
+            .filter(|k| k.cgroup == MACHINE_ROW)
+            .filter_map(|k| {
+                let name = k.key.strip_prefix("reclaim:")?;
+                Some((name.to_string(), series.last(MACHINE_ROW, &k.key)?))
+            })
+            .collect(),
+    );
     Ok(RunResult {
         scenario: sc.name.clone(),
         description: sc.description.clone(),
@@ -674,6 +782,7 @@ pub fn run_variant(
         end_ns,
         cgroups,
         tasks: records,
+        reclaim,
         series,
     })
 }
@@ -742,4 +851,107 @@ fn summarise(
         max: None,
     });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memcgsim_cgroupfs::MachineConfig;
+
+    fn system(version: CgroupVersion) -> System {
+        let cfg = MachineConfig {
+            cgroup: version,
+            ..MachineConfig::default()
+        };
+        System::new(cfg).unwrap()
+    }
+
+    #[test]
+    fn generated_subtree_v2_enables_memory_before_children() {
+        let mut sys = system(CgroupVersion::V2);
+        sys.write("/cgroup.subtree_control", "+memory").unwrap();
+        sys.mkdir("/idle").unwrap();
+        let st = Subtree {
+            groups: 5,
+            fanout: 2,
+            line: 1,
+        };
+        make_subtree(&mut sys, "/idle", st).unwrap();
+        for i in 1..=5 {
+            let p = st.path_of("/idle", i);
+            assert!(sys.read(&format!("{p}/memory.current")).is_ok(), "{p}");
+        }
+        assert!(sys.read("/idle/g2/g5/memory.current").is_ok());
+        for (p, on) in [
+            ("/idle", true),
+            ("/idle/g1", true),
+            ("/idle/g2", true),
+            ("/idle/g1/g3", false),
+            ("/idle/g2/g5", false),
+        ] {
+            let t = sys.read(&format!("{p}/cgroup.subtree_control")).unwrap();
+            assert_eq!(t.trim() == "memory", on, "{p}: {t:?}");
+        }
+        assert!(sys.read("/idle/g6").is_err());
+        assert!(sys.read("/idle/g2/g6").is_err());
+    }
+
+    #[test]
+    fn generated_subtree_v1_and_at_the_root() {
+        let mut sys = system(CgroupVersion::V1);
+        let st = Subtree {
+            groups: 7,
+            fanout: 3,
+            line: 1,
+        };
+        make_subtree(&mut sys, "/", st).unwrap();
+        for p in ["/g1", "/g2", "/g3", "/g1/g4", "/g1/g5", "/g1/g6", "/g2/g7"] {
+            assert!(
+                sys.read(&format!("{p}/memory.usage_in_bytes")).is_ok(),
+                "{p}"
+            );
+        }
+    }
+
+    #[test]
+    fn generated_subtree_needs_the_controller_above_it_on_v2() {
+        let mut sys = system(CgroupVersion::V2);
+        sys.mkdir("/a").unwrap();
+        sys.mkdir("/a/idle").unwrap();
+        let st = Subtree {
+            groups: 2,
+            fanout: 2,
+            line: 1,
+        };
+        let e = make_subtree(&mut sys, "/a/idle", st).unwrap_err();
+        assert!(
+            e.starts_with("writing '+memory' to /a/idle/cgroup.subtree_control: "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn ten_thousand_groups_are_quick() {
+        for version in [CgroupVersion::V2, CgroupVersion::V1] {
+            let mut sys = system(version);
+            sys.mkdir("/idle").unwrap();
+            let st = Subtree {
+                groups: 10_000,
+                fanout: 2,
+                line: 1,
+            };
+            let t0 = std::time::Instant::now();
+            make_subtree(&mut sys, "/idle", st).unwrap();
+            let took = t0.elapsed();
+            assert!(took.as_secs_f64() < 1.0, "{version:?}: {took:?}");
+            let last = st.path_of("/idle", 10_000);
+            assert!(sys.read(&format!("{last}/cgroup.procs")).is_ok(), "{last}");
+        }
+    }
+
+    #[test]
+    fn keyed_order_keeps_the_file_order() {
+        let t = "b 1\na 2\nc x\nb 3\nd: 4\n";
+        assert_eq!(keyed_order(t), ["b", "a", "d"]);
+    }
 }

@@ -21,6 +21,11 @@ impl Device {
         }
     }
 
+    /// The transfer rate in bytes per second.
+    pub fn bandwidth_bps(&self) -> u64 {
+        self.cfg.bandwidth_bps
+    }
+
     fn transfer_ns(&self, bytes: u64) -> u64 {
         (bytes as u128 * 1_000_000_000u128 / self.cfg.bandwidth_bps as u128) as u64
     }

@@ -187,6 +187,7 @@ impl Machine {
         self.mark_page_accessed(pfn);
         if !self.frames.test(pfn, pf::DIRTY) {
             self.account_dirty(pfn);
+            self.balance_dirty_pages_ratelimited(pid);
         }
         if self.task(pid).killed {
             return Err(Fault::Killed);

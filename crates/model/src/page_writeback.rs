@@ -6,8 +6,19 @@
 //!
 //! Writes are submitted to the block device; each batch completes by an event, which clears
 //! PG_writeback and rotates PG_reclaim pages to the inactive tail
-//! (folio_rotate_reclaimable()). Dirty throttling (balance_dirty_pages) is a later addition;
-//! the counters are kept now.
+//! (folio_rotate_reclaimable()).
+//!
+//! Dirty throttling: `balance_dirty_pages()` of the global domain (the IO-less throttling of
+//! 3.2+): below the freerun ceiling ((dirty_thresh + background_thresh) / 2 of dirtyable
+//! memory, vm.dirty_ratio 20 and dirty_background_ratio 10) a writer runs free and polls
+//! again after about sqrt(thresh − dirty) pages; above it, it kicks background writeback and
+//! sleeps so that it dirties at `write bandwidth × pos_ratio`, the cubic control line that is
+//! 1 at the setpoint halfway between freerun and the limit, 2 at freerun and 0 at the limit,
+//! each sleep at most wb_max_pause (about 1/8 s of the device's work, ≤ 200 ms), with credit
+//! for the time since the last pause. Simplified (docs/FIDELITY.md): the write bandwidth and
+//! the dirty ratelimit are the device's configured bandwidth, not estimates; no per-wb share
+//! (one device); no memcg domain (cgroup writeback is v2 and the per-memcg dirty limits of
+//! seed 001 come later); the dirty limit does not decay (limit = thresh).
 
 use crate::machine::Machine;
 use crate::page_cgroup::{pf, Pfn};
@@ -17,6 +28,58 @@ use crate::stat::Stat;
 const DIRTY_WRITEBACK_INTERVAL_NS: u64 = 5_000_000_000;
 const DIRTY_EXPIRE_NS: u64 = 30_000_000_000;
 const DIRTY_BACKGROUND_RATIO: u64 = 10;
+/// vm.dirty_ratio.
+const VM_DIRTY_RATIO: u64 = 20;
+/// MAX_PAUSE: the longest dirty-throttling sleep (HZ / 5).
+const MAX_PAUSE_NS: u64 = 200_000_000;
+/// DIRTY_POLL_THRESH in pages (128K): the least a writer dirties between two pauses.
+const DIRTY_POLL_THRESH: u64 = 32;
+/// RATELIMIT_CALC_SHIFT: fixed point of pos_ratio.
+const RATELIMIT_CALC_SHIFT: u32 = 10;
+const NS_PER_SEC: u64 = 1_000_000_000;
+
+/// A task's dirty-throttling state.
+#[derive(Clone, Copy, Debug)]
+pub struct TaskDirty {
+    /// Pages dirtied since the last balance.
+    pub nr_dirtied: u64,
+    /// Pages to dirty before the next balance.
+    pub nr_dirtied_pause: u64,
+    /// When the last pause ended (the clock that credits think time).
+    pub paused_when: u64,
+}
+
+impl TaskDirty {
+    pub fn new(now: u64) -> TaskDirty {
+        TaskDirty {
+            nr_dirtied: 0,
+            nr_dirtied_pause: DIRTY_POLL_THRESH,
+            paused_when: now,
+        }
+    }
+}
+
+/// dirty_poll_interval(): about sqrt(thresh − dirty) pages.
+fn dirty_poll_interval(dirty: u64, thresh: u64) -> u64 {
+    if thresh > dirty {
+        1 << ((thresh - dirty).ilog2() >> 1)
+    } else {
+        1
+    }
+}
+
+/// pos_ratio_polynom() of the global domain: 1.0 (1024) at the setpoint, 2.0 at freerun
+/// and below, 0 at the limit and above.
+pub fn pos_ratio(setpoint: u64, dirty: u64, limit: u64) -> u64 {
+    if dirty >= limit {
+        return 0;
+    }
+    let one = 1i128 << RATELIMIT_CALC_SHIFT;
+    let x = ((setpoint as i128 - dirty as i128) << RATELIMIT_CALC_SHIFT)
+        / ((limit as i128 - setpoint as i128) | 1);
+    let cube = (((x * x) >> RATELIMIT_CALC_SHIFT) * x) >> RATELIMIT_CALC_SHIFT;
+    (one + cube).clamp(0, 2 * one) as u64
+}
 /// Pages per submitted writeback batch.
 const WB_BATCH: usize = 256;
 
@@ -24,6 +87,8 @@ const WB_BATCH: usize = 256;
 pub struct Writeback {
     /// Batches in flight, by id.
     pub inflight: Vec<Option<Vec<Pfn>>>,
+    /// How many of them (writeback_in_progress()).
+    pub inflight_batches: usize,
     pub free_ids: Vec<u32>,
     /// The flusher has been asked to write everything.
     pub kicked: bool,
@@ -61,6 +126,101 @@ impl Machine {
         if file.nr_dirty == 0 {
             file.dirtied_when = None;
         }
+    }
+
+    /// global_dirtyable_memory(): free pages above the reserve plus the file LRUs.
+    pub fn global_dirtyable_memory(&self) -> u64 {
+        self.nr_free_pages().saturating_sub(self.wmark.high)
+            + self.global_stat(Stat::ActiveFile)
+            + self.global_stat(Stat::InactiveFile)
+            + 1
+    }
+
+    /// domain_dirty_limits() of the global domain: (thresh, bg_thresh) in pages.
+    pub fn global_dirty_limits(&self) -> (u64, u64) {
+        let avail = self.global_dirtyable_memory();
+        let page = crate::config::PAGE_SIZE;
+        let ratio = VM_DIRTY_RATIO * page / 100;
+        let bg_ratio = DIRTY_BACKGROUND_RATIO * page / 100;
+        let thresh = ratio * avail / page;
+        let mut bg = bg_ratio * avail / page;
+        if bg >= thresh {
+            bg = thresh / 2;
+        }
+        (thresh, bg)
+    }
+
+    /// balance_dirty_pages_ratelimited(): called after `pid` dirtied a page.
+    pub fn balance_dirty_pages_ratelimited(&mut self, pid: crate::program::Pid) {
+        let d = &mut self.task_mut(pid).dirty;
+        d.nr_dirtied += 1;
+        if d.nr_dirtied >= d.nr_dirtied_pause {
+            self.balance_dirty_pages(pid);
+        }
+    }
+
+    /// balance_dirty_pages() of the global domain: sleep the writer in virtual time. The
+    /// kernel loops while the writer is past the limit; here one pass sleeps at most
+    /// max_pause and the writer comes back after its next page (writeback completes only
+    /// between the writer's steps).
+    fn balance_dirty_pages(&mut self, pid: crate::program::Pid) {
+        let bw = (self.device.bandwidth_bps() / crate::config::PAGE_SIZE).max(1);
+        let nr_dirty = self.global_stat(Stat::FileDirty);
+        let dirty = nr_dirty + self.global_stat(Stat::Writeback);
+        let (thresh, bg_thresh) = self.global_dirty_limits();
+        let writeback_idle = self.writeback.inflight_batches == 0;
+        if nr_dirty > bg_thresh && writeback_idle {
+            self.wakeup_flusher();
+        }
+        let freerun = (thresh + bg_thresh) / 2;
+        let now = self.now();
+        if dirty <= freerun {
+            let d = &mut self.task_mut(pid).dirty;
+            d.nr_dirtied_pause = dirty_poll_interval(dirty, thresh);
+            d.paused_when = now;
+            d.nr_dirtied = 0;
+            return;
+        }
+        if writeback_idle {
+            self.wakeup_flusher();
+        }
+        let limit = thresh.max(freerun + 1);
+        let setpoint = (freerun + limit) / 2;
+        let pos = pos_ratio(setpoint, dirty, limit);
+        let task_ratelimit = (bw * pos) >> RATELIMIT_CALC_SHIFT;
+        // wb_max_pause(): about 1/8 s worth of the device's work, at most MAX_PAUSE.
+        let jiffy = NS_PER_SEC / crate::memcontrol::HZ;
+        let max_pause = ((dirty / (1 + bw / 128) + 1) * jiffy).min(MAX_PAUSE_NS);
+        let next_pause = if task_ratelimit == 0 {
+            1
+        } else {
+            (task_ratelimit / 100).max(DIRTY_POLL_THRESH)
+        };
+        let d = self.task(pid).dirty;
+        let pause = if let Some(period) = (d.nr_dirtied * NS_PER_SEC).checked_div(task_ratelimit) {
+            let since = now.saturating_sub(d.paused_when);
+            if period <= since {
+                // Thinking (or waiting elsewhere) paid for it: no sleep.
+                let d = &mut self.task_mut(pid).dirty;
+                if since - period > NS_PER_SEC {
+                    d.paused_when = now;
+                } else {
+                    d.paused_when += period;
+                }
+                d.nr_dirtied = 0;
+                d.nr_dirtied_pause = next_pause;
+                return;
+            }
+            (period - since).min(max_pause)
+        } else {
+            max_pause
+        };
+        self.spend_wait(pause);
+        let t = self.task_mut(pid);
+        t.stats.io_wait_ns += pause;
+        t.dirty.paused_when = now + pause;
+        t.dirty.nr_dirtied = 0;
+        t.dirty.nr_dirtied_pause = next_pause;
     }
 
     /// Ask the flusher to write back everything now (wakeup_flusher_threads()).
@@ -139,6 +299,7 @@ impl Machine {
                 (self.writeback.inflight.len() - 1) as u32
             }
         };
+        self.writeback.inflight_batches += 1;
         self.sched.push(done, Event::WritebackDone(id));
     }
 
@@ -148,6 +309,7 @@ impl Machine {
             return;
         };
         self.writeback.free_ids.push(id);
+        self.writeback.inflight_batches -= 1;
         for pfn in pages {
             // The page may have been truncated (freed) meanwhile.
             if !self.frames.test(pfn, pf::WRITEBACK) {
@@ -171,6 +333,19 @@ mod tests {
     use crate::stat::Stat;
     use crate::task::{FileId, TaskCtx};
     use crate::{Machine, ROOT_MEMCG};
+
+    #[test]
+    fn the_control_line_is_cubic_around_the_setpoint() {
+        use super::pos_ratio;
+        // freerun 1000, limit 2000, setpoint 1500; the divisor is (limit - setpoint) | 1
+        // as in the kernel, so the end points fall just inside 2.0 and 0.
+        assert_eq!(pos_ratio(1500, 1500, 2000), 1024);
+        assert_eq!(pos_ratio(1500, 1000, 2000), 2039);
+        assert_eq!(pos_ratio(1500, 500, 2000), 2048, "clamped at 2.0");
+        assert_eq!(pos_ratio(1500, 2000, 2000), 0);
+        // Halfway to the limit: about 1 - 0.5^3.
+        assert_eq!(pos_ratio(1500, 1750, 2000), 897);
+    }
 
     /// Writes `pages` pages of a named file, then holds.
     struct Writer {
@@ -197,6 +372,47 @@ mod tests {
                 Step::Hold
             }
         }
+    }
+
+    #[test]
+    fn a_writer_is_paced_to_the_device_below_the_dirty_limit() {
+        let mut cfg = MachineConfig::default();
+        cfg.set("memory", "256M").unwrap();
+        cfg.set("disk_bandwidth", "50M").unwrap();
+        let mut m = Machine::new(cfg).unwrap();
+        let a = m.memcg_create(ROOT_MEMCG).unwrap();
+        // 512M written: twice the RAM.
+        let w = Writer {
+            pages: 131_072,
+            next: 0,
+            file: None,
+        };
+        let pid = m.spawn(a, "writer".into(), 0, Box::new(w));
+        let mut peak = 0;
+        let mut t = 0;
+        while m.task(pid).state == crate::task::TaskState::Runnable && t < 100_000_000_000 {
+            t += 100_000_000;
+            m.run_until(t, |_| false);
+            let dirty = m.global_stat(Stat::FileDirty) + m.global_stat(Stat::Writeback);
+            let (thresh, _) = m.global_dirty_limits();
+            assert!(
+                dirty <= thresh + 64,
+                "dirty {dirty} over the limit {thresh}"
+            );
+            peak = peak.max(dirty);
+        }
+        assert!(m.task(pid).state != crate::task::TaskState::Runnable);
+        // Paced to the device: 512M at 50M/s takes about 10 s, less the dirty pages that
+        // were still being written at the end.
+        let secs = t as f64 / 1e9;
+        assert!((7.0..12.0).contains(&secs), "took {secs} s");
+        assert!(m.task(pid).stats.io_wait_ns > 5_000_000_000);
+        // The writer ran past freerun: dirty pages reached well above the background ratio.
+        let (thresh, bg) = m.global_dirty_limits();
+        assert!(
+            peak > bg && peak <= thresh + 64,
+            "peak {peak}, bg {bg}, thresh {thresh}"
+        );
     }
 
     #[test]

@@ -61,6 +61,8 @@ pub struct Task {
     pub swapents: u64,
     /// memcg_nr_pages_over_high.
     pub nr_pages_over_high: u64,
+    /// Dirty throttling (task_struct's nr_dirtied, nr_dirtied_pause, dirty_paused_when).
+    pub dirty: crate::page_writeback::TaskDirty,
     /// SIGKILL received.
     pub killed: bool,
     /// Generation of the task's pending run event.
@@ -122,6 +124,7 @@ impl Machine {
             rss_file: 0,
             swapents: 0,
             nr_pages_over_high: 0,
+            dirty: crate::page_writeback::TaskDirty::new(now),
             killed: false,
             gen: 0,
             cpu: (pid.0 - FIRST_PID) % self.cfg.cpus,
