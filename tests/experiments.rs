@@ -96,3 +96,93 @@ fn full_scale_scenarios_parse() {
         load(&path).unwrap_or_else(|e| panic!("{e}"));
     }
 }
+
+fn reclaim(r: &RunResult, key: &str) -> u64 {
+    r.reclaim
+        .0
+        .iter()
+        .find(|(k, _)| k == key)
+        .unwrap_or_else(|| panic!("no reclaim counter {key}"))
+        .1
+}
+
+/// Major faults of all copies of a task.
+fn majflt(r: &RunResult, task: &str) -> u64 {
+    r.tasks
+        .iter()
+        .filter(|t| t.task == task)
+        .map(|t| t.majflt)
+        .sum()
+}
+
+#[test]
+fn seed000_kbuild_0_limit_thrashes_under_the_tree_not_the_rework() {
+    let base = run("experiments/seed000/kbuild/small.toml", "base");
+    let rework = run("experiments/seed000/kbuild/small.toml", "rework");
+    for r in [&base, &rework] {
+        assert!(r.tasks.iter().all(|t| t.outcome == "exit 0"));
+        assert!(reclaim(r, "soft_reclaim_calls") > 0);
+    }
+    // Priority-0 reclaim of a quarter of the excess swaps the builds' heaps out.
+    let (b, w) = (
+        majflt(&base, "buildA") + majflt(&base, "buildB"),
+        majflt(&rework, "buildA") + majflt(&rework, "buildB"),
+    );
+    assert!(b > 1000, "base: {b} major faults");
+    assert_eq!(w, 0, "rework: {w} major faults");
+    assert!(reclaim(&base, "soft_reclaimed") > reclaim(&rework, "soft_reclaimed"));
+}
+
+#[test]
+fn seed000_stream_leaves_the_mem_eater_alone() {
+    for v in ["base", "rework"] {
+        let r = run("experiments/seed000/stream/small.toml", v);
+        assert_eq!(task(&r, "dd").outcome, "exit 0");
+        assert_eq!(task(&r, "mem_eater").outcome, "holding");
+        assert_eq!(cgroup_stat(&r, "/B", |c| c.usage_end), 960 << 20, "{v}");
+        assert_eq!(cgroup_stat(&r, "/B", |c| c.swap_peak), 0, "{v}");
+        // All of the stream's reclaim is soft-limit reclaim of A.
+        assert!(
+            reclaim(&r, "soft_reclaimed") * 100 > cgroup_stat(&r, "machine", |c| c.pgsteal) * 95
+        );
+    }
+}
+
+#[test]
+fn seed000_kbuild_eater_swaps_the_build_only_under_the_tree() {
+    let base = run("experiments/seed000/kbuild-eater/small.toml", "base");
+    let rework = run("experiments/seed000/kbuild-eater/small.toml", "rework");
+    assert!(majflt(&base, "kbuild") > 100);
+    assert_eq!(majflt(&rework, "kbuild"), 0);
+    for r in [&base, &rework] {
+        assert!(r
+            .tasks
+            .iter()
+            .filter(|t| t.task == "kbuild")
+            .all(|t| t.outcome == "exit 0"));
+        assert_eq!(task(r, "mem_eater").outcome, "holding");
+    }
+}
+
+#[test]
+fn seed000_scaling_counters_skip_the_idle_hierarchy() {
+    let f = "experiments/seed000/scaling/small.toml";
+    let tree = run(f, "tree");
+    let walk = run(f, "rework-walk");
+    let rework = run(f, "rework");
+    // Without counters every soft pass asks the predicate of every group: the root, /dd,
+    // /idle and its 1000 descendants.
+    let calls = reclaim(&walk, "soft_reclaim_calls");
+    assert_eq!(reclaim(&walk, "soft_groups_walked"), calls * 1003);
+    // With them, /idle's subtree is skipped whole: root, /dd, /idle.
+    let calls = reclaim(&rework, "soft_reclaim_calls");
+    assert_eq!(reclaim(&rework, "soft_groups_walked"), calls * 3);
+    // Both passes of the rework found /dd, so no reclaim-all walk happened at all.
+    assert_eq!(reclaim(&rework, "reclaim_all_fallbacks"), 0);
+    assert_eq!(reclaim(&rework, "memcg_walk_steps"), calls * 3);
+    // The tree's own walk is /dd's subtree, but every shrink_node after it walks all 1003.
+    assert!(reclaim(&tree, "memcg_walk_steps") > reclaim(&rework, "memcg_walk_steps"));
+    assert!(reclaim(&tree, "memcg_walk_steps") - reclaim(&tree, "soft_groups_walked") >= 1003);
+    let sys = |r: &RunResult| task(r, "dd").system_ns;
+    assert!(sys(&walk) > sys(&tree) && sys(&walk) > sys(&rework));
+}
