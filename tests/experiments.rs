@@ -95,6 +95,20 @@ fn full_scale_scenarios_parse() {
         );
         load(&path).unwrap_or_else(|e| panic!("{e}"));
     }
+    for f in [
+        "kbuild/no-limit",
+        "kbuild/0-limit",
+        "stream/scenario",
+        "kbuild-eater/scenario",
+        "scaling/0-limit",
+        "scaling/no-limit",
+    ] {
+        let path = format!(
+            "{}/experiments/seed000/{f}.toml",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        load(&path).unwrap_or_else(|e| panic!("{e}"));
+    }
 }
 
 fn reclaim(r: &RunResult, key: &str) -> u64 {
