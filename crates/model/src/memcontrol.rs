@@ -422,7 +422,7 @@ impl Machine {
         margin
     }
 
-    fn current_cpu(&self) -> usize {
+    pub(crate) fn current_cpu(&self) -> usize {
         self.cur.as_ref().map(|c| c.cpu as usize).unwrap_or(0)
     }
 

@@ -123,7 +123,7 @@ impl Machine {
     /// memcg_check_events(): count `nr` page events of `memcg` on the current CPU and run the
     /// ratelimited soft-limit update.
     pub fn memcg_check_events(&mut self, memcg: MemcgId, nr: u64) {
-        let cpu = self.cur.as_ref().map(|c| c.cpu as usize).unwrap_or(0);
+        let cpu = self.current_cpu();
         let pe = &mut self.memcgs[memcg as usize].page_events[cpu];
         pe.nr += nr;
         // mem_cgroup_event_ratelimit(): a target fires once the counter has passed it.
