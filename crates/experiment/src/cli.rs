@@ -5,12 +5,12 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::{compare, load, run_variant, write_comparison, write_results};
+use crate::{check_output, compare, load, run_variant, write_comparison, write_results, Overwrite};
 
 /// Exit status for a scenario that cannot be loaded or run.
 pub const EXIT_ERROR: i32 = 2;
 
-/// `memcgsim run SCENARIO [--variant NAME] [--seed N] [--out DIR] [--no-progress]`
+/// `memcgsim run SCENARIO [--variant NAME] [--seed N] [--out DIR] [--force] [--no-progress]`
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// The scenario file (TOML, see docs/SCENARIOS.md)
@@ -21,22 +21,32 @@ pub struct RunArgs {
     /// The machine seed (default: the first of the scenario's seeds)
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Output folder (default: results/NAME/VARIANT-seedN)
+    /// Output folder (default: results/NAME/VARIANT-seedN). An existing folder is replaced
+    /// only if memcgsim wrote it and it holds nothing else
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Write into an existing folder even if it holds other files (only same-named files
+    /// and files memcgsim wrote there before are replaced), or replace a file at --out
+    #[arg(long)]
+    pub force: bool,
     /// Do not show the progress bar
     #[arg(long)]
     pub no_progress: bool,
 }
 
-/// `memcgsim compare SCENARIO [--ratio] [--out DIR] [--no-progress]`
+/// `memcgsim compare SCENARIO [--ratio] [--out DIR] [--force] [--no-progress]`
 #[derive(Args, Debug)]
 pub struct CompareArgs {
     /// The scenario file (TOML, see docs/SCENARIOS.md)
     pub scenario: PathBuf,
-    /// Output folder (default: results/NAME/compare)
+    /// Output folder (default: results/NAME/compare). An existing folder is replaced only if
+    /// memcgsim wrote it and it holds nothing else
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Write into an existing folder even if it holds other files (only same-named files
+    /// and files memcgsim wrote there before are replaced), or replace a file at --out
+    #[arg(long)]
+    pub force: bool,
     /// Show each statistic as a percentage of the base's ([100.8%]) instead of the change
     /// ([+0.8%])
     #[arg(long)]
@@ -44,6 +54,14 @@ pub struct CompareArgs {
     /// Do not show the progress bars
     #[arg(long)]
     pub no_progress: bool,
+}
+
+fn overwrite(force: bool) -> Overwrite {
+    if force {
+        Overwrite::Force
+    } else {
+        Overwrite::Safe
+    }
 }
 
 fn fail(msg: &str) -> i32 {
@@ -59,17 +77,21 @@ pub fn run(args: &RunArgs) -> i32 {
     };
     let variant = args.variant.clone().unwrap_or_else(|| sc.base.clone());
     let seed = args.seed.unwrap_or(sc.run.seeds[0]);
-    let result = match run_variant(&sc, &variant, seed, !args.no_progress) {
-        Ok(r) => r,
-        Err(e) => return fail(&e),
-    };
-    print!("{}", result.render());
     let dir = args.out.clone().unwrap_or_else(|| {
         PathBuf::from("results")
             .join(&sc.name)
             .join(format!("{variant}-seed{seed}"))
     });
-    if let Err(e) = write_results(&result, &dir) {
+    // Refuse an output path before the run, not after it.
+    if let Err(e) = check_output(&dir, overwrite(args.force)) {
+        return fail(&e);
+    }
+    let result = match run_variant(&sc, &variant, seed, !args.no_progress) {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    print!("{}", result.render());
+    if let Err(e) = write_results(&result, &dir, overwrite(args.force)) {
         return fail(&e);
     }
     eprintln!("memcgsim: results in {}", dir.display());
@@ -82,17 +104,20 @@ pub fn compare_cmd(args: &CompareArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
+    let dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(&sc.name).join("compare"));
+    if let Err(e) = check_output(&dir, overwrite(args.force)) {
+        return fail(&e);
+    }
     let mut c = match compare(&sc, !args.no_progress) {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };
     c.ratio = args.ratio;
     print!("{}", c.render());
-    let dir = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("results").join(&sc.name).join("compare"));
-    if let Err(e) = write_comparison(&c, &dir) {
+    if let Err(e) = write_comparison(&c, &dir, overwrite(args.force)) {
         return fail(&e);
     }
     eprintln!("memcgsim: results in {}", dir.display());

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::output::write_dir_atomic;
+use crate::output::{write_dir_atomic, Overwrite};
 use crate::runner::{run_variant, CgroupSummary, RunResult, MACHINE_ROW};
 use crate::scenario::Scenario;
 
@@ -507,11 +507,16 @@ impl Comparison {
     }
 }
 
-/// Write `compare.txt` and `compare.json` into `dir`, replacing it wholly.
-pub fn write_comparison(c: &Comparison, dir: impl AsRef<Path>) -> Result<(), String> {
+/// Write `compare.txt` and `compare.json` into the results folder `dir`, as
+/// [`write_dir_atomic`] does with `overwrite`.
+pub fn write_comparison(
+    c: &Comparison,
+    dir: impl AsRef<Path>,
+    overwrite: Overwrite,
+) -> Result<(), String> {
     let txt = c.render();
     let json = c.to_json()?;
-    write_dir_atomic(dir.as_ref(), |tmp| {
+    write_dir_atomic(dir.as_ref(), overwrite, |tmp| {
         for (name, data) in [("compare.txt", &txt), ("compare.json", &json)] {
             std::fs::write(tmp.join(name), data)
                 .map_err(|e| format!("{}: {e}", tmp.join(name).display()))?;

@@ -32,7 +32,7 @@ pub use charts::render_charts;
 pub use compare::{
     compare, write_comparison, Change, Comparison, Figure, FigureRow, Outcomes, Stats,
 };
-pub use output::write_dir_atomic;
+pub use output::{check_output, write_dir_atomic, Overwrite, MARKER};
 pub use report::{fmt_ns, fmt_size, fmt_time_s, write_results};
 pub use runner::{
     run_variant, CgroupSummary, KeyValues, RunResult, SeriesKey, TaskRecord, TimeSeries,

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::output::write_dir_atomic;
+use crate::output::{write_dir_atomic, Overwrite};
 use crate::runner::{CgroupSummary, RunResult, TaskRecord};
 
 /// A size in bytes, short: `512K`, `8.0M`, `1.25G`, `max`.
@@ -28,21 +28,7 @@ pub fn fmt_size(b: u64) -> String {
     }
 }
 
-/// A duration in nanoseconds, short: `1.234s`, `12.500ms`, `3.0us`, `0`.
-pub fn fmt_ns(ns: u64) -> String {
-    let f = ns as f64;
-    if ns == 0 {
-        "0".into()
-    } else if ns >= 1_000_000_000 {
-        format!("{:.3}s", f / 1e9)
-    } else if ns >= 1_000_000 {
-        format!("{:.3}ms", f / 1e6)
-    } else if ns >= 1_000 {
-        format!("{:.1}us", f / 1e3)
-    } else {
-        format!("{ns}ns")
-    }
-}
+pub use memcgsim_model::units::fmt_ns;
 
 /// Seconds with nanosecond precision, as the CSV's time column has them.
 pub fn fmt_time_s(ns: u64) -> String {
@@ -238,14 +224,19 @@ impl RunResult {
     }
 }
 
-/// Write a run's files into `dir`, replacing whatever was there: `summary.txt`,
-/// `summary.json`, `timeseries.csv` and the charts (`usage`, `faults`, `reclaim`, each as
-/// `.svg` and `.png`). The folder is written completely or not at all.
-pub fn write_results(r: &RunResult, dir: impl AsRef<Path>) -> Result<(), String> {
+/// Write a run's files into the results folder `dir`: `summary.txt`, `summary.json`,
+/// `timeseries.csv` and the charts (`usage`, `faults`, `reclaim`, each as `.svg` and
+/// `.png`). The folder is written completely or not at all, and what memcgsim did not write
+/// is never removed (see [`write_dir_atomic`] for what `overwrite` allows).
+pub fn write_results(
+    r: &RunResult,
+    dir: impl AsRef<Path>,
+    overwrite: Overwrite,
+) -> Result<(), String> {
     let json = r.summary_json()?;
     let csv = r.timeseries_csv();
     let txt = r.render();
-    write_dir_atomic(dir.as_ref(), |tmp| {
+    write_dir_atomic(dir.as_ref(), overwrite, |tmp| {
         let w = |name: &str, data: &str| {
             std::fs::write(tmp.join(name), data)
                 .map_err(|e| format!("{}: {e}", tmp.join(name).display()))

@@ -487,10 +487,7 @@ struct Chain {
 }
 
 fn outcome_text(o: TaskOutcome) -> String {
-    match o {
-        TaskOutcome::Exited(c) => format!("exit {c}"),
-        TaskOutcome::Killed => "killed".into(),
-    }
+    o.to_string()
 }
 
 fn fill_stats(rec: &mut TaskRecord, m: &Machine, pid: Pid, end_ns: u64) {

@@ -5,8 +5,8 @@ use std::fs;
 use std::path::PathBuf;
 
 use memcgsim_experiment::{
-    compare, parse, run_variant, write_comparison, write_results, Comparison, RunResult, Scenario,
-    MACHINE_ROW,
+    compare, parse, run_variant, write_comparison, write_results, Comparison, Overwrite, RunResult,
+    Scenario, MACHINE_ROW,
 };
 
 fn scenario(text: &str) -> Scenario {
@@ -313,7 +313,7 @@ fn ratio_brackets_are_percent_of_the_base() {
 
     // compare.txt holds what was printed; compare.json has both.
     let dir = scratch("ratio");
-    write_comparison(&c, dir.join("out")).unwrap();
+    write_comparison(&c, dir.join("out"), Overwrite::Safe).unwrap();
     let txt = fs::read_to_string(dir.join("out/compare.txt")).unwrap();
     assert_eq!(txt, ratio);
     let json = fs::read_to_string(dir.join("out/compare.json")).unwrap();
@@ -397,10 +397,10 @@ fn runs_with_reclaim_counters_and_subtrees_are_deterministic() {
     let dir = scratch("det");
     for n in ["x", "y"] {
         let r = run_variant(&sc, "rework", 2, false).unwrap();
-        write_results(&r, dir.join(n)).unwrap();
+        write_results(&r, dir.join(n), Overwrite::Safe).unwrap();
         let mut c = compare(&sc, false).unwrap();
         c.ratio = true;
-        write_comparison(&c, dir.join(format!("c{n}"))).unwrap();
+        write_comparison(&c, dir.join(format!("c{n}")), Overwrite::Safe).unwrap();
     }
     for f in ["summary.txt", "summary.json", "timeseries.csv", "usage.svg"] {
         assert_eq!(

@@ -5,7 +5,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use memcgsim_experiment::{
-    compare, parse, run_variant, write_comparison, write_dir_atomic, write_results, Scenario,
+    compare, parse, run_variant, write_comparison, write_dir_atomic, write_results, Overwrite,
+    Scenario, MARKER,
 };
 
 fn scenario(text: &str) -> Scenario {
@@ -60,10 +61,13 @@ fn files_of(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut m = BTreeMap::new();
     for e in fs::read_dir(dir).unwrap() {
         let e = e.unwrap();
-        m.insert(
-            e.file_name().to_string_lossy().into_owned(),
-            fs::read(e.path()).unwrap(),
-        );
+        // A folder's contents are not compared, only its presence.
+        let data = if e.path().is_dir() {
+            Vec::new()
+        } else {
+            fs::read(e.path()).unwrap()
+        };
+        m.insert(e.file_name().to_string_lossy().into_owned(), data);
     }
     m
 }
@@ -243,13 +247,24 @@ fn same_scenario_variant_and_seed_give_identical_folders() {
     let d = scratch("determinism");
     let a = d.join("a");
     let b = d.join("b");
-    write_results(&run_variant(&sc, "base", 7, false).unwrap(), &a).unwrap();
-    write_results(&run_variant(&sc, "base", 7, false).unwrap(), &b).unwrap();
+    write_results(
+        &run_variant(&sc, "base", 7, false).unwrap(),
+        &a,
+        Overwrite::Safe,
+    )
+    .unwrap();
+    write_results(
+        &run_variant(&sc, "base", 7, false).unwrap(),
+        &b,
+        Overwrite::Safe,
+    )
+    .unwrap();
     let fa = files_of(&a);
     let fb = files_of(&b);
     assert_eq!(
         fa.keys().collect::<Vec<_>>(),
         [
+            MARKER,
             "faults.png",
             "faults.svg",
             "reclaim.png",
@@ -349,7 +364,7 @@ cgroup = { "/A" = { "memory.max" = "16M" } }
 
     let d = scratch("compare");
     let out = d.join("compare");
-    write_comparison(&c, &out).unwrap();
+    write_comparison(&c, &out, Overwrite::Safe).unwrap();
     assert_eq!(
         fs::read_to_string(out.join("compare.txt")).unwrap(),
         text_out
@@ -364,35 +379,60 @@ cgroup = { "/A" = { "memory.max" = "16M" } }
 }
 
 #[test]
-fn writing_into_an_existing_folder_replaces_it_wholly() {
+fn results_folders_never_remove_what_memcgsim_did_not_write() {
     let d = scratch("atomic");
-    let out = d.join("run");
-    fs::create_dir_all(out.join("sub")).unwrap();
-    fs::write(out.join("stale.txt"), "old").unwrap();
-    fs::write(out.join("sub/deep.txt"), "old").unwrap();
     let r = run_variant(&scenario(SMALL), "base", 7, false).unwrap();
-    write_results(&r, &out).unwrap();
-    let names: Vec<String> = files_of(&out).into_keys().collect();
-    assert!(!names.contains(&"stale.txt".to_string()));
-    assert!(!names.contains(&"sub".to_string()));
+
+    // A folder of the user's is refused and left as it was.
+    let mine = d.join("mine");
+    fs::create_dir_all(mine.join("sub")).unwrap();
+    fs::write(mine.join("stale.txt"), "old").unwrap();
+    fs::write(mine.join("sub/deep.txt"), "old").unwrap();
+    let e = write_results(&r, &mine, Overwrite::Safe).unwrap_err();
+    assert!(e.contains("holds files memcgsim did not write"), "{e}");
+    assert_eq!(
+        fs::read_to_string(mine.join("sub/deep.txt")).unwrap(),
+        "old"
+    );
+    assert_eq!(files_of(&mine).len(), 2);
+
+    // With --force its files go in beside the user's.
+    write_results(&r, &mine, Overwrite::Force).unwrap();
+    let names: Vec<String> = files_of(&mine).into_keys().collect();
+    assert!(names.contains(&"stale.txt".to_string()));
+    assert!(names.contains(&"sub".to_string()));
     assert!(names.contains(&"summary.json".to_string()));
-    // Nothing is left beside it.
-    let siblings: Vec<String> = fs::read_dir(&d)
+    assert!(names.contains(&MARKER.to_string()));
+
+    // A results folder memcgsim wrote is replaced wholly, and nothing is left beside it.
+    let out = d.join("run");
+    write_results(&r, &out, Overwrite::Safe).unwrap();
+    let first = files_of(&out);
+    write_results(&r, &out, Overwrite::Safe).unwrap();
+    assert_eq!(files_of(&out), first);
+    let mut siblings: Vec<String> = fs::read_dir(&d)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(siblings, ["run"]);
+    siblings.sort();
+    assert_eq!(siblings, ["mine", "run"]);
+
+    // A file at the path is refused, and kept.
+    let file = d.join("file.txt");
+    fs::write(&file, "notes").unwrap();
+    let e = write_results(&r, &file, Overwrite::Safe).unwrap_err();
+    assert!(e.contains("is not a folder"), "{e}");
+    assert_eq!(fs::read_to_string(&file).unwrap(), "notes");
 
     // A failed write leaves the old folder as it was.
     let before = files_of(&out);
-    let e = write_dir_atomic(&out, |tmp| {
+    let e = write_dir_atomic(&out, Overwrite::Safe, |tmp| {
         fs::write(tmp.join("half.txt"), "x").unwrap();
         Err("disk on fire".to_string())
     })
     .unwrap_err();
     assert_eq!(e, "disk on fire");
     assert_eq!(files_of(&out), before);
-    let siblings = fs::read_dir(&d).unwrap().count();
-    assert_eq!(siblings, 1);
+    assert_eq!(fs::read_dir(&d).unwrap().count(), 3);
     let _ = fs::remove_dir_all(&d);
 }

@@ -221,23 +221,23 @@ fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// A scratch directory removed when dropped.
-pub struct WorkDir(pub PathBuf);
+/// A scratch directory of the guest's files (initramfs tree, disks), made with a fresh
+/// unique name under the temporary directory and removed when dropped; nothing that exists
+/// before it is ever touched.
+pub struct WorkDir(tempfile::TempDir);
 
 impl WorkDir {
     pub fn new() -> Result<WorkDir, String> {
-        static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let d = std::env::temp_dir().join(format!("memcgsim-oracle-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
-        Ok(WorkDir(d))
+        tempfile::Builder::new()
+            .prefix("memcgsim-oracle-")
+            .tempdir()
+            .map(WorkDir)
+            .map_err(|e| format!("cannot make a scratch folder: {e}"))
     }
-}
 
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        self.0.path()
     }
 }
 
@@ -252,7 +252,7 @@ impl GuestSetup {
     /// Boot the guest with `cfg`'s memory, CPUs and swap, run `script`, return the console.
     pub fn run(&self, cfg: &MachineConfig, script: &str) -> Result<GuestRun, String> {
         let wd = WorkDir::new()?;
-        let w = &wd.0;
+        let w = wd.path();
         let st = w.join("root");
         for d in [
             "bin",
