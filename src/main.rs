@@ -6,12 +6,16 @@ use std::io::{self, IsTerminal};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 mod bench;
 mod oracle;
 
 use clap::{Args, Parser, Subcommand};
-use memcgsim_script::{is_exit_line, run_shell_input, shell_line, Interpreter, EXIT_SCRIPT_ERROR};
+use memcgsim_script::{
+    is_exit_line, parse_line, run_shell_input, shell_line, Command, Interpreter, EXIT_SCRIPT_ERROR,
+};
 
 /// A deterministic userspace simulator of the Linux memory cgroup controller and page
 /// reclaim, driven through a virtual cgroupfs.
@@ -99,6 +103,10 @@ impl CheckArg {
 struct ScriptArgs {
     #[command(flatten)]
     check: CheckArg,
+    /// Report on standard error how each foreground task ended (exit status, killed by the
+    /// OOM killer or by kill) and the virtual time it ran, as the interactive shell does
+    #[arg(long)]
+    report: bool,
     /// Script files, run in order
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -108,6 +116,14 @@ struct ScriptArgs {
 struct ShellArgs {
     #[command(flatten)]
     check: CheckArg,
+    /// Exit with the scripts' status (2 after a script error, 1 after a failed expect)
+    /// instead of 0 when the interactive shell ends
+    #[arg(long)]
+    strict: bool,
+    /// Report how each foreground task ended when commands are piped in (the interactive
+    /// shell always does)
+    #[arg(long)]
+    report: bool,
 }
 
 fn main() -> ExitCode {
@@ -147,6 +163,7 @@ fn cmd_script(args: &ScriptArgs) -> i32 {
         };
         let mut interp = Interpreter::new(&name);
         interp.set_check_invariants(check);
+        interp.set_report_tasks(args.report);
         let status = interp.run(&text, &mut io::stdout(), &mut io::stderr());
         worst = worst.max(status);
     }
@@ -154,11 +171,16 @@ fn cmd_script(args: &ScriptArgs) -> i32 {
 }
 
 fn cmd_shell(args: &ShellArgs) -> i32 {
-    let mut interp = Interpreter::new("<stdin>");
-    interp.set_check_invariants(args.check.enabled());
     if io::stdin().is_terminal() {
-        shell_interactive(interp)
+        // Messages carry no `FILE:LINE:` prefix at the prompt.
+        let mut interp = Interpreter::new("");
+        interp.set_check_invariants(args.check.enabled());
+        interp.set_report_tasks(true);
+        shell_interactive(interp, args.strict)
     } else {
+        let mut interp = Interpreter::new("<stdin>");
+        interp.set_check_invariants(args.check.enabled());
+        interp.set_report_tasks(args.report);
         shell_piped(&mut interp)
     }
 }
@@ -228,45 +250,67 @@ mod editor {
     impl Helper for ShellHelper {}
 }
 
-/// The interactive shell: a prompt with the working directory, line editing, in-memory
-/// history and completion.
-fn shell_interactive(interp: Interpreter) -> i32 {
+/// Where the interactive shell keeps its history: `$MEMCGSIM_HISTORY` if set (empty: no
+/// history file), else `memcgsim/history` in the user's data directory.
+fn history_path() -> Option<PathBuf> {
+    match std::env::var_os("MEMCGSIM_HISTORY") {
+        Some(p) if p.is_empty() => None,
+        Some(p) => Some(PathBuf::from(p)),
+        None => dirs::data_dir().map(|d| d.join("memcgsim").join("history")),
+    }
+}
+
+/// The interactive shell: a prompt with the working directory, line editing, history kept
+/// across sessions, completion that lists candidates.
+///
+/// Ctrl-C stops the command that runs the machine and returns to the prompt: a foreground
+/// `run` ends its task as SIGINT would, `wait` and `sleep` stop early; the machine is as it
+/// was at that moment. Several lines pasted at once (with or without bracketed paste) run one
+/// by one, in order; Ctrl-C drops the rest of a paste. Ctrl-D, `exit` and `quit` leave with
+/// status 0, or with the scripts' status under `--strict`.
+fn shell_interactive(interp: Interpreter, strict: bool) -> i32 {
+    use rustyline::config::{CompletionType, Config};
     use rustyline::error::ReadlineError;
-    use rustyline::history::DefaultHistory;
+    use rustyline::history::{DefaultHistory, History};
     use rustyline::Editor;
 
+    let interrupted = Arc::new(AtomicBool::new(false));
+    if let Err(e) =
+        signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted))
+    {
+        eprintln!("memcgsim: Ctrl-C will end the shell: cannot catch SIGINT: {e}");
+    }
     let interp = Rc::new(RefCell::new(interp));
-    let mut rl: Editor<editor::ShellHelper, DefaultHistory> = match Editor::new() {
-        Ok(rl) => rl,
-        Err(e) => {
-            eprintln!("memcgsim: cannot start the line editor: {e}");
-            return EXIT_SCRIPT_ERROR;
-        }
-    };
+    interp.borrow_mut().set_interrupt(Arc::clone(&interrupted));
+    let config = Config::builder()
+        .completion_type(CompletionType::List)
+        .max_history_size(10_000)
+        .and_then(|b| b.history_ignore_dups(true))
+        .map(|b| b.build());
+    let mut rl: Editor<editor::ShellHelper, DefaultHistory> =
+        match config.and_then(Editor::with_config) {
+            Ok(rl) => rl,
+            Err(e) => {
+                eprintln!("memcgsim: cannot start the line editor: {e}");
+                return EXIT_SCRIPT_ERROR;
+            }
+        };
     rl.set_helper(Some(editor::ShellHelper(Rc::clone(&interp))));
+    let history = history_path();
+    if let Some(p) = &history {
+        if let Some(dir) = p.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = rl.load_history(p);
+    }
     println!("memcgsim shell: type 'help' for the commands, 'exit' or Ctrl-D to leave.");
     let mut worst = 0;
     let mut line_no = 0;
-    loop {
+    let mut history_warned = false;
+    'session: loop {
         let prompt = format!("memcgsim:{}$ ", interp.borrow().cwd());
-        match rl.readline(&prompt) {
-            Ok(line) => {
-                line_no += 1;
-                if !line.trim().is_empty() {
-                    let _ = rl.add_history_entry(line.as_str());
-                }
-                if is_exit_line(&line) {
-                    break;
-                }
-                let status = shell_line(
-                    &mut interp.borrow_mut(),
-                    line_no,
-                    &line,
-                    &mut io::stdout(),
-                    &mut io::stderr(),
-                );
-                worst = worst.max(status);
-            }
+        let text = match rl.readline(&prompt) {
+            Ok(text) => text,
             Err(ReadlineError::Interrupted) => continue,
             Err(ReadlineError::Eof) => break,
             Err(e) => {
@@ -274,8 +318,46 @@ fn shell_interactive(interp: Interpreter) -> i32 {
                 worst = worst.max(EXIT_SCRIPT_ERROR);
                 break;
             }
+        };
+        // A bracketed paste of several lines comes as one text.
+        for line in text.split('\n') {
+            let line = line.trim_end_matches('\r');
+            line_no += 1;
+            if !line.trim().is_empty() {
+                let _ = rl.add_history_entry(line);
+            }
+            if is_exit_line(line) {
+                break 'session;
+            }
+            if matches!(parse_line(line), Ok(Some(Command::Clear))) {
+                let _ = rl.clear_screen();
+                continue;
+            }
+            interrupted.store(false, Ordering::Relaxed);
+            let status = shell_line(
+                &mut interp.borrow_mut(),
+                line_no,
+                line,
+                &mut io::stdout(),
+                &mut io::stderr(),
+            );
+            worst = worst.max(status);
+            if interrupted.swap(false, Ordering::Relaxed) {
+                break;
+            }
+        }
+        if let Some(p) = &history {
+            if let Err(e) = rl.history_mut().save(p) {
+                if !history_warned {
+                    eprintln!("memcgsim: cannot keep the history in {}: {e}", p.display());
+                    history_warned = true;
+                }
+            }
         }
     }
-    let status = interp.borrow().status();
-    worst.max(status)
+    if strict {
+        worst.max(interp.borrow().status())
+    } else {
+        0
+    }
 }

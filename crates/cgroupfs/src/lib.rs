@@ -15,6 +15,8 @@ mod v1;
 mod v2;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use memcgsim_model::{CgroupVersion, Machine, MemcgId, ROOT_MEMCG};
 pub use memcgsim_model::{Errno, MachineConfig, Pid, Program, TaskOutcome};
@@ -40,6 +42,20 @@ pub enum WaitResult {
     Ended(TaskOutcome),
     /// The task finished its work and is holding its memory (`--hold`), alive.
     Holding,
+    /// The interrupt flag was raised (see [`System::set_interrupt`]) before either; the
+    /// machine stopped between two events, the task is as it was.
+    Interrupted,
+}
+
+/// How a task ended, for reports: its outcome, who killed it and when it ran.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskEnd {
+    pub outcome: TaskOutcome,
+    /// Killed by the OOM killer: the cgroup whose limit was hit, or None for a global
+    /// (machine-wide) OOM. Not set when the task died otherwise.
+    pub oom: Option<Option<String>>,
+    /// Virtual time from start to end, in nanoseconds.
+    pub elapsed_ns: u64,
 }
 
 /// One cgroup directory.
@@ -54,6 +70,11 @@ pub(crate) struct Cgroup {
     pub subtree_memory: bool,
     /// Tasks attached to this cgroup, in attach order.
     pub tasks: Vec<Pid>,
+    /// cgroup.freeze as written (the subtree is frozen if this or an ancestor's is set).
+    pub freeze: bool,
+    /// cgroup.max.depth and cgroup.max.descendants (i32::MAX is "max").
+    pub max_depth: i32,
+    pub max_descendants: i32,
 }
 
 /// Which counter a peak file watches.
@@ -80,6 +101,8 @@ pub struct System {
     next_fd: u32,
     /// Task -> cgroup index.
     task_cg: BTreeMap<Pid, usize>,
+    /// Raised from outside (a signal handler) to stop `wait` and `advance` between events.
+    interrupt: Option<Arc<AtomicBool>>,
 }
 
 /// A resolved path.
@@ -105,10 +128,14 @@ impl System {
                 memcg: Some(ROOT_MEMCG),
                 subtree_memory: root_mem,
                 tasks: Vec::new(),
+                freeze: false,
+                max_depth: i32::MAX,
+                max_descendants: i32::MAX,
             })],
             fds: BTreeMap::new(),
             next_fd: 3,
             task_cg: BTreeMap::new(),
+            interrupt: None,
         })
     }
 
@@ -227,6 +254,9 @@ impl System {
         {
             return Err(Errno::EEXIST);
         }
+        if !self.hierarchy_limits_allow(parent) {
+            return Err(Errno::EAGAIN);
+        }
         let memcg = if self.is_v1() || self.cg(parent).subtree_memory {
             let pm = self.effective_memcg(parent);
             Some(self.machine.memcg_create(pm)?)
@@ -241,6 +271,9 @@ impl System {
             memcg,
             subtree_memory: false,
             tasks: Vec::new(),
+            freeze: false,
+            max_depth: i32::MAX,
+            max_descendants: i32::MAX,
         }));
         self.cg_mut(parent).children.insert(name.to_string(), idx);
         self.machine.after_step_check();
@@ -373,11 +406,15 @@ impl System {
         self.read_file(of.cg, &of.file, Some(of.peak))
     }
 
-    /// Write through an open fd.
+    /// Write through an open fd. A cgroup file takes at most a page in one write
+    /// (kernfs's atomic_write_len for every cgroup file): longer is E2BIG.
     pub fn write_fd(&mut self, fd: Fd, data: &str) -> Result<(), Errno> {
         let of = self.fds.get(&fd.0).ok_or(Errno::EBADF)?.clone();
         if of.cg == usize::MAX {
             return proc::write(self, &of.file, data);
+        }
+        if data.len() as u64 > memcgsim_model::PAGE_SIZE {
+            return Err(Errno::E2BIG);
         }
         if self.cgroups.get(of.cg).map(|c| c.is_none()).unwrap_or(true) {
             return Err(Errno::ENODEV);
@@ -447,6 +484,9 @@ impl System {
         let pid = self.machine.spawn(memcg, name, opts.oom_score_adj, program);
         self.cg_mut(i).tasks.push(pid);
         self.task_cg.insert(pid, i);
+        // A task forked into a frozen cgroup is frozen too.
+        let frozen = self.effectively_frozen(i);
+        self.machine.set_task_frozen(pid, frozen);
         self.machine.after_step_check();
         Ok(pid)
     }
@@ -474,7 +514,65 @@ impl System {
         self.task_cg.insert(pid, i);
         let m = self.effective_memcg(i);
         self.machine.move_task(pid, m);
+        let frozen = self.effectively_frozen(i);
+        self.machine.set_task_frozen(pid, frozen);
         Ok(())
+    }
+
+    /// cgroup.freeze of the cgroup or an ancestor is set (the cgroup's e_freeze).
+    pub(crate) fn effectively_frozen(&self, mut i: usize) -> bool {
+        loop {
+            let c = self.cg(i);
+            if c.freeze {
+                return true;
+            }
+            match c.parent {
+                Some(p) => i = p,
+                None => return false,
+            }
+        }
+    }
+
+    /// Live descendants of cgroup `i` (cgroup.stat nr_descendants).
+    fn nr_descendants(&self, i: usize) -> usize {
+        let mut n = 0usize;
+        let mut stack: Vec<usize> = self.cg(i).children.values().copied().collect();
+        while let Some(c) = stack.pop() {
+            n += 1;
+            stack.extend(self.cg(c).children.values().copied());
+        }
+        n
+    }
+
+    /// cgroup_check_hierarchy_limits(): may a child be made under `parent`? No if an
+    /// ancestor (or the parent) has max.descendants descendants already, or the new cgroup
+    /// would be deeper below one than its max.depth.
+    fn hierarchy_limits_allow(&self, parent: usize) -> bool {
+        let mut level = 1i64;
+        let mut cur = Some(parent);
+        while let Some(c) = cur {
+            let cg = self.cg(c);
+            if self.nr_descendants(c) as i64 >= cg.max_descendants as i64
+                || level > cg.max_depth as i64
+            {
+                return false;
+            }
+            level += 1;
+            cur = cg.parent;
+        }
+        true
+    }
+
+    /// Freeze or thaw every task of `i`'s subtree as its cgroups' e_freeze says.
+    fn apply_freeze(&mut self, i: usize) {
+        let mut stack = vec![i];
+        while let Some(c) = stack.pop() {
+            let frozen = self.effectively_frozen(c);
+            for p in self.cg(c).tasks.clone() {
+                self.machine.set_task_frozen(p, frozen);
+            }
+            stack.extend(self.cg(c).children.values().copied());
+        }
     }
 
     /// Drop exited tasks from the cgroups' task lists.
@@ -513,8 +611,16 @@ impl System {
         false
     }
 
-    /// Run the simulation until `pid` ends, or until it holds (if `stop_at_hold`).
-    /// Err if the task is unknown, or if virtual time runs past `limit_ns` first.
+    /// Let `flag` interrupt [`System::wait`] and [`System::advance`]: when it is raised
+    /// (by a signal handler, say), they return between two events. Clearing it is the
+    /// caller's business. Without a flag nothing interrupts them.
+    pub fn set_interrupt(&mut self, flag: Option<Arc<AtomicBool>>) {
+        self.interrupt = flag;
+    }
+
+    /// Run the simulation until `pid` ends, until it holds (if `stop_at_hold`), or until
+    /// the interrupt flag is raised. Err if the task is unknown, or if virtual time runs past
+    /// `limit_ns` first.
     pub fn wait(
         &mut self,
         pid: Pid,
@@ -525,28 +631,99 @@ impl System {
             return Err(format!("no task with pid {pid}"));
         }
         let until = self.machine.sched.clock.saturating_add(limit_ns);
+        let flag = self.interrupt.clone();
+        let mut interrupted = false;
         let done = |m: &Machine| {
             let t = m.task(pid);
-            t.exited() || (stop_at_hold && t.state == memcgsim_model::TaskState::Holding)
+            if t.exited() || (stop_at_hold && t.state == memcgsim_model::TaskState::Holding) {
+                return true;
+            }
+            interrupted = flag.as_ref().is_some_and(|f| f.load(Ordering::Relaxed));
+            interrupted
         };
-        if !self.machine.run_until(until, done) {
+        let stopped = self.machine.run_until(until, done);
+        self.reap();
+        if interrupted {
+            return Ok(WaitResult::Interrupted);
+        }
+        if !stopped {
+            let frozen = if self.machine.task(pid).frozen {
+                " (it is frozen: see cgroup.freeze)"
+            } else {
+                ""
+            };
             return Err(format!(
-                "task {pid} did not finish within {} s of virtual time",
+                "task {pid} did not finish within {} s of virtual time{frozen}",
                 limit_ns / 1_000_000_000
             ));
         }
-        self.reap();
         Ok(match self.machine.task(pid).state {
             memcgsim_model::TaskState::Exited(o) => WaitResult::Ended(o),
             _ => WaitResult::Holding,
         })
     }
 
-    /// Run the simulation for `ns` nanoseconds of virtual time.
-    pub fn advance(&mut self, ns: u64) {
+    /// Run the simulation for `ns` nanoseconds of virtual time. Returns false if the
+    /// interrupt flag stopped it first.
+    pub fn advance(&mut self, ns: u64) -> bool {
         let until = self.machine.sched.clock.saturating_add(ns);
-        self.machine.run_until(until, |_| false);
+        let flag = self.interrupt.clone();
+        let mut interrupted = false;
+        self.machine.run_until(until, |_| {
+            interrupted = flag.as_ref().is_some_and(|f| f.load(Ordering::Relaxed));
+            interrupted
+        });
         self.reap();
+        !interrupted
+    }
+
+    /// SIGINT to a task, as Ctrl-C sends it to a shell's foreground job: its default action
+    /// ends the task (ESRCH if it has ended).
+    pub fn interrupt_task(&mut self, pid: Pid) -> Result<(), Errno> {
+        if !self.machine.task_exists(pid) || self.machine.task(pid).exited() {
+            return Err(Errno::ESRCH);
+        }
+        self.machine.interrupt_task(pid);
+        self.reap();
+        self.machine.after_step_check();
+        Ok(())
+    }
+
+    /// How a task ended, with who killed it and how long it ran; None while it lives.
+    pub fn task_end(&self, pid: Pid) -> Option<TaskEnd> {
+        let outcome = self.outcome(pid)?;
+        let t = self.machine.task(pid);
+        let oom = t
+            .oom_domain
+            .map(|m| (m != ROOT_MEMCG).then(|| self.memcg_path(m)));
+        Some(TaskEnd {
+            outcome,
+            oom,
+            elapsed_ns: t.stats.end_ns.saturating_sub(t.stats.start_ns),
+        })
+    }
+
+    /// The path of the cgroup that owns memcg `m` (`/` for the root).
+    pub fn memcg_path(&self, m: MemcgId) -> String {
+        let Some(i) = self
+            .cgroups
+            .iter()
+            .position(|c| c.as_ref().is_some_and(|c| c.memcg == Some(m)))
+        else {
+            return "(a removed cgroup)".to_string();
+        };
+        self.cgroup_path(i)
+    }
+
+    /// The absolute path of cgroup `i`.
+    pub(crate) fn cgroup_path(&self, mut i: usize) -> String {
+        let mut parts = Vec::new();
+        while let Some(p) = self.cg(i).parent {
+            parts.push(self.cg(i).name.clone());
+            i = p;
+        }
+        parts.reverse();
+        format!("/{}", parts.join("/"))
     }
 
     /// Send SIGKILL to a task (ESRCH if it has ended).
@@ -634,19 +811,30 @@ impl System {
                     "\n".into()
                 }
             }
-            "cgroup.events" => format!("populated {}\nfrozen 0\n", self.populated(i) as u8),
+            // Tasks freeze between events, so a cgroup is frozen as soon as it is told to.
+            "cgroup.events" => format!(
+                "populated {}\nfrozen {}\n",
+                self.populated(i) as u8,
+                self.effectively_frozen(i) as u8
+            ),
             "cgroup.stat" => {
-                let mut n = 0usize;
-                let mut stack: Vec<usize> = self.cg(i).children.values().copied().collect();
-                while let Some(c) = stack.pop() {
-                    n += 1;
-                    stack.extend(self.cg(c).children.values().copied());
-                }
+                let n = self.nr_descendants(i);
                 format!("nr_descendants {n}\nnr_dying_descendants 0\n")
             }
-            "cgroup.max.depth" | "cgroup.max.descendants" => "max\n".into(),
+            "cgroup.max.depth" | "cgroup.max.descendants" => {
+                let v = if f == "cgroup.max.depth" {
+                    self.cg(i).max_depth
+                } else {
+                    self.cg(i).max_descendants
+                };
+                if v == i32::MAX {
+                    "max\n".into()
+                } else {
+                    format!("{v}\n")
+                }
+            }
             "cgroup.type" => "domain\n".into(),
-            "cgroup.freeze" => "0\n".into(),
+            "cgroup.freeze" => format!("{}\n", self.cg(i).freeze as u8),
             "cgroup.kill" => return Err(Errno::EACCES),
             _ => return Ok(None),
         };
@@ -657,12 +845,16 @@ impl System {
     fn write_core(&mut self, i: usize, f: &str, data: &str) -> Result<bool, Errno> {
         match f {
             "cgroup.procs" | "tasks" | "cgroup.threads" => {
-                let pid = parse::kstrtoull(data)?;
+                // cgroup_procs_write_start(): any bad number is EINVAL.
+                let pid = parse::kstrtoint(data)
+                    .ok()
+                    .filter(|&p| p >= 0)
+                    .ok_or(Errno::EINVAL)?;
                 self.attach(i, Pid(pid as u32))?;
             }
             "cgroup.subtree_control" => self.write_subtree_control(i, data)?,
             "cgroup.kill" => {
-                if parse::kstrtoull(data)? != 1 {
+                if parse::kstrtoint(data)? != 1 {
                     return Err(Errno::ERANGE);
                 }
                 let mut stack = vec![i];
@@ -676,11 +868,40 @@ impl System {
                 }
                 self.reap();
             }
-            "cgroup.freeze"
-            | "cgroup.max.depth"
-            | "cgroup.max.descendants"
-            | "cgroup.type"
-            | "cgroup.clone_children" => return Err(Errno::EOPNOTSUPP),
+            "cgroup.freeze" => {
+                let v = parse::kstrtoint(data)?;
+                if !(0..=1).contains(&v) {
+                    return Err(Errno::ERANGE);
+                }
+                self.cg_mut(i).freeze = v == 1;
+                self.apply_freeze(i);
+            }
+            "cgroup.max.depth" | "cgroup.max.descendants" => {
+                let s = data.trim();
+                let v = if s == "max" {
+                    i32::MAX as i64
+                } else {
+                    parse::kstrtoint(s)?
+                };
+                if v < 0 {
+                    return Err(Errno::ERANGE);
+                }
+                let v = v as i32;
+                if f == "cgroup.max.depth" {
+                    self.cg_mut(i).max_depth = v;
+                } else {
+                    self.cg_mut(i).max_descendants = v;
+                }
+            }
+            "cgroup.type" => {
+                // Only "threaded" may be written; threaded subtrees are not modelled (the
+                // memory controller is a domain controller).
+                if data.trim() != "threaded" {
+                    return Err(Errno::EINVAL);
+                }
+                return Err(Errno::EOPNOTSUPP);
+            }
+            "cgroup.clone_children" => return Err(Errno::EOPNOTSUPP),
             "cgroup.controllers" | "cgroup.events" | "cgroup.stat" => return Err(Errno::EACCES),
             _ => return Ok(false),
         }

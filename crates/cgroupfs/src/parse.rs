@@ -4,53 +4,8 @@
 
 use memcgsim_model::{Errno, PAGE_COUNTER_MAX, PAGE_SIZE};
 
-/// simple_strtoull(s, &end, 0): returns the value and the unparsed rest. Wraps on overflow,
-/// as the kernel's does.
-fn simple_strtoull(s: &str) -> (u64, &str) {
-    let b = s.as_bytes();
-    let (base, mut i) = if b.len() >= 2 && b[0] == b'0' && (b[1] == b'x' || b[1] == b'X') {
-        if b.len() > 2 && (b[2] as char).is_ascii_hexdigit() {
-            (16, 2)
-        } else {
-            (8, 1)
-        }
-    } else if !b.is_empty() && b[0] == b'0' {
-        (8, 1)
-    } else {
-        (10, 0)
-    };
-    let mut v: u64 = 0;
-    if base == 8 && i == 1 {
-        // The leading 0 itself is a digit: "0" parses as 0 with nothing left.
-        v = 0;
-    }
-    while i < b.len() {
-        let d = match (b[i] as char).to_digit(16) {
-            Some(d) if d < base => d as u64,
-            _ => break,
-        };
-        v = v.wrapping_mul(base as u64).wrapping_add(d);
-        i += 1;
-    }
-    (v, &s[i..])
-}
-
-/// memparse(): a number with an optional binary suffix; returns bytes and the rest.
-pub fn memparse(s: &str) -> (u64, &str) {
-    let (mut v, rest) = simple_strtoull(s);
-    let mut chars = rest.chars();
-    let shift = match chars.next() {
-        Some('E') | Some('e') => 60,
-        Some('P') | Some('p') => 50,
-        Some('T') | Some('t') => 40,
-        Some('G') | Some('g') => 30,
-        Some('M') | Some('m') => 20,
-        Some('K') | Some('k') => 10,
-        _ => return (v, rest),
-    };
-    v = v.wrapping_shl(shift);
-    (v, chars.as_str())
-}
+pub use memcgsim_model::units::memparse;
+use memcgsim_model::units::strtoull as simple_strtoull;
 
 /// page_counter_memparse(): the exact `max_token` means unlimited; otherwise bytes rounded
 /// down to pages, capped at PAGE_COUNTER_MAX. Anything left over is EINVAL.
@@ -73,14 +28,17 @@ pub fn kstrtoull(buf: &str) -> Result<u64, Errno> {
     if s.is_empty() {
         return Err(Errno::EINVAL);
     }
-    let (v, rest) = simple_strtoull(s);
+    let (v, rest, overflowed) = simple_strtoull(s);
     if !rest.is_empty() || (s.len() > 1 && s == "0x") {
         return Err(Errno::EINVAL);
+    }
+    if overflowed {
+        return Err(Errno::ERANGE);
     }
     Ok(v)
 }
 
-/// kstrtoint(s, 0).
+/// kstrtoint(s, 0): ERANGE when the number does not fit an int.
 pub fn kstrtoint(buf: &str) -> Result<i64, Errno> {
     let s = buf.trim();
     let (neg, digits) = match s.strip_prefix('-') {
@@ -89,7 +47,7 @@ pub fn kstrtoint(buf: &str) -> Result<i64, Errno> {
     };
     let v = kstrtoull(digits)?;
     if v > i32::MAX as u64 + neg as u64 {
-        return Err(Errno::EINVAL);
+        return Err(Errno::ERANGE);
     }
     Ok(if neg { -(v as i64) } else { v as i64 })
 }

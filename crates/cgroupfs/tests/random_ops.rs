@@ -87,7 +87,9 @@ fn apply(sys: &mut System, ops: &[Op]) -> String {
                     pids.push(p);
                 }
             }
-            Op::Advance(ms) => sys.advance(*ms as u64 * 1_000_000),
+            Op::Advance(ms) => {
+                sys.advance(*ms as u64 * 1_000_000);
+            }
             Op::KillAll => {
                 for &p in &pids {
                     let _ = sys.kill(p);

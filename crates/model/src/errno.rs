@@ -10,6 +10,7 @@ pub enum Errno {
     ENOENT,
     ESRCH,
     EINTR,
+    E2BIG,
     EBADF,
     EAGAIN,
     ENOMEM,
@@ -34,6 +35,7 @@ impl Errno {
             Errno::ENOENT => "ENOENT",
             Errno::ESRCH => "ESRCH",
             Errno::EINTR => "EINTR",
+            Errno::E2BIG => "E2BIG",
             Errno::EBADF => "EBADF",
             Errno::EAGAIN => "EAGAIN",
             Errno::ENOMEM => "ENOMEM",
@@ -58,6 +60,7 @@ impl Errno {
             Errno::ENOENT => "No such file or directory",
             Errno::ESRCH => "No such process",
             Errno::EINTR => "Interrupted system call",
+            Errno::E2BIG => "Argument list too long",
             Errno::EBADF => "Bad file descriptor",
             Errno::EAGAIN => "Resource temporarily unavailable",
             Errno::ENOMEM => "Cannot allocate memory",
@@ -77,11 +80,12 @@ impl Errno {
 
     /// Parse a symbolic name ("EBUSY"); used by scripts that assert an errno.
     pub fn from_name(s: &str) -> Option<Errno> {
-        const ALL: [Errno; 18] = [
+        const ALL: [Errno; 19] = [
             Errno::EPERM,
             Errno::ENOENT,
             Errno::ESRCH,
             Errno::EINTR,
+            Errno::E2BIG,
             Errno::EBADF,
             Errno::EAGAIN,
             Errno::ENOMEM,

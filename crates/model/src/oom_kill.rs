@@ -96,6 +96,9 @@ impl Machine {
             }
         }
         for p in to_kill {
+            if !self.task(p).exited() {
+                self.task_mut(p).oom_domain = Some(domain);
+            }
             self.kill_task(p);
         }
     }

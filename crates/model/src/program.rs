@@ -23,6 +23,31 @@ pub enum TaskOutcome {
     Exited(i32),
     /// Killed by SIGKILL (the OOM killer, or `kill`).
     Killed,
+    /// Killed by SIGINT, whose default action ends the process (Ctrl-C on the foreground
+    /// task in the shell).
+    Interrupted,
+}
+
+impl TaskOutcome {
+    /// The status a shell reports for it: the exit code, or 128 + the signal number.
+    pub fn shell_status(self) -> i32 {
+        match self {
+            TaskOutcome::Exited(c) => c,
+            TaskOutcome::Killed => 128 + 9,
+            TaskOutcome::Interrupted => 128 + 2,
+        }
+    }
+}
+
+impl std::fmt::Display for TaskOutcome {
+    /// `exit N`, `killed` or `interrupted`, as reports and comparisons print it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TaskOutcome::Exited(c) => write!(f, "exit {c}"),
+            TaskOutcome::Killed => f.write_str("killed"),
+            TaskOutcome::Interrupted => f.write_str("interrupted"),
+        }
+    }
 }
 
 /// What a program wants after a step.

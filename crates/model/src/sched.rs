@@ -146,6 +146,10 @@ impl Machine {
                 return;
             }
         }
+        if self.task(pid).frozen {
+            self.task_mut(pid).parked = true;
+            return;
+        }
         // Take a free CPU: the last one if free, else the lowest free; else wait for the
         // earliest to free up.
         let last = self.task(pid).cpu as usize;

@@ -63,8 +63,14 @@ pub struct Task {
     pub nr_pages_over_high: u64,
     /// Dirty throttling (task_struct's nr_dirtied, nr_dirtied_pause, dirty_paused_when).
     pub dirty: crate::page_writeback::TaskDirty,
-    /// SIGKILL received.
+    /// SIGKILL (or a fatal SIGINT) received.
     pub killed: bool,
+    /// Killed by the OOM killer: the OOM domain (ROOT_MEMCG for a global OOM).
+    pub oom_domain: Option<MemcgId>,
+    /// Frozen by the cgroup freezer (cgroup.freeze): it does not run until thawed.
+    pub frozen: bool,
+    /// A run event found it frozen and was dropped; thawing schedules it again.
+    pub parked: bool,
     /// Generation of the task's pending run event.
     pub gen: u64,
     /// The CPU it last ran on.
@@ -126,6 +132,9 @@ impl Machine {
             nr_pages_over_high: 0,
             dirty: crate::page_writeback::TaskDirty::new(now),
             killed: false,
+            oom_domain: None,
+            frozen: false,
+            parked: false,
             gen: 0,
             cpu: (pid.0 - FIRST_PID) % self.cfg.cpus,
             stats: TaskStats {
@@ -174,13 +183,40 @@ impl Machine {
         t.nr_pages_over_high = 0;
     }
 
+    /// The cgroup freezer (kernel/cgroup/freezer.c), at the granularity of events: a frozen
+    /// task is not scheduled (its pending run is parked) and its memory stays charged and
+    /// reclaimable; thawing makes it runnable at once. Fatal signals still end it.
+    pub fn set_task_frozen(&mut self, pid: Pid, frozen: bool) {
+        let now = self.sched.clock;
+        let t = self.task_mut(pid);
+        if t.frozen == frozen {
+            return;
+        }
+        t.frozen = frozen;
+        if !frozen && t.parked {
+            t.parked = false;
+            let g = t.gen;
+            self.sched.push(now, crate::sched::Event::TaskRun(pid, g));
+        }
+    }
+
     /// SIGKILL: the task dies; its memory is reaped at once.
     pub fn kill_task(&mut self, pid: Pid) {
+        self.signal_fatal(pid, TaskOutcome::Killed);
+    }
+
+    /// SIGINT with its default action: the task dies as on SIGKILL, but reports it. Only
+    /// between events (never while the task's program is running).
+    pub fn interrupt_task(&mut self, pid: Pid) {
+        self.signal_fatal(pid, TaskOutcome::Interrupted);
+    }
+
+    fn signal_fatal(&mut self, pid: Pid, outcome: TaskOutcome) {
         if self.task(pid).exited() {
             return;
         }
         self.task_mut(pid).killed = true;
-        self.exit_task(pid, TaskOutcome::Killed);
+        self.exit_task(pid, outcome);
     }
 }
 
@@ -215,9 +251,12 @@ impl TaskCtx<'_> {
         self.m.task_mut(self.pid).stats.user_ns += ns;
     }
 
-    /// mmap an anonymous region of `pages` pages (`locked`: mlocked).
+    /// mmap an anonymous region of `pages` pages (`locked`: mlocked). Fails (ENOMEM) as
+    /// __vm_enough_memory() does under the default overcommit heuristic
+    /// (vm.overcommit_memory = 0, OVERCOMMIT_GUESS): a single mapping larger than RAM + swap
+    /// is refused.
     pub fn mmap_anon(&mut self, pages: u64, locked: bool) -> Result<Vma, Fault> {
-        if pages > u32::MAX as u64 / 2 {
+        if pages > self.m.totalram_pages + self.m.total_swap_pages || pages > u32::MAX as u64 / 2 {
             return Err(Fault::Segv);
         }
         Ok(Vma(self.m.mmap_anon(self.pid, pages as u32, locked)))

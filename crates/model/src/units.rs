@@ -1,36 +1,115 @@
-//! Size and duration parsing for scripts and configuration (not the kernel's memparse, which
-//! lives with the cgroupfs parse rules in `memparse`).
+//! Size and duration parsing. There is one size syntax: the kernel's memparse()
+//! (lib/cmdline.c: simple_strtoull() with base 0, then one K/M/G/T/P/E suffix), used as it is
+//! by the control files' write paths (page_counter_memparse in the cgroupfs crate), and, for
+//! scripts, workloads and scenarios, checked for overflow and extended with fractions before
+//! a suffix ("1.5G").
 
-/// Parse a size: a decimal number with an optional K/M/G/T suffix (binary multiples),
-/// e.g. "50M", "4096", "1G". Fractions are accepted with a suffix ("1.5G").
+/// simple_strtoull(s, &end, 0): the value, the unparsed rest, and whether the value wrapped
+/// (the kernel's wraps silently).
+fn simple_strtoull(s: &str) -> (u64, &str, bool) {
+    let b = s.as_bytes();
+    let (base, mut i) = if b.len() > 2
+        && b[0] == b'0'
+        && (b[1] == b'x' || b[1] == b'X')
+        && (b[2] as char).is_ascii_hexdigit()
+    {
+        (16, 2)
+    } else if !b.is_empty() && b[0] == b'0' {
+        // The leading 0 is itself an octal digit: "0" parses as 0 with nothing left.
+        (8, 1)
+    } else {
+        (10, 0)
+    };
+    let mut v: u64 = 0;
+    let mut wrapped = false;
+    while i < b.len() {
+        let d = match (b[i] as char).to_digit(16) {
+            Some(d) if d < base => d as u64,
+            _ => break,
+        };
+        let next = v.checked_mul(base as u64).and_then(|x| x.checked_add(d));
+        wrapped |= next.is_none();
+        v = v.wrapping_mul(base as u64).wrapping_add(d);
+        i += 1;
+    }
+    (v, &s[i..], wrapped)
+}
+
+/// The shift of a memparse suffix letter.
+fn suffix_shift(c: char) -> Option<u32> {
+    Some(match c.to_ascii_uppercase() {
+        'K' => 10,
+        'M' => 20,
+        'G' => 30,
+        'T' => 40,
+        'P' => 50,
+        'E' => 60,
+        _ => return None,
+    })
+}
+
+/// The kernel's memparse(): a number with an optional binary suffix; returns the bytes
+/// (wrapping on overflow, as the kernel does) and the unparsed rest.
+pub fn memparse(s: &str) -> (u64, &str) {
+    let (v, rest, _) = memparse_checked(s);
+    (v, rest)
+}
+
+/// memparse() that also says whether the value overflowed.
+fn memparse_checked(s: &str) -> (u64, &str, bool) {
+    let (v, rest, mut wrapped) = simple_strtoull(s);
+    let mut chars = rest.chars();
+    let Some(shift) = chars.next().and_then(suffix_shift) else {
+        return (v, rest, wrapped);
+    };
+    wrapped |= v.leading_zeros() < shift;
+    (v.wrapping_shl(shift), chars.as_str(), wrapped)
+}
+
+/// The kernel's simple_strtoull() with base 0, for the kstrto* parse rules: the value, the
+/// unparsed rest, and whether it overflowed (kstrtoull's ERANGE).
+pub fn strtoull(s: &str) -> (u64, &str, bool) {
+    simple_strtoull(s)
+}
+
+/// Parse a size for scripts, workloads and configuration: memparse()'s syntax ("50M",
+/// "4096", "0x1000", "1E"; K/M/G/T/P/E are binary multiples, either case), the whole word,
+/// without overflow; or a decimal fraction with a suffix ("1.5G").
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let s = s.trim();
-    let (num, mult) = match s.chars().last() {
-        Some(c) if c.is_ascii_alphabetic() => {
-            let m: u64 = match c.to_ascii_uppercase() {
-                'K' => 1 << 10,
-                'M' => 1 << 20,
-                'G' => 1 << 30,
-                'T' => 1 << 40,
-                'P' => 1 << 50,
-                _ => return Err(format!("bad size '{s}': unknown suffix '{c}'")),
-            };
-            (&s[..s.len() - 1], m)
-        }
-        _ => (s, 1),
-    };
-    if num.is_empty() {
+    if !s.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
         return Err(format!("bad size '{s}'"));
     }
-    if let Ok(v) = num.parse::<u64>() {
-        return v
-            .checked_mul(mult)
-            .ok_or_else(|| format!("size '{s}' is too large"));
+    let (v, rest, wrapped) = memparse_checked(s);
+    if rest.is_empty() {
+        return if wrapped {
+            Err(format!("size '{s}' is too large"))
+        } else {
+            Ok(v)
+        };
     }
+    // A fraction with a suffix.
+    let mut chars = s.chars();
+    let last = chars.next_back();
+    let (num, shift) = match last.and_then(suffix_shift) {
+        Some(shift) => (chars.as_str(), shift),
+        None => {
+            return Err(match last {
+                Some(c) if c.is_ascii_alphabetic() => {
+                    format!("bad size '{s}': unknown suffix '{c}' (K, M, G, T, P or E)")
+                }
+                _ => format!("bad size '{s}'"),
+            })
+        }
+    };
     match num.parse::<f64>() {
-        Ok(f) if f >= 0.0 && f.is_finite() && mult > 1 => {
-            let v = f * mult as f64;
-            if v > u64::MAX as f64 / 2.0 {
+        Ok(f)
+            if f >= 0.0
+                && f.is_finite()
+                && num.bytes().all(|b| b.is_ascii_digit() || b == b'.') =>
+        {
+            let v = f * (1u64 << shift) as f64;
+            if v >= u64::MAX as f64 {
                 return Err(format!("size '{s}' is too large"));
             }
             Ok(v as u64)
@@ -66,6 +145,22 @@ pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
     }
 }
 
+/// A duration in nanoseconds, short: `1.234s`, `12.500ms`, `3.0us`, `7ns`, `0`.
+pub fn fmt_ns(ns: u64) -> String {
+    let f = ns as f64;
+    if ns == 0 {
+        "0".into()
+    } else if ns >= 1_000_000_000 {
+        format!("{:.3}s", f / 1e9)
+    } else if ns >= 1_000_000 {
+        format!("{:.3}ms", f / 1e6)
+    } else if ns >= 1_000 {
+        format!("{:.1}us", f / 1e3)
+    } else {
+        format!("{ns}ns")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,6 +173,20 @@ mod tests {
         assert!(parse_size("x").is_err());
         assert!(parse_size("M").is_err());
         assert!(parse_size("1.5").is_err());
+        // The kernel's suffixes and bases, as `echo ... > memory.max` takes them.
+        assert_eq!(parse_size("1E").unwrap(), 1 << 60);
+        assert_eq!(parse_size("15e").unwrap(), 15 << 60);
+        assert!(parse_size("16E").unwrap_err().contains("too large"));
+        assert_eq!(parse_size("0x1000").unwrap(), 4096);
+        assert_eq!(parse_size("1p").unwrap(), 1 << 50);
+        assert!(parse_size("18446744073709551616").is_err());
+        assert!(parse_size("2X").unwrap_err().contains("unknown suffix 'X'"));
+        assert!(parse_size("-1").is_err());
+        assert!(parse_size("1.5.1G").is_err());
+        assert!(parse_size("").is_err());
+        assert_eq!(memparse("1E"), (1 << 60, ""));
+        assert_eq!(memparse("16E").0, 0, "memparse wraps as the kernel's does");
+        assert_eq!(memparse("12abc"), (12, "abc"));
     }
     #[test]
     fn durations() {

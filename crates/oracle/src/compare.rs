@@ -62,10 +62,7 @@ fn outcome_of_status(st: i32) -> TaskOutcome {
 }
 
 fn show_outcome(o: TaskOutcome) -> String {
-    match o {
-        TaskOutcome::Exited(c) => format!("exit {c}"),
-        TaskOutcome::Killed => "killed".into(),
-    }
+    o.to_string()
 }
 
 /// Options of the comparison.

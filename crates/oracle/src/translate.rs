@@ -125,7 +125,7 @@ pub fn translate(text: &str) -> Result<Translation, String> {
                 cx.cwd = cx.abs(p);
                 String::new()
             }
-            Command::Ls(_) | Command::Pwd | Command::Help => String::new(),
+            Command::Ls(_) | Command::Pwd | Command::Help(_) | Command::Clear => String::new(),
             Command::Echo { text, target: None } => {
                 format!(
                     "echo \"{}\" | emit {n}",
@@ -148,15 +148,26 @@ pub fn translate(text: &str) -> Result<Translation, String> {
                 cx.fd(name)?,
                 cx.arith(text)?.replace('"', "\\\"")
             ),
-            Command::Cat(Target::Path(p)) => {
-                let g = q(&gpath(&cx.abs(p)));
-                format!("if cat {g} > /tmp/o 2>/dev/null; then emit {n} < /tmp/o; else echo \"@@MCG L{n} CATFAIL\"; fi")
-            }
-            Command::Cat(Target::Fd(name)) => {
-                format!(
-                    "/bin/mcgh fdread {} > /tmp/o; emit {n} < /tmp/o",
-                    cx.fd(name)?
-                )
+            Command::Cat(targets) => {
+                // cat(1) of each in turn into one output; a file that cannot be read makes
+                // the whole line fail, as the model reports it.
+                let mut code = String::from(": > /tmp/o; ok=1");
+                for t in targets {
+                    match t {
+                        Target::Path(p) => code.push_str(&format!(
+                            "; cat {} >> /tmp/o 2>/dev/null || ok=0",
+                            q(&gpath(&cx.abs(p)))
+                        )),
+                        Target::Fd(name) => code.push_str(&format!(
+                            "; /bin/mcgh fdread {} >> /tmp/o || ok=0",
+                            cx.fd(name)?
+                        )),
+                    }
+                }
+                code.push_str(&format!(
+                    "; if [ $ok = 1 ]; then emit {n} < /tmp/o; else echo \"@@MCG L{n} CATFAIL\"; fi"
+                ));
+                code
             }
             Command::Open { name, path } => {
                 if next_fd > 9 {

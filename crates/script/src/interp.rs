@@ -13,8 +13,11 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Write;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
-use memcgsim_cgroupfs::{Fd, SpawnOpts, System, WaitResult};
+use memcgsim_cgroupfs::{Fd, SpawnOpts, System, TaskEnd, WaitResult};
+use memcgsim_model::units::fmt_ns;
 use memcgsim_model::{Errno, MachineConfig, Pid, TaskOutcome};
 
 use crate::parser::{parse_line, Command, Expr, RunSpec, Target, COMMANDS, HELP};
@@ -44,9 +47,14 @@ pub struct ScriptError {
 }
 
 impl fmt::Display for ScriptError {
-    /// `FILE:LINE: error: MESSAGE`
+    /// `FILE:LINE: error: MESSAGE`, or `error: MESSAGE` when there is no file (the
+    /// interactive shell).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: error: {}", self.file, self.line, self.message)
+        if self.file.is_empty() {
+            write!(f, "error: {}", self.message)
+        } else {
+            write!(f, "{}:{}: error: {}", self.file, self.line, self.message)
+        }
     }
 }
 
@@ -91,6 +99,10 @@ pub struct Interpreter {
     last_fg: Option<(String, TaskOutcome)>,
     last_op: Option<OpStatus>,
     expect_failures: u64,
+    /// Report how each foreground task ended (and where `wait` stopped) on `err`.
+    report_tasks: bool,
+    /// Raised by Ctrl-C in the shell: stops a foreground run, a wait or a sleep.
+    interrupt: Option<Arc<AtomicBool>>,
 }
 
 impl Interpreter {
@@ -110,7 +122,26 @@ impl Interpreter {
             last_fg: None,
             last_op: None,
             expect_failures: 0,
+            report_tasks: false,
+            interrupt: None,
         }
+    }
+
+    /// Report on `err` how each foreground task ended, with the virtual time it ran
+    /// (`anon: killed by the OOM killer (out of memory in /A) after 1.2s`), and where a
+    /// `wait` stopped. Off by default, so scripts' output stays as it is.
+    pub fn set_report_tasks(&mut self, on: bool) {
+        self.report_tasks = on;
+    }
+
+    /// Let `flag` (raised by a SIGINT handler) interrupt the command that runs the machine:
+    /// a foreground `run` ends its task as SIGINT would (status 130), `wait` stops waiting
+    /// and leaves the task running, `sleep` stops early. The caller clears the flag.
+    pub fn set_interrupt(&mut self, flag: Arc<AtomicBool>) {
+        if let Some(sys) = self.sys.as_mut() {
+            sys.set_interrupt(Some(Arc::clone(&flag)));
+        }
+        self.interrupt = Some(flag);
     }
 
     /// Check the model's invariants after every simulation step (slow; for tests). Applies
@@ -223,13 +254,21 @@ impl Interpreter {
             .map(|(i, c)| i + c.len_utf8())
             .unwrap_or(0);
         let word = &before[start..];
-        if before[..start].trim().is_empty() {
-            let names = COMMANDS
-                .iter()
+        let prior: Vec<&str> = before[..start].split_whitespace().collect();
+        let from = |list: &[&str], suffix: &str| -> Vec<String> {
+            list.iter()
                 .filter(|c| c.starts_with(word))
-                .map(|c| c.to_string())
-                .collect();
-            return (start, names);
+                .map(|c| format!("{c}{suffix}"))
+                .collect()
+        };
+        match prior.as_slice() {
+            [] => return (start, from(COMMANDS, "")),
+            ["help"] => return (start, from(memcgsim_workloads::WORKLOADS, "")),
+            ["machine", ..] => return (start, from(MachineConfig::KEYS, "=")),
+            ["run", opts @ ..] if run_word_is_workload(opts) => {
+                return (start, from(memcgsim_workloads::WORKLOADS, ""));
+            }
+            _ => {}
         }
         // A redirection glued to the path (`>memory.max`) completes the path after it.
         let (start, word) = match word.rfind('>') {
@@ -305,9 +344,14 @@ impl Interpreter {
         }
     }
 
-    /// Print a bash-style error (`FILE:LINE: MESSAGE`).
+    /// Print a bash-style error (`FILE:LINE: MESSAGE`; `MESSAGE` alone when the
+    /// interpreter has no file name, as in the interactive shell).
     fn complain(&self, err: &mut dyn Write, message: &str) {
-        let _ = writeln!(err, "{}:{}: {}", self.file, self.line, message);
+        if self.file.is_empty() {
+            let _ = writeln!(err, "{message}");
+        } else {
+            let _ = writeln!(err, "{}:{}: {}", self.file, self.line, message);
+        }
     }
 
     fn record(&mut self, what: &'static str, result: Result<(), Errno>) {
@@ -320,6 +364,7 @@ impl Interpreter {
         if self.check_invariants {
             sys.set_check_invariants(true);
         }
+        sys.set_interrupt(self.interrupt.clone());
         self.sys = Some(sys);
         Ok(())
     }
@@ -349,32 +394,49 @@ impl Interpreter {
         err: &mut dyn Write,
     ) -> Result<(), String> {
         match cmd {
-            Command::Help => {
+            Command::Help(None) => {
                 let _ = out.write_all(HELP.as_bytes());
                 let _ = writeln!(
                     out,
-                    "Workloads: {}",
+                    "Workloads: {} (help WORKLOAD tells more)",
                     memcgsim_workloads::WORKLOADS.join(", ")
                 );
                 return Ok(());
             }
+            Command::Help(Some(name)) => {
+                let Some(text) = memcgsim_workloads::describe(name) else {
+                    return Err(format!(
+                        "help: no workload named '{name}' (known: {})",
+                        memcgsim_workloads::WORKLOADS.join(", ")
+                    ));
+                };
+                let _ = out.write_all(text.as_bytes());
+                if !text.ends_with('\n') {
+                    let _ = writeln!(out);
+                }
+                return Ok(());
+            }
+            Command::Clear => return Ok(()),
             Command::Machine(words) => return self.machine(words),
             _ => {}
         }
         self.started = true;
         match cmd {
-            Command::Help | Command::Machine(_) => Ok(()),
+            Command::Help(_) | Command::Clear | Command::Machine(_) => Ok(()),
             Command::Pwd => {
                 let _ = writeln!(out, "{}", self.cwd);
                 Ok(())
             }
             Command::Cd(p) => {
                 let path = self.path(p);
-                if self.boot()?.is_dir(&path) {
+                let sys = self.boot()?;
+                if sys.is_dir(&path) {
                     self.cwd = path;
                     Ok(())
+                } else if sys.read(&path).is_ok() || sys.list(&path) == Err(Errno::ENOTDIR) {
+                    Err(format!("cd: {p}: {}", Errno::ENOTDIR))
                 } else {
-                    Err(format!("cd: {p}: No such directory"))
+                    Err(format!("cd: {p}: {}", Errno::ENOENT))
                 }
             }
             Command::Ls(p) => {
@@ -431,16 +493,23 @@ impl Interpreter {
                 let r = match target {
                     Target::Path(p) => {
                         let path = self.path(p);
-                        let r = self.boot()?.write(&path, text);
-                        match r {
-                            // Errors of opening the file, which bash reports by name.
-                            Err(e @ (Errno::ENOENT | Errno::EISDIR | Errno::ENOTDIR)) => {
+                        let sys = self.boot()?;
+                        // As bash does it: open (whose errors name the file), write (whose
+                        // errors are echo's), close.
+                        match sys.open(&path) {
+                            Err(e) => {
                                 self.complain(err, &format!("{p}: {e}"));
+                                Err(e)
                             }
-                            Err(e) => self.complain(err, &format!("echo: write error: {e}")),
-                            Ok(()) => {}
+                            Ok(fd) => {
+                                let r = sys.write_fd(fd, text);
+                                let _ = sys.close(fd);
+                                if let Err(e) = r {
+                                    self.complain(err, &format!("echo: write error: {e}"));
+                                }
+                                r
+                            }
                         }
-                        r
                     }
                     Target::Fd(name) => {
                         let fd = self.fd(name)?;
@@ -454,22 +523,24 @@ impl Interpreter {
                 self.record("echo", r);
                 Ok(())
             }
-            Command::Cat(target) => {
-                let (shown, r) = match target {
-                    Target::Path(p) => {
-                        let path = self.path(p);
-                        (p.clone(), self.boot()?.read(&path))
+            Command::Cat(targets) => {
+                for target in targets {
+                    let (shown, r) = match target {
+                        Target::Path(p) => {
+                            let path = self.path(p);
+                            (p.clone(), self.boot()?.read(&path))
+                        }
+                        Target::Fd(name) => {
+                            let fd = self.fd(name)?;
+                            (format!("@{name}"), self.boot()?.read_fd(fd))
+                        }
+                    };
+                    match r {
+                        Ok(s) => {
+                            let _ = out.write_all(s.as_bytes());
+                        }
+                        Err(e) => self.complain(err, &format!("cat: {shown}: {e}")),
                     }
-                    Target::Fd(name) => {
-                        let fd = self.fd(name)?;
-                        (format!("@{name}"), self.boot()?.read_fd(fd))
-                    }
-                };
-                match r {
-                    Ok(s) => {
-                        let _ = out.write_all(s.as_bytes());
-                    }
-                    Err(e) => self.complain(err, &format!("cat: {shown}: {e}")),
                 }
                 Ok(())
             }
@@ -504,7 +575,13 @@ impl Interpreter {
             }
             Command::Run(spec) => self.run_task(spec, err),
             Command::Sleep(ns) => {
-                self.boot()?.advance(*ns);
+                let sys = self.boot()?;
+                let start = sys.now_ns();
+                let whole = sys.advance(*ns);
+                let slept = fmt_ns(sys.now_ns() - start);
+                if !whole && self.report_tasks {
+                    self.complain(err, &format!("sleep: interrupted after {slept}"));
+                }
                 Ok(())
             }
             Command::Kill(name) => {
@@ -517,7 +594,7 @@ impl Interpreter {
                 }
                 Ok(())
             }
-            Command::Wait(name) => self.wait_task(name),
+            Command::Wait(name) => self.wait_task(name, err),
             Command::Expect { expr, text } => {
                 if let Some(detail) = self.check(expr)? {
                     self.expect_failures += 1;
@@ -580,12 +657,24 @@ impl Interpreter {
             return Ok(());
         }
         let limit = self.wait_limit_ns;
+        let start = self.boot()?.now_ns();
         match self.boot()?.wait(pid, false, limit) {
             Ok(WaitResult::Ended(o)) => {
+                self.report_end(err, &name, pid);
                 self.last_fg = Some((name, o));
                 Ok(())
             }
-            Ok(WaitResult::Holding) => Ok(()),
+            Ok(WaitResult::Holding) => {
+                self.report_holding(err, &name, start);
+                Ok(())
+            }
+            Ok(WaitResult::Interrupted) => {
+                // Ctrl-C: the foreground task gets SIGINT, whose default action ends it.
+                let _ = self.boot()?.interrupt_task(pid);
+                self.report_end(err, &name, pid);
+                self.last_fg = Some((name, TaskOutcome::Interrupted));
+                Ok(())
+            }
             Err(e) => {
                 let hint = if spec.holds() {
                     " (it holds its memory: start it with --bg and use wait)"
@@ -597,21 +686,62 @@ impl Interpreter {
         }
     }
 
-    fn wait_task(&mut self, name: &str) -> Result<(), String> {
+    fn wait_task(&mut self, name: &str, err: &mut dyn Write) -> Result<(), String> {
         let task = self.task(name)?;
         if let Some(o) = self.boot()?.outcome(task.pid) {
+            self.report_end(err, name, task.pid);
             self.last_fg = Some((name.to_string(), o));
             return Ok(());
         }
         let limit = self.wait_limit_ns;
+        let start = self.boot()?.now_ns();
         match self.boot()?.wait(task.pid, task.holds, limit) {
             Ok(WaitResult::Ended(o)) => {
+                self.report_end(err, name, task.pid);
                 self.last_fg = Some((name.to_string(), o));
                 Ok(())
             }
-            Ok(WaitResult::Holding) => Ok(()),
+            Ok(WaitResult::Holding) => {
+                self.report_holding(err, name, start);
+                Ok(())
+            }
+            Ok(WaitResult::Interrupted) => {
+                // As bash's wait builtin: the wait ends, the task goes on.
+                self.complain(
+                    err,
+                    &format!("wait: interrupted; task '{name}' is still running"),
+                );
+                Ok(())
+            }
             Err(e) => Err(format!("wait {name}: {e}")),
         }
+    }
+
+    /// With task reports on: how the task `pid` ended, and how long it ran.
+    fn report_end(&mut self, err: &mut dyn Write, name: &str, pid: Pid) {
+        if !self.report_tasks {
+            return;
+        }
+        let Some(end) = self.sys.as_ref().and_then(|s| s.task_end(pid)) else {
+            return;
+        };
+        self.complain(err, &describe_end(name, &end));
+    }
+
+    fn report_holding(&mut self, err: &mut dyn Write, name: &str, since: u64) {
+        if !self.report_tasks {
+            return;
+        }
+        let Some(sys) = self.sys.as_ref() else {
+            return;
+        };
+        let t = fmt_ns(sys.now_ns().saturating_sub(since));
+        self.complain(
+            err,
+            &format!(
+                "{name}: done after {t} of virtual time, holding its memory (kill {name} frees it)"
+            ),
+        );
     }
 
     /// Expand every `$(( VALUE [+|- VALUE]... ))` in an echo text to the integer it names,
@@ -700,6 +830,20 @@ impl Interpreter {
     }
 }
 
+/// Whether the word after `run`'s words `prior` is the workload name: the options
+/// (`--bg`, `--name NAME`, `--oom-score-adj N`, `--opt=value`) are followed by exactly one
+/// word, the cgroup.
+fn run_word_is_workload(prior: &[&str]) -> bool {
+    let mut i = 0;
+    while i < prior.len() && prior[i].starts_with("--") {
+        if !prior[i].contains('=') && prior[i] != "--bg" {
+            i += 1;
+        }
+        i += 1;
+    }
+    prior.len() == i + 1
+}
+
 /// The operands an expectation reads, in order.
 pub fn operands(expr: &Expr) -> Vec<&Value> {
     match expr {
@@ -735,8 +879,9 @@ pub fn judge(
             Ok((va, vb)) if values_close(va, vb, *pct) => None,
             Ok((va, vb)) => Some(format!("a={va}, b={vb}, pct={pct}")),
         },
+        // The status as a shell's $? shows it: 128 + the signal for a killed task.
         Expr::Exit(n) => match last_fg {
-            Some((_, TaskOutcome::Exited(c))) if c == *n => None,
+            Some((_, o)) if o.shell_status() == *n => None,
             Some((name, o)) => Some(describe(name, o)),
             None => Some("no foreground task has ended".into()),
         },
@@ -754,10 +899,31 @@ pub fn judge(
     }
 }
 
+/// One line on how a task ended, for task reports: `NAME: exited with status 0 after 1.2s
+/// of virtual time`, `NAME: killed by the OOM killer (out of memory in /A) after ...`.
+pub fn describe_end(name: &str, end: &TaskEnd) -> String {
+    let how = match (end.outcome, &end.oom) {
+        (TaskOutcome::Exited(c), _) => format!("exited with status {c}"),
+        (TaskOutcome::Killed, Some(Some(cg))) => {
+            format!("killed by the OOM killer (out of memory in {cg})")
+        }
+        (TaskOutcome::Killed, Some(None)) => {
+            "killed by the OOM killer (the machine ran out of memory)".to_string()
+        }
+        (TaskOutcome::Killed, None) => "killed (SIGKILL)".to_string(),
+        (TaskOutcome::Interrupted, _) => "interrupted (SIGINT, status 130)".to_string(),
+    };
+    format!(
+        "{name}: {how} after {} of virtual time",
+        fmt_ns(end.elapsed_ns)
+    )
+}
+
 fn describe(name: &str, o: TaskOutcome) -> String {
     match o {
         TaskOutcome::Exited(c) => format!("task '{name}' exited with status {c}"),
         TaskOutcome::Killed => format!("task '{name}' was killed"),
+        TaskOutcome::Interrupted => format!("task '{name}' was interrupted (SIGINT)"),
     }
 }
 
@@ -793,7 +959,7 @@ mod tests {
         assert_eq!(status, EXIT_OK);
         assert!(out.starts_with(HELP));
         assert!(out.ends_with(&format!(
-            "Workloads: {}\n",
+            "Workloads: {} (help WORKLOAD tells more)\n",
             memcgsim_workloads::WORKLOADS.join(", ")
         )));
     }
@@ -897,7 +1063,7 @@ mod tests {
         let interp = Interpreter::new("x");
         let (start, names) = interp.complete_line("c", 1);
         assert_eq!(start, 0);
-        assert_eq!(names, vec!["cat", "cd", "close"]);
+        assert_eq!(names, vec!["cat", "cd", "clear", "close"]);
         let (start, names) = interp.complete_line("  e", 3);
         assert_eq!(start, 2);
         assert_eq!(names, vec!["echo", "expect"]);
@@ -905,6 +1071,30 @@ mod tests {
         assert!(interp.complete_line("cat /A/mem", 10).1.is_empty());
         assert!(interp.complete_line("cat é", 5).1.is_empty());
         assert!(interp.complete_line("cat é", 99).1.is_empty());
+    }
+
+    #[test]
+    fn completes_workloads_and_machine_keys() {
+        let interp = Interpreter::new("x");
+        assert_eq!(
+            interp.complete_line("help me", 7),
+            (5, vec!["mem_eater".into()])
+        );
+        assert_eq!(
+            interp.complete_line("run A us", 8),
+            (6, vec!["usemem".into()])
+        );
+        assert_eq!(
+            interp.complete_line("run --bg --name x --oom-score-adj=5 /A pa", 41),
+            (39, vec!["pagecache".into(), "pagetest".into()])
+        );
+        // The cgroup position completes paths (none without a machine), not workloads.
+        assert!(interp.complete_line("run --name us", 13).1.is_empty());
+        assert!(interp.complete_line("run A anon 5", 12).1.is_empty());
+        assert_eq!(
+            interp.complete_line("machine memory=1G sw", 20),
+            (18, vec!["swap=".into(), "swappiness=".into()])
+        );
     }
 
     #[test]

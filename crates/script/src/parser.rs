@@ -91,8 +91,8 @@ pub enum Command {
         text: String,
         target: Option<Target>,
     },
-    /// `cat FILE` or `cat @NAME`
-    Cat(Target),
+    /// `cat FILE|@NAME...`: each in turn, as cat(1) concatenates them
+    Cat(Vec<Target>),
     /// `open NAME FILE`
     Open { name: String, path: String },
     /// `close NAME`
@@ -107,14 +107,16 @@ pub enum Command {
     Wait(String),
     /// `expect EXPR`; `text` is the expression as written, for failure messages.
     Expect { expr: Expr, text: String },
-    /// `help`
-    Help,
+    /// `help` (the commands), or `help WORKLOAD` (one workload's documentation)
+    Help(Option<String>),
+    /// `clear`: clear the terminal in the interactive shell; nothing elsewhere
+    Clear,
 }
 
 /// Every command name, for completion in the shell.
 pub const COMMANDS: &[&str] = &[
-    "cat", "cd", "close", "echo", "expect", "help", "kill", "ls", "machine", "mkdir", "open",
-    "pwd", "rmdir", "run", "sleep", "wait",
+    "cat", "cd", "clear", "close", "echo", "expect", "help", "kill", "ls", "machine", "mkdir",
+    "open", "pwd", "rmdir", "run", "sleep", "wait",
 ];
 
 /// The one-line summary of every command, printed by `help`.
@@ -128,7 +130,7 @@ Commands:
   pwd                          print the working directory
   echo TEXT...                 print TEXT
   echo VALUE > FILE|@NAME      write VALUE to a file or an open fd (>> is the same)
-  cat FILE|@NAME               print a file
+  cat FILE|@NAME...            print files
   open NAME FILE               open FILE and call the fd NAME
   close NAME                   close the fd NAME
   run [--bg] [--name NAME] [--oom-score-adj N] CGROUP WORKLOAD ARGS...
@@ -140,7 +142,8 @@ Commands:
   expect close(A, B, PCT)      A and B within PCT percent (kernel values_close)
   expect exit N | killed       how the last foreground task ended
   expect errno NAME | 0        how the last write/mkdir/rmdir/open/close/run ended
-  help                         this text
+  help [WORKLOAD]              this text, or what a workload does and its arguments
+  clear                        clear the terminal (interactive shell only)
 Values: 4096, 30M, -1, max, FILE, FILE:KEY, @NAME
 ";
 
@@ -196,11 +199,22 @@ pub fn parse_words(words: &[Word]) -> Result<Option<Command>, String> {
             arity(cmd, args, 0, 0, "")?;
             Command::Pwd
         }
-        "help" => Command::Help,
+        "help" => {
+            arity(cmd, args, 0, 1, "[WORKLOAD]")?;
+            Command::Help(args.first().map(|w| w.text.clone()))
+        }
+        "clear" => {
+            arity(cmd, args, 0, 0, "")?;
+            Command::Clear
+        }
         "echo" => parse_echo(args)?,
         "cat" => {
-            arity(cmd, args, 1, 1, "FILE|@NAME")?;
-            Command::Cat(Target::parse(&args[0].text)?)
+            arity(cmd, args, 1, usize::MAX, "FILE|@NAME...")?;
+            let targets = args
+                .iter()
+                .map(|w| Target::parse(&w.text))
+                .collect::<Result<Vec<_>, _>>()?;
+            Command::Cat(targets)
         }
         "open" => {
             arity(cmd, args, 2, 2, "NAME FILE")?;
@@ -299,6 +313,7 @@ fn parse_run(args: &[Word]) -> Result<RunSpec, String> {
     let mut background = false;
     let mut name = None;
     let mut oom_score_adj = 0i32;
+    let mut seen = std::collections::BTreeSet::new();
     let mut i = 0;
     while i < args.len() && args[i].text.starts_with("--") && !args[i].quoted {
         let opt = args[i].text.as_str();
@@ -315,6 +330,9 @@ fn parse_run(args: &[Word]) -> Result<RunSpec, String> {
                 .map(|w| w.text.clone())
                 .ok_or_else(|| format!("run: {key} needs a value"))
         };
+        if !seen.insert(key) {
+            return Err(format!("run: {key} given twice; {USAGE}"));
+        }
         match key {
             "--bg" if inline.is_none() => background = true,
             "--name" => {
@@ -457,7 +475,10 @@ mod tests {
         assert_eq!(p("ls"), Command::Ls(None));
         assert_eq!(p("ls /proc"), Command::Ls(Some("/proc".into())));
         assert_eq!(p("pwd"), Command::Pwd);
-        assert_eq!(p("help"), Command::Help);
+        assert_eq!(p("help"), Command::Help(None));
+        assert_eq!(p("help usemem"), Command::Help(Some("usemem".into())));
+        assert!(err("help a b").contains("usage: help [WORKLOAD]"));
+        assert_eq!(p("clear"), Command::Clear);
         assert_eq!(p("sleep 500ms"), Command::Sleep(500_000_000));
         assert_eq!(p("sleep 2"), Command::Sleep(2_000_000_000));
         assert_eq!(p("kill hog"), Command::Kill("hog".into()));
@@ -472,9 +493,20 @@ mod tests {
         assert_eq!(p("close peak"), Command::Close("peak".into()));
         assert_eq!(
             p("cat memory.current"),
-            Command::Cat(Target::Path("memory.current".into()))
+            Command::Cat(vec![Target::Path("memory.current".into())])
         );
-        assert_eq!(p("cat @peak"), Command::Cat(Target::Fd("peak".into())));
+        assert_eq!(
+            p("cat @peak"),
+            Command::Cat(vec![Target::Fd("peak".into())])
+        );
+        assert_eq!(
+            p("cat memory.max @peak"),
+            Command::Cat(vec![
+                Target::Path("memory.max".into()),
+                Target::Fd("peak".into())
+            ])
+        );
+        assert!(err("cat").contains("usage: cat FILE|@NAME..."));
     }
 
     #[test]
@@ -583,6 +615,9 @@ mod tests {
         assert!(err("run --name").contains("needs a value"));
         assert!(err("run --fast /A anon").contains("unknown option"));
         assert!(err("run --oom-score-adj 1001 /A anon").contains("between"));
+        assert!(err("run --name x --name x /A anon 1M").contains("--name given twice"));
+        assert!(err("run --bg --bg /A anon 1M").contains("--bg given twice"));
+        assert!(err("run --name=x --name y /A anon 1M").contains("--name given twice"));
         assert!(err("run --oom-score-adj x /A anon").contains("bad"));
         assert!(err("run --bg=1 /A anon").contains("unknown option"));
     }

@@ -113,7 +113,20 @@ fn relative_paths_cd_and_ls() {
     let r = run("cd /nope\necho not reached\n");
     assert_eq!(r.status, EXIT_SCRIPT_ERROR);
     assert_eq!(r.out, "");
-    assert_eq!(r.err, "t.mcg:1: error: cd: /nope: No such directory\n");
+    assert_eq!(
+        r.err,
+        "t.mcg:1: error: cd: /nope: No such file or directory\n"
+    );
+    let r = run("mkdir A\ncd /A/memory.max\n");
+    assert_eq!(
+        r.err,
+        "t.mcg:2: error: cd: /A/memory.max: Not a directory\n"
+    );
+    let r = run("cd /proc/meminfo\n");
+    assert_eq!(
+        r.err,
+        "t.mcg:1: error: cd: /proc/meminfo: Not a directory\n"
+    );
 }
 
 #[test]

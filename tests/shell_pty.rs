@@ -1,0 +1,163 @@
+//! The interactive shell driven through a pseudo-terminal, as a user at a terminal drives
+//! it: Ctrl-C during a foreground run, pastes with and without bracketed paste, task
+//! reports, completion, history kept across sessions, and the exit status of Ctrl-D.
+
+use std::process::Command;
+
+use rexpect::reader::Options;
+use rexpect::session::{spawn_with_options, PtySession};
+
+/// Seconds any one expectation may wait: generous, for a loaded two-core machine.
+const TIMEOUT_MS: u64 = 60_000;
+
+const PROMPT: &str = "memcgsim:/$ ";
+
+struct Shell {
+    s: PtySession,
+    _dir: tempfile::TempDir,
+    history: std::path::PathBuf,
+}
+
+fn shell(extra: &[&str]) -> Shell {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("history");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memcgsim"));
+    cmd.arg("shell").args(extra);
+    cmd.env("MEMCGSIM_HISTORY", &history);
+    cmd.env("TERM", "xterm");
+    // Raw output: the texts looked for are contiguous in it, escape sequences aside.
+    let opts = Options::default().timeout_ms(Some(TIMEOUT_MS));
+    let mut s = spawn_with_options(cmd, opts).expect("spawn the shell on a pty");
+    s.exp_string("type 'help'").unwrap();
+    s.exp_string(PROMPT).unwrap();
+    Shell {
+        s,
+        _dir: dir,
+        history,
+    }
+}
+
+impl Shell {
+    /// Type a line and wait for the prompt after it.
+    fn line(&mut self, text: &str) -> String {
+        self.s.send_line(text).unwrap();
+        self.s.exp_string(PROMPT).unwrap()
+    }
+
+    /// Send keys as they are typed (no Enter added).
+    fn keys(&mut self, text: &str) {
+        self.s.send(text).unwrap();
+        self.s.flush().unwrap();
+    }
+
+    /// Ctrl-D at the prompt; the shell's exit status.
+    fn eof(&mut self) -> i32 {
+        self.s.send_control('d').unwrap();
+        self.s.exp_eof().unwrap();
+        match self.s.process_mut().wait().unwrap() {
+            rexpect::process::wait::WaitStatus::Exited(_, code) => code,
+            other => panic!("the shell did not exit normally: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn ctrl_c_stops_the_foreground_task_and_keeps_the_session() {
+    let mut sh = shell(&[]);
+    sh.line("mkdir A");
+    // Billions of page touches: far longer than the test waits.
+    sh.s.send_line("run A anon 10M --passes 1000000").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    sh.s.send_control('c').unwrap();
+    sh.s.exp_string("anon: interrupted (SIGINT, status 130) after")
+        .unwrap();
+    sh.s.exp_string(PROMPT).unwrap();
+    // The machine is still there: the cgroup, and the task's memory freed at its death.
+    let out = sh.line("cat A/memory.current");
+    assert!(out.contains("\r\n0\r\n"), "{out:?}");
+    sh.line("expect exit 130");
+    let out = sh.line("echo still here");
+    assert!(out.contains("still here"), "{out:?}");
+    // Ctrl-C during `wait` stops waiting; the task runs on.
+    sh.line("run --bg --name bg A anon 10M --passes 1000000");
+    sh.s.send_line("wait bg").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    sh.s.send_control('c').unwrap();
+    sh.s.exp_string("wait: interrupted; task 'bg' is still running")
+        .unwrap();
+    sh.s.exp_string(PROMPT).unwrap();
+    let out = sh.line("cat A/cgroup.procs");
+    assert!(out.contains("\r\n101\r\n"), "{out:?}");
+    sh.line("kill bg");
+    assert_eq!(sh.eof(), 0);
+}
+
+#[test]
+fn pasted_lines_all_run_in_order() {
+    let mut sh = shell(&[]);
+    // Without bracketed paste: the lines arrive at once, as typed very fast.
+    sh.keys("mkdir P\necho 20M > P/memory.max\ncat P/memory.max\n");
+    sh.s.exp_string("20971520").unwrap();
+    sh.s.exp_string(PROMPT).unwrap();
+    // With bracketed paste: one paste of three lines, then Enter.
+    sh.keys("\x1b[200~mkdir Q\necho 30M > Q/memory.max\ncat Q/memory.max\x1b[201~");
+    sh.keys("\r");
+    sh.s.exp_string("31457280").unwrap();
+    sh.s.exp_string(PROMPT).unwrap();
+    let out = sh.line("ls");
+    assert!(out.contains("P/") && out.contains("Q/"), "{out:?}");
+    assert_eq!(sh.eof(), 0);
+}
+
+#[test]
+fn an_oom_kill_is_reported() {
+    let mut sh = shell(&[]);
+    sh.line("mkdir A");
+    sh.line("echo 30M > A/memory.max");
+    sh.line("echo 0 > A/memory.swap.max");
+    let out = sh.line("run A anon 100M");
+    assert!(
+        out.contains("anon: killed by the OOM killer (out of memory in /A) after"),
+        "{out:?}"
+    );
+    assert!(out.contains("of virtual time"), "{out:?}");
+    let out = sh.line("run A anon 10M");
+    assert!(out.contains("anon: exited with status 0 after"), "{out:?}");
+    // Messages at the prompt carry no file and line.
+    let out = sh.line("echo +memory > /A/cgroup.subtree_control");
+    assert!(!out.contains("<stdin>"), "{out:?}");
+    let out = sh.line("frobnicate");
+    assert!(
+        out.contains("error: unknown command 'frobnicate'") && !out.contains("<stdin>"),
+        "{out:?}"
+    );
+    // A script error does not change Ctrl-D's status without --strict.
+    assert_eq!(sh.eof(), 0);
+}
+
+#[test]
+fn strict_mode_keeps_the_status() {
+    let mut sh = shell(&["--strict"]);
+    sh.line("expect 1 == 2");
+    assert_eq!(sh.eof(), 1);
+}
+
+#[test]
+fn completion_and_history() {
+    let mut sh = shell(&[]);
+    // A unique workload completes in place.
+    sh.keys("help pagec\t\r");
+    sh.s.exp_string("pagecache SIZE").unwrap();
+    sh.s.exp_string(PROMPT).unwrap();
+    sh.keys("machine memory=2G sw\t\t");
+    sh.s.exp_string("swappiness=").unwrap();
+    sh.s.send_control('u').unwrap();
+    sh.keys("\r");
+    sh.s.exp_string(PROMPT).unwrap();
+    sh.line("mkdir Hist");
+    let history = sh.history.clone();
+    assert_eq!(sh.eof(), 0);
+    let kept = std::fs::read_to_string(&history).unwrap();
+    assert!(kept.contains("mkdir Hist"), "{kept}");
+    assert!(kept.contains("help pagecache"), "{kept}");
+}
