@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use memcgsim_cgroupfs::{MachineConfig, Pid, SpawnOpts, System, TaskOutcome, WaitResult};
-use memcgsim_workloads::trace::object_start_page;
+use memcgsim_workloads::trace::{object_id_for_page, object_start_page};
 use memcgsim_workloads::{build, WORKLOADS};
 
 const MS: u64 = 1_000_000;
@@ -370,6 +370,24 @@ fn trace_replay_touches_the_expected_pages() {
     let mut s = machine("128M");
     run(&mut s, &format!("trace {path} --region 4M --limit 300"));
     assert_eq!(stat(&mut s, "/a/memory.stat", "pgfault"), first);
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn trace_ids_from_object_id_for_page_fill_the_region_one_object_per_page() {
+    // 256 one-page objects with ids 0..256 collide in a region of 256 pages ...
+    let plain: Vec<(u32, u64, u32)> = (0..256).map(|id| (0, id, 4096)).collect();
+    assert!(expected_pages(&plain, 256) < 240);
+    // ... the ids the help text gives land on pages 0..256, one each.
+    let recs: Vec<(u32, u64, u32)> = (0..256u64)
+        .map(|p| (0, object_id_for_page(p), (p % 2) as u32 * 4096))
+        .collect();
+    assert_eq!(expected_pages(&recs, 256), 256);
+    let path = temp("one-per-page.bin", &oracle_general(&recs));
+    let mut s = machine("128M");
+    run(&mut s, &format!("trace {path} --region 1M --hold"));
+    assert_eq!(stat(&mut s, "/a/memory.stat", "pgfault"), 256);
+    assert_eq!(stat(&mut s, "/a/memory.stat", "anon"), 1 << 20);
     std::fs::remove_file(&path).unwrap();
 }
 
