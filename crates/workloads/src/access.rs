@@ -17,7 +17,7 @@ use crate::args::{parse, Spec};
 use crate::common::{fault_step, pages, Budget, Region, MAX_SIZE};
 use crate::rand::{SplitMix64, Zipf};
 
-const SPEC: Spec = Spec {
+pub(crate) const SPEC: Spec = Spec {
     flags: &["--read-only", "--hold"],
     options: &["--pattern", "--theta", "--count", "--file", "--seed"],
     positional: &["SIZE"],

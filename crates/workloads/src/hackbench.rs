@@ -18,7 +18,7 @@ use crate::common::{fault_step, pages, Budget};
 /// CPU time of one message exchange (a write() and a read() on a socket pair).
 pub const MSG_NS: u64 = 2_000;
 
-const SPEC: Spec = Spec {
+pub(crate) const SPEC: Spec = Spec {
     flags: &[],
     options: &["--groups", "--procs", "--loops", "--size"],
     positional: &[],

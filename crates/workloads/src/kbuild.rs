@@ -44,7 +44,7 @@ const HEADER_THETA: f64 = 0.99;
 /// Page operations a job does before the next job gets its turn.
 const SLICE: u32 = 16;
 
-const SPEC: Spec = Spec {
+pub(crate) const SPEC: Spec = Spec {
     flags: &["--cold"],
     options: &[
         "--jobs", "--units", "--tree", "--anon", "--obj", "--cpu", "--src", "--seed", "--shard",

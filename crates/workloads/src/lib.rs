@@ -17,17 +17,21 @@
 //!
 //! The programs of the experiments the model reproduces (each module says which):
 //!
-//! * `mem_eater` (seed 000), `dd` and `cat`/`readonce` (seeds 000–002), `tar` (seed 001),
-//!   `kbuild` (seeds 000 and 003), `pagetest` and `hackbench` (seed 002), `fault-bench`
-//!   (seed 001), `usemem` (vm-scalability), `access` (random and Zipf page accesses) and
-//!   `trace` (replay of libCacheSim oracleGeneral or CSV cache traces).
+//! * `mem_eater` (seed 000), `dd` (seeds 000 and 001), `cat`/`readonce` (seed 002), `tar`
+//!   (seed 001), `kbuild` (seeds 000 and 003), `pagetest` and `hackbench` (seed 002),
+//!   `fault-bench` (seed 001), `usemem` (vm-scalability; seed 002's idle working set),
+//!   `access` (random and Zipf page accesses) and `trace` (replay of libCacheSim
+//!   oracleGeneral or CSV cache traces).
 //!
-//! [`describe`] gives a one-line description of each for help texts.
+//! [`usage`] gives each workload's argument syntax, [`describe`] a one-line description and
+//! [`help`] the full help text (docs/SCRIPTING.md shows them all). Every argument error of
+//! [`build`] ends with the usage line.
 
 mod access;
 mod args;
 mod common;
 mod hackbench;
+mod help;
 mod kbuild;
 mod mem_eater;
 pub mod rand;
@@ -61,26 +65,22 @@ pub const WORKLOADS: &[&str] = &[
     "trace",
 ];
 
+/// The argument syntax of a workload, e.g. `usemem SIZE [--random] [--passes N] ...`: the
+/// first line of its [`help`] text and of its [`describe`] line.
+pub fn usage(name: &str) -> Option<&'static str> {
+    help::doc(name).map(|d| d.usage)
+}
+
 /// A one-line description of a workload, with its argument syntax, for help texts.
 pub fn describe(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "anon" => "anon SIZE [--passes N] [--hold]: write every page of SIZE of anonymous memory N times (default 1), then free it",
-        "pagecache" => "pagecache SIZE [--file NAME] [--hold]: grow a file (default: a temporary one) by SIZE and read the new pages",
-        "mlock" => "mlock SIZE [--hold]: map SIZE locked, faulting every page in onto the unevictable list, then unmap",
-        "mem_eater" => "mem_eater SIZE [--chunks N] [--nap DURATION] [--hold]: allocate SIZE of anonymous memory in N chunks (default 100), napping between chunks (default 1s)",
-        "dd" => "dd SIZE [--file NAME] [--bs SIZE]: write SIZE sequentially to a truncated file (default dd.out) in --bs blocks (default 1M), leaving dirty page cache",
-        "cat" => "cat --file NAME [SIZE]: read a file once from start to end (extended sparse to SIZE first if smaller)",
-        "readonce" => "readonce --file NAME [SIZE]: the same as cat: a read-once stream through a file",
-        "tar" => "tar SIZE [--files N] [--archive NAME] [--dest PREFIX] [--seed N]: extract an archive of SIZE into N files (default 1000), reads interleaved with writes",
-        "kbuild" => "kbuild [--jobs N] [--units N] [--tree SIZE] [--anon SIZE] [--obj SIZE] [--cpu DURATION] [--src NAME] [--seed N] [--shard K/N] [--cold]: a make -jN kernel build, or shard K of N of one; --cold: the tree is on disk, not cached (defaults: 4 jobs, 3000 units, 1G tree, 40M heap, 200K objects, 300ms CPU per unit)",
-        "pagetest" => "pagetest SIZE [--kind anon|mapped|shared] [--passes N]: allocate SIZE and write every page N times (default 2); every kind is anonymous memory in the model",
-        "fault-bench" => "fault-bench SIZE [--mode read|write] [--iterations N] [--file NAME]: N times (default 10) map, write and unmap SIZE (write), or read a file of SIZE (read)",
-        "hackbench" => "hackbench [--groups N] [--procs N] [--loops N] [--size SIZE]: rounds (default 100) of groups x procs (default 10 x 40) short-lived processes each writing a small buffer (default 64K)",
-        "usemem" => "usemem SIZE [--random] [--passes N] [--nap DURATION] [--seed N] [--hold]: write every page of SIZE, in order or in a random order, N times (default 1), sleeping --nap between passes",
-        "access" => "access SIZE [--pattern random|zipf] [--theta F] [--count N] [--file NAME] [--seed N] [--read-only] [--hold]: N random or Zipf page accesses (default 10 x pages) to anonymous memory or a file",
-        "trace" => "trace FILE [--format oraclegeneral|csv] [--region SIZE] [--file NAME] [--limit N] [--speed X] [--hold]: replay a cache trace's accesses as page accesses in a region (default 1G)",
-        _ => return None,
-    })
+    help::doc(name).map(|d| d.describe)
+}
+
+/// The help text of a workload, several lines without a trailing newline: the [`usage`]
+/// line, what the workload models and how it behaves in the model, every argument with its
+/// default and range, and the seed experiments that use it.
+pub fn help(name: &str) -> Option<&'static str> {
+    help::doc(name).map(|d| d.help)
 }
 
 struct Args {
@@ -134,7 +134,21 @@ fn parse_args(name: &str, args: &[String], allow_file: bool) -> Result<Args, Str
 }
 
 /// Build a workload from its command-line form, e.g. `("anon", ["50M", "--hold"])`.
+///
+/// An error is one line. For a known workload it ends with the workload's usage line, e.g.
+/// `usemem: missing SIZE (usage: usemem SIZE [--random] ...)`; an unknown workload's error
+/// lists the known ones.
 pub fn build(name: &str, args: &[String]) -> Result<Box<dyn Program>, String> {
+    let Some(usage) = usage(name) else {
+        return Err(format!(
+            "unknown workload '{name}' (known: {})",
+            WORKLOADS.join(", ")
+        ));
+    };
+    build_known(name, args).map_err(|e| format!("{e} (usage: {usage})"))
+}
+
+fn build_known(name: &str, args: &[String]) -> Result<Box<dyn Program>, String> {
     match name {
         "anon" => {
             let a = parse_args(name, args, false)?;
@@ -165,10 +179,7 @@ pub fn build(name: &str, args: &[String]) -> Result<Box<dyn Program>, String> {
         "usemem" => touch::build_usemem(args),
         "access" => access::build(args),
         "trace" => trace::build(args),
-        _ => Err(format!(
-            "unknown workload '{name}' (known: {})",
-            WORKLOADS.join(", ")
-        )),
+        _ => Err(format!("{name}: documented but not built")),
     }
 }
 
@@ -368,6 +379,86 @@ mod tests {
         assert!(err("pagecache", &["1M", "--file"]).contains("--file needs a name"));
         assert!(err("mlock", &["1M", "--passes", "2"]).contains("not supported"));
         assert!(err("nosuch", &["1M"]).contains("unknown workload"));
+        assert!(!err("nosuch", &["1M"]).contains("usage"));
+        for (w, a) in [
+            ("anon", &[][..]),
+            ("anon", &["x"][..]),
+            ("anon", &["1M", "--passes=2"][..]),
+            ("pagecache", &["1M", "--file"][..]),
+            ("mlock", &["1M", "--passes", "2"][..]),
+        ] {
+            let e = err(w, a);
+            assert!(
+                e.ends_with(&format!(" (usage: {})", usage(w).unwrap())),
+                "{e}"
+            );
+        }
+    }
+
+    /// What a workload's parser accepts: flags, options taking a value, positionals.
+    fn accepted(name: &str) -> (&[&str], &[&str], &[&str]) {
+        let spec = match name {
+            "anon" => return (&["--hold"], &["--passes"], &["SIZE"]),
+            "pagecache" => return (&["--hold"], &["--file"], &["SIZE"]),
+            "mlock" => return (&["--hold"], &[], &["SIZE"]),
+            "mem_eater" => &mem_eater::SPEC,
+            "dd" => &stream::DD_SPEC,
+            "cat" | "readonce" => &stream::CAT_SPEC,
+            "tar" => &tar::SPEC,
+            "kbuild" => &kbuild::SPEC,
+            "pagetest" => &touch::PAGETEST_SPEC,
+            "fault-bench" => &touch::FAULT_BENCH_SPEC,
+            "hackbench" => &hackbench::SPEC,
+            "usemem" => &touch::USEMEM_SPEC,
+            "access" => &access::SPEC,
+            "trace" => &trace::SPEC,
+            _ => panic!("{name}: no parser"),
+        };
+        (spec.flags, spec.options, spec.positional)
+    }
+
+    #[test]
+    fn usage_lines_match_the_parsers() {
+        assert_eq!(
+            help::DOCS.iter().map(|d| d.name).collect::<Vec<_>>(),
+            WORKLOADS
+        );
+        for &w in WORKLOADS {
+            let u = usage(w).unwrap();
+            assert_eq!(describe(w).unwrap().split_once(": ").unwrap().0, u);
+            assert_eq!(help(w).unwrap().lines().next(), Some(u));
+            let (flags, options, positional) = accepted(w);
+            let words: Vec<&str> = u
+                .split_whitespace()
+                .map(|s| s.trim_matches(|c| c == '[' || c == ']'))
+                .collect();
+            assert_eq!(words[0], w);
+            let (mut f, mut o, mut p) = (Vec::new(), Vec::new(), Vec::new());
+            let mut i = 1;
+            while i < words.len() {
+                let word = words[i];
+                if options.contains(&word) {
+                    // An option and the name of its value.
+                    let value = words.get(i + 1).copied().unwrap_or("");
+                    assert!(!value.is_empty() && !value.starts_with("--"), "{u}");
+                    o.push(word);
+                    i += 1;
+                } else if word.starts_with("--") {
+                    f.push(word);
+                } else {
+                    p.push(word);
+                }
+                i += 1;
+            }
+            let sorted = |v: &[&'static str]| {
+                let mut v = v.to_vec();
+                v.sort();
+                v
+            };
+            assert_eq!(sorted(&f), sorted(flags), "{u}");
+            assert_eq!(sorted(&o), sorted(options), "{u}");
+            assert_eq!(p, positional, "{u}");
+        }
     }
 
     #[test]
@@ -656,6 +747,9 @@ mod tests {
                     assert!(e.starts_with(&format!("{w}: ")), "{e}");
                     assert!(e.contains(want), "{w} {a:?}: got '{e}', want '{want}'");
                     assert!(!e.contains('\n'), "{e}");
+                    let tail = format!(" (usage: {})", usage(w).unwrap());
+                    assert!(e.ends_with(&tail), "{e}");
+                    assert_eq!(e.matches("(usage: ").count(), 1, "{e}");
                 }
             }
         }

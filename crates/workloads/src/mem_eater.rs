@@ -13,7 +13,7 @@ use memcgsim_model::{Program, Step, TaskCtx, Vma};
 use crate::args::{parse, Spec};
 use crate::common::{fault_step, pages, Budget, MAX_SIZE};
 
-const SPEC: Spec = Spec {
+pub(crate) const SPEC: Spec = Spec {
     flags: &["--hold"],
     options: &["--chunks", "--nap"],
     positional: &["SIZE"],

@@ -20,7 +20,7 @@ use crate::common::{fault_step, pages, Budget, COPY_NS, MAX_SIZE};
 /// CPU time of one write() system call (entry, exit, file bookkeeping), charged per block.
 pub const WRITE_SYSCALL_NS: u64 = 500;
 
-const DD_SPEC: Spec = Spec {
+pub(crate) const DD_SPEC: Spec = Spec {
     flags: &[],
     options: &["--file", "--bs"],
     positional: &["SIZE"],
@@ -90,7 +90,7 @@ impl Program for Dd {
     }
 }
 
-const CAT_SPEC: Spec = Spec {
+pub(crate) const CAT_SPEC: Spec = Spec {
     flags: &[],
     options: &["--file"],
     positional: &["SIZE"],

@@ -20,7 +20,7 @@ use crate::rand::SplitMix64;
 /// User CPU per extracted page: a copy in, a copy out and a share of header handling.
 pub const TAR_PAGE_NS: u64 = 2 * COPY_NS + 100;
 
-const SPEC: Spec = Spec {
+pub(crate) const SPEC: Spec = Spec {
     flags: &[],
     options: &["--files", "--archive", "--dest", "--seed"],
     positional: &["SIZE"],

@@ -27,14 +27,14 @@ use crate::args::{parse, Spec};
 use crate::common::{fault_step, pages, Budget, MAX_SIZE};
 use crate::rand::{mix64, Permutation};
 
-const PAGETEST_SPEC: Spec = Spec {
+pub(crate) const PAGETEST_SPEC: Spec = Spec {
     flags: &[],
     options: &["--kind", "--passes"],
     positional: &["SIZE"],
     required: 1,
 };
 
-const USEMEM_SPEC: Spec = Spec {
+pub(crate) const USEMEM_SPEC: Spec = Spec {
     flags: &["--random", "--hold"],
     options: &["--passes", "--seed", "--nap"],
     positional: &["SIZE"],
@@ -146,7 +146,7 @@ impl Program for TouchLoop {
     }
 }
 
-const FAULT_BENCH_SPEC: Spec = Spec {
+pub(crate) const FAULT_BENCH_SPEC: Spec = Spec {
     flags: &[],
     options: &["--mode", "--iterations", "--file"],
     positional: &["SIZE"],

@@ -32,7 +32,7 @@ use memcgsim_model::{Program, Step, TaskCtx, PAGE_SIZE};
 
 use crate::args::{parse, Spec};
 use crate::common::{fault_step, Budget, Region, MAX_SIZE};
-use crate::rand::mix64;
+use crate::rand::{mix64, unmix64};
 
 /// The most records a replay accepts.
 pub const MAX_RECORDS: u64 = 100_000_000;
@@ -78,6 +78,13 @@ pub struct TraceRecord {
 /// The first page of object `obj_id` in a region of `region_pages` pages.
 pub fn object_start_page(obj_id: u64, region_pages: u64) -> u64 {
     mix64(obj_id) % region_pages.max(1)
+}
+
+/// An object id whose first page is `page` in any region of more than `page` pages: the
+/// inverse of [`object_start_page`]'s hash. The ids for pages `0..R` put exactly one
+/// one-page object on each page of a region of R pages.
+pub fn object_id_for_page(page: u64) -> u64 {
+    unmix64(page)
 }
 
 /// Read up to `buf.len()` bytes, stopping early only at end of file.
@@ -246,7 +253,7 @@ fn read_csv(
     Ok(n)
 }
 
-const SPEC: Spec = Spec {
+pub(crate) const SPEC: Spec = Spec {
     flags: &["--hold"],
     options: &["--format", "--region", "--file", "--limit", "--speed"],
     positional: &["FILE"],
@@ -522,5 +529,14 @@ mod tests {
         }
         assert_eq!(object_start_page(5, 1), 0);
         assert_ne!(object_start_page(1, 1 << 20), object_start_page(2, 1 << 20));
+    }
+
+    #[test]
+    fn inverse_ids_put_one_object_on_each_page() {
+        for r in [1u64, 77, 256, 1 << 28] {
+            for p in (0..r).step_by((r / 50).max(1) as usize) {
+                assert_eq!(object_start_page(object_id_for_page(p), r), p);
+            }
+        }
     }
 }

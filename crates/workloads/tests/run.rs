@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use memcgsim_cgroupfs::{MachineConfig, Pid, SpawnOpts, System, TaskOutcome, WaitResult};
-use memcgsim_workloads::trace::object_start_page;
+use memcgsim_workloads::trace::{object_id_for_page, object_start_page};
 use memcgsim_workloads::{build, WORKLOADS};
 
 const MS: u64 = 1_000_000;
@@ -374,6 +374,24 @@ fn trace_replay_touches_the_expected_pages() {
 }
 
 #[test]
+fn trace_ids_from_object_id_for_page_fill_the_region_one_object_per_page() {
+    // 256 one-page objects with ids 0..256 collide in a region of 256 pages ...
+    let plain: Vec<(u32, u64, u32)> = (0..256).map(|id| (0, id, 4096)).collect();
+    assert!(expected_pages(&plain, 256) < 240);
+    // ... the ids the help text gives land on pages 0..256, one each.
+    let recs: Vec<(u32, u64, u32)> = (0..256u64)
+        .map(|p| (0, object_id_for_page(p), (p % 2) as u32 * 4096))
+        .collect();
+    assert_eq!(expected_pages(&recs, 256), 256);
+    let path = temp("one-per-page.bin", &oracle_general(&recs));
+    let mut s = machine("128M");
+    run(&mut s, &format!("trace {path} --region 1M --hold"));
+    assert_eq!(stat(&mut s, "/a/memory.stat", "pgfault"), 256);
+    assert_eq!(stat(&mut s, "/a/memory.stat", "anon"), 1 << 20);
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
 fn trace_csv_on_a_file_reads_and_writes() {
     let path = temp(
         "t.csv",
@@ -477,4 +495,126 @@ fn every_workload_runs_small() {
         assert!(covered.contains(*w), "{w} not run");
     }
     std::fs::remove_file(&csv).unwrap();
+}
+
+/// What a run of `cmd` in /a of a fresh machine does: its virtual time, the task's CPU
+/// time, /a/memory.stat and /proc/vmstat.
+fn footprint(cmd: &str) -> String {
+    let mut s = machine("512M");
+    let t0 = s.now_ns();
+    let pid = run(&mut s, cmd);
+    let elapsed = s.now_ns() - t0;
+    let st = &s.machine.task(pid).stats;
+    let (user, cpu) = (st.user_ns, st.cpu_ns);
+    format!(
+        "elapsed {elapsed} user {user} cpu {cpu}\n{}\n{}",
+        s.read("/a/memory.stat").unwrap(),
+        s.read("/proc/vmstat").unwrap()
+    )
+}
+
+/// The defaults the help texts state are the ones the workloads use: leaving an option out
+/// and giving its documented default behave alike, and another value (the third command)
+/// behaves otherwise, so the comparison can see the option. Randomised workloads get a
+/// fixed --seed, since the default seed depends on the words of the command line.
+#[test]
+fn documented_defaults_are_the_defaults() {
+    let cases = [
+        ("anon 1M", "anon 1M --passes 1", "anon 1M --passes 2"),
+        (
+            "mem_eater 2M --nap 1ms",
+            "mem_eater 2M --nap 1ms --chunks 100",
+            "mem_eater 2M --nap 1ms --chunks 99",
+        ),
+        (
+            "mem_eater 1M --chunks 3",
+            "mem_eater 1M --chunks 3 --nap 1s",
+            "mem_eater 1M --chunks 3 --nap 2s",
+        ),
+        ("dd 2M", "dd 2M --bs 1M --file dd.out", "dd 2M --bs 512K"),
+        (
+            "pagetest 1M",
+            "pagetest 1M --passes 2 --kind anon",
+            "pagetest 1M --passes 3",
+        ),
+        (
+            "fault-bench 256K",
+            "fault-bench 256K --mode write --iterations 10",
+            "fault-bench 256K --iterations 9",
+        ),
+        (
+            "hackbench --procs 2 --size 4K",
+            "hackbench --procs 2 --size 4K --groups 10 --loops 100",
+            "hackbench --procs 2 --size 4K --groups 10 --loops 99",
+        ),
+        (
+            "hackbench --groups 1 --loops 1",
+            "hackbench --groups 1 --loops 1 --procs 40 --size 64K",
+            "hackbench --groups 1 --loops 1 --procs 40 --size 60K",
+        ),
+        (
+            "usemem 1M",
+            "usemem 1M --passes 1 --nap 0",
+            "usemem 1M --passes 2",
+        ),
+        (
+            "usemem 1M --passes 2",
+            "usemem 1M --passes 2 --nap 0",
+            "usemem 1M --passes 2 --nap 1ms",
+        ),
+        (
+            "access 1M --seed 1",
+            "access 1M --seed 1 --pattern random --count 2560",
+            "access 1M --seed 1 --count 2559",
+        ),
+        (
+            "access 1M --seed 1 --pattern zipf",
+            "access 1M --seed 1 --pattern zipf --theta 0.99",
+            "access 1M --seed 1 --pattern zipf --theta 0.9",
+        ),
+        (
+            "kbuild --units 4 --tree 2M --seed 1",
+            "kbuild --units 4 --tree 2M --seed 1 --jobs 4 --anon 40M --obj 200K --cpu 300ms \
+             --src kbuild.src",
+            "kbuild --units 4 --tree 2M --seed 1 --anon 39M",
+        ),
+        (
+            "kbuild --tree 2M --anon 0 --obj 0 --cpu 0 --seed 1",
+            "kbuild --tree 2M --anon 0 --obj 0 --cpu 0 --seed 1 --units 3000",
+            "kbuild --tree 2M --anon 0 --obj 0 --cpu 0 --seed 1 --units 2999",
+        ),
+        (
+            "kbuild --units 2 --anon 0 --obj 0 --cpu 0 --seed 1",
+            "kbuild --units 2 --anon 0 --obj 0 --cpu 0 --seed 1 --tree 1G",
+            "kbuild --units 2 --anon 0 --obj 0 --cpu 0 --seed 1 --tree 1020M",
+        ),
+    ];
+    for (default, explicit, other) in cases {
+        let base = footprint(default);
+        assert_eq!(base, footprint(explicit), "{default} vs {explicit}");
+        assert_ne!(base, footprint(other), "{default} vs {other}");
+    }
+}
+
+/// The default file names: a second run naming the default file replaces the first one's.
+#[test]
+fn documented_default_file_names_are_the_defaults() {
+    let mut s = machine("512M");
+    let cat_pages = |s: &mut System, name: &str| {
+        let pid = run(s, &format!("cat --file {name}"));
+        s.machine.task(pid).stats.user_ns / 100
+    };
+    run(&mut s, "dd 2M");
+    assert_eq!(cat_pages(&mut s, "dd.out"), 512);
+    // tar: tar.archive, tar.out.0 to tar.out.999.
+    run(&mut s, "tar 8M --seed 1");
+    assert_eq!(cat_pages(&mut s, "tar.archive"), 2048);
+    assert!(cat_pages(&mut s, "tar.out.999") >= 1);
+    assert_eq!(cat_pages(&mut s, "tar.out.1000"), 0);
+    // kbuild: kbuild.src, of --tree.
+    run(
+        &mut s,
+        "kbuild --units 2 --tree 4M --anon 0 --obj 0 --cpu 0",
+    );
+    assert_eq!(cat_pages(&mut s, "kbuild.src"), 1024);
 }
