@@ -13,6 +13,10 @@
 //!   [`Comparison::ratio`], the percentage of the base); [`write_comparison`] writes
 //!   `compare.txt` and `compare.json`.
 //!
+//! The charts ([`render_charts`]) draw the machine-wide line beneath the cgroups' lines, keep
+//! each legend in a column beside its panel, and label their axes with units (`bytes`,
+//! `faults/s`, `pages/s`) and ticks with suffixes (`512M`, `12k`).
+//!
 //! A `[[cgroup]]` may generate a tree of idle cgroups below it ([`Subtree`]) for scaling
 //! studies; those are created but neither sampled nor reported. When the model has
 //! [`RECLAIM_FILE`], its counters are sampled on the machine row as `reclaim:KEY`.
