@@ -1,7 +1,14 @@
-//! Charts of a run's time series, drawn with plotters as SVG and PNG: `usage` (memory and
-//! swap usage), `faults` (page faults and major faults per second) and `reclaim` (pages
-//! scanned and reclaimed per second). Each panel has a line per cgroup and the machine-wide
-//! line; the machine's thin black line is drawn first, so the cgroups' lines lie on top of it.
+//! Charts of time series, drawn with plotters as SVG and PNG.
+//!
+//! A run ([`render_charts`]) gets three charts: `usage` (memory and swap usage), `faults`
+//! (page faults and major faults per second) and `reclaim` (pages scanned and reclaimed per
+//! second). Each panel has a line per cgroup and the machine-wide line; the machine's thin
+//! black line is drawn first, so the cgroups' lines lie on top of it.
+//!
+//! A comparison ([`render_compare_charts`]) gets one overlay chart per figure (`memory`,
+//! `swap`, `pgfault`, `pgmajfault`, `pgscan`, `pgsteal`): a panel per cgroup and one for the
+//! machine, each with a line per variant, drawn from the variant's run with the first seed.
+//! The base variant's line is the widest and is drawn first, so equal lines stay visible.
 //!
 //! Each panel keeps a column on its right for its legend, which therefore never covers a
 //! line. Memory is plotted in bytes with binary suffixes on the ticks (`512M`, `1.5G`), rates
@@ -22,6 +29,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::compare::Comparison;
 use crate::runner::{RunResult, TimeSeries, MACHINE_ROW};
 
 /// Width of a chart without its legend column.
@@ -102,8 +110,9 @@ enum Quantity {
     Rate(&'static str),
 }
 
-/// One figure: a panel of a run's chart.
+/// One figure: a panel of a run's chart, a chart of a comparison.
 struct FigureSpec {
+    stem: &'static str,
     title: &'static str,
     unit: YUnit,
     quantity: Quantity,
@@ -111,31 +120,37 @@ struct FigureSpec {
 
 const FIGURES: [FigureSpec; 6] = [
     FigureSpec {
+        stem: "memory",
         title: "memory usage",
         unit: YUnit::Bytes,
         quantity: Quantity::Level(&["memory.current", "memory.usage_in_bytes", "used"]),
     },
     FigureSpec {
+        stem: "swap",
         title: "swap usage",
         unit: YUnit::Bytes,
         quantity: Quantity::Level(&["memory.swap.current", "memory.stat:total_swap", "swap_used"]),
     },
     FigureSpec {
+        stem: "pgfault",
         title: "page faults",
         unit: YUnit::Faults,
         quantity: Quantity::Rate("pgfault"),
     },
     FigureSpec {
+        stem: "pgmajfault",
         title: "major faults",
         unit: YUnit::Faults,
         quantity: Quantity::Rate("pgmajfault"),
     },
     FigureSpec {
+        stem: "pgscan",
         title: "pages scanned",
         unit: YUnit::Pages,
         quantity: Quantity::Rate("pgscan"),
     },
     FigureSpec {
+        stem: "pgsteal",
         title: "pages reclaimed",
         unit: YUnit::Pages,
         quantity: Quantity::Rate("pgsteal"),
@@ -147,6 +162,16 @@ const RUN_CHARTS: [(&str, &str, [usize; 2]); 3] = [
     ("usage", "memory", [0, 1]),
     ("faults", "page faults", [2, 3]),
     ("reclaim", "reclaim", [4, 5]),
+];
+
+/// The file stems of a comparison's overlay charts, one per figure, in drawing order.
+pub const COMPARE_CHARTS: [&str; 6] = [
+    FIGURES[0].stem,
+    FIGURES[1].stem,
+    FIGURES[2].stem,
+    FIGURES[3].stem,
+    FIGURES[4].stem,
+    FIGURES[5].stem,
 ];
 
 fn secs(ns: u64) -> f64 {
@@ -220,6 +245,13 @@ struct Chart {
     panels: Vec<Panel>,
 }
 
+/// The cgroups of a run (in scenario order), then the machine.
+fn rows(r: &RunResult) -> Vec<String> {
+    let mut v: Vec<String> = r.setup.cgroups.iter().map(|c| c.path.clone()).collect();
+    v.push(MACHINE_ROW.to_string());
+    v
+}
+
 /// A panel of a run: the machine's line first, then a line per cgroup. A cgroup's colour
 /// depends on its place in the scenario only, so it is the same in every panel.
 fn run_panel(r: &RunResult, f: &FigureSpec) -> Panel {
@@ -253,6 +285,56 @@ fn per_second(f: &FigureSpec) -> &'static str {
     match f.quantity {
         Quantity::Level(_) => "",
         Quantity::Rate(_) => " per second",
+    }
+}
+
+/// The overlay chart of one figure over the variants of a comparison: a panel per cgroup
+/// (every variant's, first seen first) and one for the machine, a line per variant.
+fn compare_chart(c: &Comparison, f: &FigureSpec) -> Chart {
+    let runs = &c.first_seed_runs;
+    let mut row_names: Vec<String> = Vec::new();
+    for r in runs {
+        for row in rows(r) {
+            if row != MACHINE_ROW && !row_names.contains(&row) {
+                row_names.push(row);
+            }
+        }
+    }
+    row_names.push(MACHINE_ROW.to_string());
+    let panels = row_names
+        .iter()
+        .map(|row| {
+            let lines = runs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| {
+                    let points = figure_points(&r.series, row, f)?;
+                    Some(Line {
+                        label: r.variant.clone(),
+                        color: PALETTE[i % PALETTE.len()],
+                        width: if i == 0 { 4 } else { 2 },
+                        points,
+                    })
+                })
+                .collect();
+            Panel {
+                title: if row == MACHINE_ROW {
+                    "machine".to_string()
+                } else {
+                    format!("cgroup {row}")
+                },
+                unit: f.unit,
+                lines,
+            }
+        })
+        .collect();
+    let seed = runs
+        .first()
+        .map(|r| format!(", seed {}", r.seed))
+        .unwrap_or_default();
+    Chart {
+        title: format!("{}: {}{}{seed}", c.scenario, f.title, per_second(f)),
+        panels,
     }
 }
 
@@ -541,6 +623,19 @@ pub fn render_charts(r: &RunResult, dir: &Path) -> Result<(), String> {
             panels: figures.iter().map(|&i| run_panel(r, &FIGURES[i])).collect(),
         };
         write_chart(&chart, dir, stem)?;
+    }
+    Ok(())
+}
+
+/// Draw a comparison's overlay charts into `dir`, each as SVG and PNG: one per figure (see
+/// [`COMPARE_CHARTS`]), with a line per variant. Nothing is drawn without runs to draw.
+pub fn render_compare_charts(c: &Comparison, dir: &Path) -> Result<(), String> {
+    if c.first_seed_runs.is_empty() {
+        return Ok(());
+    }
+    register_font();
+    for f in &FIGURES {
+        write_chart(&compare_chart(c, f), dir, f.stem)?;
     }
     Ok(())
 }

@@ -1,11 +1,15 @@
 //! The charts' SVG, read back element by element: the machine's line beneath the cgroups',
-//! legends beside the plotting areas, tick labels and axis units.
+//! legends beside the plotting areas, tick labels and axis units, and the overlay charts of
+//! `compare`.
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use memcgsim_experiment::{parse, render_charts, run_variant, Scenario, MACHINE_ROW};
+use memcgsim_experiment::{
+    compare, parse, render_charts, run_variant, write_comparison, Scenario, COMPARE_CHARTS,
+    MACHINE_ROW,
+};
 
 fn scenario(text: &str) -> Scenario {
     parse(text, "test.toml").unwrap_or_else(|e| panic!("{e}"))
@@ -431,5 +435,93 @@ fn run_charts_draw_the_machine_first_and_keep_legends_off_the_data() {
     let els = read_svg(&d, "faults");
     let y = y_ticks_by_panel(&els, &plot_boxes(&els));
     assert!(y[0].iter().any(|t| t.ends_with(['k', 'M'])), "{:?}", y[0]);
+    let _ = fs::remove_dir_all(&d);
+}
+
+#[test]
+fn compare_draws_an_overlay_chart_per_figure_with_a_line_per_variant() {
+    let sc = scenario(TWO_GROUPS);
+    let c = compare(&sc, false).unwrap();
+    assert_eq!(c.first_seed_runs.len(), 2);
+    assert!(c.first_seed_runs.iter().all(|r| r.seed == 7));
+    let d = scratch("compare");
+    let out = d.join("compare");
+    write_comparison(&c, &out).unwrap();
+
+    let mut names: Vec<String> = fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut want: Vec<String> = vec!["compare.json".into(), "compare.txt".into()];
+    for stem in COMPARE_CHARTS {
+        want.push(format!("{stem}.png"));
+        want.push(format!("{stem}.svg"));
+    }
+    want.sort();
+    assert_eq!(names, want);
+    assert_eq!(
+        COMPARE_CHARTS,
+        [
+            "memory",
+            "swap",
+            "pgfault",
+            "pgmajfault",
+            "pgscan",
+            "pgsteal"
+        ]
+    );
+
+    for stem in COMPARE_CHARTS {
+        let png = fs::read(out.join(format!("{stem}.png"))).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{stem}.png");
+        let els = read_svg(&out, stem);
+        let plots = plot_boxes(&els);
+        assert_eq!(plots.len(), 3, "{stem}: /grp, /tight and the machine");
+        let titles: Vec<&str> = els
+            .iter()
+            .filter(|e| e.name == "text")
+            .map(|e| e.text.as_str())
+            .filter(|t| t.starts_with("cgroup ") || *t == "machine")
+            .collect();
+        assert_eq!(
+            titles,
+            ["cgroup /grp", "cgroup /tight", "machine"],
+            "{stem}"
+        );
+        let legends = legends(&els);
+        assert_eq!(legends.len(), 3, "{stem}");
+        for (plot, legend) in plots.iter().zip(&legends) {
+            for p in &plots {
+                assert!(!legend.frame.overlaps(p), "{stem}: legend on a plot");
+            }
+            let labels: Vec<&str> = legend.entries.iter().map(|e| e.0.as_str()).collect();
+            assert_eq!(labels, ["roomy", "tight"], "{stem}");
+            assert_ne!(legend.entries[0].1, legend.entries[1].1, "{stem}: styles");
+            let lines = data_lines(&els, plot);
+            let styles: Vec<_> = lines.iter().map(|l| l.style()).collect();
+            let want: Vec<_> = legend.entries.iter().map(|e| e.1.clone()).collect();
+            assert_eq!(styles, want, "{stem}: a line per variant, base first");
+        }
+    }
+
+    // The time series stay out of compare.json.
+    let json = fs::read_to_string(out.join("compare.json")).unwrap();
+    assert!(!json.contains("times_ns") && !json.contains("first_seed_runs"));
+    assert!(
+        json.len() < 64 * 1024,
+        "compare.json has {} bytes",
+        json.len()
+    );
+
+    // Byte-identical when done again.
+    let again = d.join("again");
+    write_comparison(&compare(&sc, false).unwrap(), &again).unwrap();
+    for name in &names {
+        assert!(
+            fs::read(out.join(name)).unwrap() == fs::read(again.join(name)).unwrap(),
+            "{name} differs between two equal comparisons"
+        );
+    }
     let _ = fs::remove_dir_all(&d);
 }
