@@ -1,19 +1,55 @@
-//! Charts of a run's time series, drawn with plotters as SVG and PNG: `usage` (memory and
-//! swap per cgroup), `faults` (minor and major fault rates) and `reclaim` (pages scanned and
-//! reclaimed per second). Text in the PNGs is drawn with a font compiled into the binary
-//! (Hack, from the `epaint_default_fonts` crate), so no system font library is needed.
+//! Charts of time series, drawn with plotters as SVG and PNG.
+//!
+//! A run ([`render_charts`]) gets three charts: `usage` (memory and swap usage), `faults`
+//! (page faults and major faults per second) and `reclaim` (pages scanned and reclaimed per
+//! second). Each panel has a line per cgroup and the machine-wide line; the machine's thin
+//! black line is drawn first, so the cgroups' lines lie on top of it.
+//!
+//! A comparison ([`render_compare_charts`]) gets one overlay chart per figure (`memory`,
+//! `swap`, `pgfault`, `pgmajfault`, `pgscan`, `pgsteal`): a panel per cgroup and one for the
+//! machine, each with a line per variant, drawn from the variant's run with the first seed.
+//! The base variant's line is the widest and is drawn first, so equal lines stay visible.
+//!
+//! Each panel keeps a column on its right for its legend, which therefore never covers a
+//! line. Memory is plotted in bytes with binary suffixes on the ticks (`512M`, `1.5G`), rates
+//! and time with SI suffixes (`12k`, `1.2M`); the tick positions are chosen here (multiples of
+//! a power of two for bytes, of 1, 2 or 5 times a power of ten otherwise) and printed without
+//! trailing zeros. Text in the PNGs is drawn with a font compiled into the binary (Hack, from
+//! the `epaint_default_fonts` crate), so no system font library is needed.
+//!
+//! Everything here is a pure function of the time series: equal runs give byte-identical
+//! files.
 
 use std::path::Path;
 use std::sync::Once;
 
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::compare::Comparison;
 use crate::runner::{RunResult, TimeSeries, MACHINE_ROW};
 
-const WIDTH: u32 = 1000;
+/// Width of a chart without its legend column.
+const PLOT_WIDTH: u32 = 900;
 const PANEL_HEIGHT: u32 = 330;
+/// Room for the chart's title above the panels.
+const TITLE_HEIGHT: u32 = 40;
 const FONT: &str = "sans-serif";
+const LEGEND_FONT_SIZE: u32 = 12;
+/// Longest legend label, in characters; longer ones keep their end (`...c/d/e`).
+const LEGEND_LABEL_MAX: usize = 32;
+/// Space between the legend column's edges and the legend box.
+const LEGEND_PAD: i32 = 8;
+/// Length of the line sample in a legend entry.
+const LEGEND_SWATCH: i32 = 24;
+/// Height of one legend entry.
+const LEGEND_ROW: i32 = 16;
+/// About how many ticks an axis gets.
+const Y_TICKS: f64 = 8.0;
+const X_TICKS: f64 = 10.0;
 
 const PALETTE: &[RGBColor] = &[
     RGBColor(31, 119, 180),
@@ -40,143 +76,462 @@ fn register_font() {
     });
 }
 
-/// One line of a panel.
-struct Line {
-    label: String,
-    points: Vec<(f64, f64)>,
+// ------------------------------------------------------------------ figures
+
+/// What a panel's y axis counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum YUnit {
+    Bytes,
+    Faults,
+    Pages,
 }
 
-/// One panel of a chart: a title, a y-axis description and its lines.
-struct Panel {
-    title: String,
-    y_desc: String,
-    lines: Vec<Line>,
-}
-
-/// A chart: a title and panels stacked vertically.
-struct Chart {
-    title: String,
-    panels: Vec<Panel>,
-}
-
-const MIB: f64 = 1024.0 * 1024.0;
-
-fn level_line(ts: &TimeSeries, cgroup: &str, key: &str, scale: f64) -> Option<Line> {
-    let pts = ts.points(cgroup, key);
-    if pts.is_empty() {
-        return None;
+impl YUnit {
+    fn desc(self) -> &'static str {
+        match self {
+            YUnit::Bytes => "bytes",
+            YUnit::Faults => "faults/s",
+            YUnit::Pages => "pages/s",
+        }
     }
-    Some(Line {
-        label: cgroup.to_string(),
-        points: pts
-            .iter()
-            .map(|&(t, v)| (t as f64 / 1e9, v as f64 / scale))
-            .collect(),
-    })
+
+    fn binary(self) -> bool {
+        self == YUnit::Bytes
+    }
+}
+
+/// How a figure's values come from the time series.
+#[derive(Clone, Copy)]
+enum Quantity {
+    /// A level: the first of these keys the row has.
+    Level(&'static [&'static str]),
+    /// The per-second rate of a counter (`memory.stat:KEY`, `memory.stat:total_KEY` or
+    /// `vmstat:KEY`).
+    Rate(&'static str),
+}
+
+/// One figure: a panel of a run's chart, a chart of a comparison.
+struct FigureSpec {
+    stem: &'static str,
+    title: &'static str,
+    unit: YUnit,
+    quantity: Quantity,
+}
+
+const FIGURES: [FigureSpec; 6] = [
+    FigureSpec {
+        stem: "memory",
+        title: "memory usage",
+        unit: YUnit::Bytes,
+        quantity: Quantity::Level(&["memory.current", "memory.usage_in_bytes", "used"]),
+    },
+    FigureSpec {
+        stem: "swap",
+        title: "swap usage",
+        unit: YUnit::Bytes,
+        quantity: Quantity::Level(&["memory.swap.current", "memory.stat:total_swap", "swap_used"]),
+    },
+    FigureSpec {
+        stem: "pgfault",
+        title: "page faults",
+        unit: YUnit::Faults,
+        quantity: Quantity::Rate("pgfault"),
+    },
+    FigureSpec {
+        stem: "pgmajfault",
+        title: "major faults",
+        unit: YUnit::Faults,
+        quantity: Quantity::Rate("pgmajfault"),
+    },
+    FigureSpec {
+        stem: "pgscan",
+        title: "pages scanned",
+        unit: YUnit::Pages,
+        quantity: Quantity::Rate("pgscan"),
+    },
+    FigureSpec {
+        stem: "pgsteal",
+        title: "pages reclaimed",
+        unit: YUnit::Pages,
+        quantity: Quantity::Rate("pgsteal"),
+    },
+];
+
+/// The charts of a run: file stem, title, and the figures it stacks (indexes into FIGURES).
+const RUN_CHARTS: [(&str, &str, [usize; 2]); 3] = [
+    ("usage", "memory", [0, 1]),
+    ("faults", "page faults", [2, 3]),
+    ("reclaim", "reclaim", [4, 5]),
+];
+
+/// The file stems of a comparison's overlay charts, one per figure, in drawing order.
+pub const COMPARE_CHARTS: [&str; 6] = [
+    FIGURES[0].stem,
+    FIGURES[1].stem,
+    FIGURES[2].stem,
+    FIGURES[3].stem,
+    FIGURES[4].stem,
+    FIGURES[5].stem,
+];
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
 }
 
 /// The per-second rate of a counter between consecutive samples, plotted at the later one.
-fn rate_line(ts: &TimeSeries, cgroup: &str, key: &str) -> Option<Line> {
-    let pts = ts.points(cgroup, key);
-    if pts.is_empty() {
-        return None;
-    }
-    let mut out = vec![(pts[0].0 as f64 / 1e9, 0.0)];
+fn rate_points(pts: &[(u64, u64)]) -> Vec<(f64, f64)> {
+    let Some(first) = pts.first() else {
+        return Vec::new();
+    };
+    let mut out = vec![(secs(first.0), 0.0)];
     for w in pts.windows(2) {
         let (t0, v0) = w[0];
         let (t1, v1) = w[1];
         if t1 <= t0 {
             continue;
         }
-        let rate = v1.saturating_sub(v0) as f64 / ((t1 - t0) as f64 / 1e9);
-        out.push((t1 as f64 / 1e9, rate));
+        out.push((secs(t1), v1.saturating_sub(v0) as f64 / secs(t1 - t0)));
     }
-    Some(Line {
-        label: cgroup.to_string(),
-        points: out,
-    })
+    out
 }
 
-/// The cgroups of a run and the machine row.
+/// The points of a figure for a row (a cgroup or the machine); `None` when the row has no
+/// such series.
+fn figure_points(ts: &TimeSeries, row: &str, f: &FigureSpec) -> Option<Vec<(f64, f64)>> {
+    let found = |keys: &[String]| keys.iter().find(|k| ts.index(row, k).is_some()).cloned();
+    let pts = match f.quantity {
+        Quantity::Level(keys) => {
+            let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+            let k = found(&keys)?;
+            ts.points(row, &k)
+                .iter()
+                .map(|&(t, v)| (secs(t), v as f64))
+                .collect()
+        }
+        Quantity::Rate(stat) => {
+            let keys = [
+                format!("memory.stat:{stat}"),
+                format!("memory.stat:total_{stat}"),
+                format!("vmstat:{stat}"),
+            ];
+            let k = found(&keys)?;
+            rate_points(&ts.points(row, &k))
+        }
+    };
+    (!pts.is_empty()).then_some(pts)
+}
+
+// ------------------------------------------------------------------ charts
+
+/// One line of a panel.
+struct Line {
+    label: String,
+    color: RGBColor,
+    width: u32,
+    points: Vec<(f64, f64)>,
+}
+
+/// One panel: a title, the unit of its y axis and its lines, in drawing order (the legend
+/// lists them in the same order).
+struct Panel {
+    title: String,
+    unit: YUnit,
+    lines: Vec<Line>,
+}
+
+/// A chart: a title and panels stacked vertically, sharing the time axis.
+struct Chart {
+    title: String,
+    panels: Vec<Panel>,
+}
+
+/// The cgroups of a run (in scenario order), then the machine.
 fn rows(r: &RunResult) -> Vec<String> {
     let mut v: Vec<String> = r.setup.cgroups.iter().map(|c| c.path.clone()).collect();
     v.push(MACHINE_ROW.to_string());
     v
 }
 
-/// The key of a figure in a row: tries each candidate key.
-fn first_key<'a>(ts: &TimeSeries, row: &str, keys: &[&'a str]) -> Option<&'a str> {
-    keys.iter().copied().find(|k| ts.index(row, k).is_some())
-}
-
-fn usage_chart(r: &RunResult) -> Chart {
-    let ts = &r.series;
-    let mut mem = Vec::new();
-    let mut swap = Vec::new();
-    for row in rows(r) {
-        let mk = first_key(
-            ts,
-            &row,
-            &["memory.current", "memory.usage_in_bytes", "used"],
-        );
-        if let Some(l) = mk.and_then(|k| level_line(ts, &row, k, MIB)) {
-            mem.push(l);
-        }
-        let sk = first_key(
-            ts,
-            &row,
-            &["memory.swap.current", "memory.stat:total_swap", "swap_used"],
-        );
-        if let Some(l) = sk.and_then(|k| level_line(ts, &row, k, MIB)) {
-            swap.push(l);
-        }
-    }
-    Chart {
-        title: format!("{} / {} / seed {}: memory", r.scenario, r.variant, r.seed),
-        panels: vec![
-            Panel {
-                title: "memory usage".into(),
-                y_desc: "MiB".into(),
-                lines: mem,
-            },
-            Panel {
-                title: "swap usage".into(),
-                y_desc: "MiB".into(),
-                lines: swap,
-            },
-        ],
-    }
-}
-
-fn rate_chart(r: &RunResult, title: &str, figures: &[(&str, &str)]) -> Chart {
-    let ts = &r.series;
-    let mut panels = Vec::new();
-    for (stat, panel_title) in figures {
-        let mut lines = Vec::new();
-        for row in rows(r) {
-            let keys = [
-                format!("memory.stat:{stat}"),
-                format!("memory.stat:total_{stat}"),
-                format!("vmstat:{stat}"),
-            ];
-            let refs: Vec<&str> = keys.iter().map(|s| s.as_str()).collect();
-            if let Some(l) = first_key(ts, &row, &refs).and_then(|k| rate_line(ts, &row, k)) {
-                lines.push(l);
-            }
-        }
-        panels.push(Panel {
-            title: panel_title.to_string(),
-            y_desc: "per second".into(),
-            lines,
+/// A panel of a run: the machine's line first, then a line per cgroup. A cgroup's colour
+/// depends on its place in the scenario only, so it is the same in every panel.
+fn run_panel(r: &RunResult, f: &FigureSpec) -> Panel {
+    let mut lines = Vec::new();
+    if let Some(points) = figure_points(&r.series, MACHINE_ROW, f) {
+        lines.push(Line {
+            label: MACHINE_ROW.to_string(),
+            color: BLACK,
+            width: 1,
+            points,
         });
     }
+    for (i, c) in r.setup.cgroups.iter().enumerate() {
+        if let Some(points) = figure_points(&r.series, &c.path, f) {
+            lines.push(Line {
+                label: c.path.clone(),
+                color: PALETTE[i % PALETTE.len()],
+                width: 2,
+                points,
+            });
+        }
+    }
+    Panel {
+        title: format!("{}{}", f.title, per_second(f)),
+        unit: f.unit,
+        lines,
+    }
+}
+
+fn per_second(f: &FigureSpec) -> &'static str {
+    match f.quantity {
+        Quantity::Level(_) => "",
+        Quantity::Rate(_) => " per second",
+    }
+}
+
+/// The overlay chart of one figure over the variants of a comparison: a panel per cgroup
+/// (every variant's, first seen first) and one for the machine, a line per variant.
+fn compare_chart(c: &Comparison, f: &FigureSpec) -> Chart {
+    let runs = &c.first_seed_runs;
+    let mut row_names: Vec<String> = Vec::new();
+    for r in runs {
+        for row in rows(r) {
+            if row != MACHINE_ROW && !row_names.contains(&row) {
+                row_names.push(row);
+            }
+        }
+    }
+    row_names.push(MACHINE_ROW.to_string());
+    let panels = row_names
+        .iter()
+        .map(|row| {
+            let lines = runs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| {
+                    let points = figure_points(&r.series, row, f)?;
+                    Some(Line {
+                        label: r.variant.clone(),
+                        color: PALETTE[i % PALETTE.len()],
+                        width: if i == 0 { 4 } else { 2 },
+                        points,
+                    })
+                })
+                .collect();
+            Panel {
+                title: if row == MACHINE_ROW {
+                    "machine".to_string()
+                } else {
+                    format!("cgroup {row}")
+                },
+                unit: f.unit,
+                lines,
+            }
+        })
+        .collect();
+    let seed = runs
+        .first()
+        .map(|r| format!(", seed {}", r.seed))
+        .unwrap_or_default();
     Chart {
-        title: format!("{} / {} / seed {}: {title}", r.scenario, r.variant, r.seed),
+        title: format!("{}: {}{}{seed}", c.scenario, f.title, per_second(f)),
         panels,
     }
 }
 
-fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, chart: &Chart) -> Result<(), String> {
+// ------------------------------------------------------------------ axes
+
+/// The ticks of an axis from 0: the end of the axis, the labelled ticks and the light ones.
+#[derive(Clone, Debug, PartialEq)]
+struct Ticks {
+    end: f64,
+    bold: Vec<f64>,
+    light: Vec<f64>,
+}
+
+/// The step between ticks: at least `raw`, a power of two when `binary` (but at least 1), else
+/// 1, 2 or 5 times a power of ten; and how many light ticks divide it.
+fn tick_step(raw: f64, binary: bool) -> (f64, usize) {
+    if binary {
+        let step = 2f64.powi(raw.max(1.0).log2().ceil() as i32);
+        return (step, 4);
+    }
+    let mag = 10f64.powi(raw.log10().floor() as i32);
+    let m = raw / mag;
+    if m <= 1.0 {
+        (mag, 5)
+    } else if m <= 2.0 {
+        (2.0 * mag, 4)
+    } else if m <= 5.0 {
+        (5.0 * mag, 5)
+    } else {
+        (10.0 * mag, 5)
+    }
+}
+
+/// Ticks for values up to `max` on a value axis: about [`Y_TICKS`] of them, the axis ending at
+/// the first tick at least 4% above `max` (at 1 MiB or 1 when there is nothing to show).
+fn value_ticks(max: f64, binary: bool) -> Ticks {
+    let top = if max.is_finite() && max > 0.0 {
+        max * 1.04
+    } else if binary {
+        1024.0 * 1024.0
+    } else {
+        1.0
+    };
+    let (step, sub) = tick_step(top / Y_TICKS, binary);
+    let n = ((top / step) - 1e-9).ceil().max(1.0) as usize;
+    ticks_of(step, sub, n, n as f64 * step)
+}
+
+/// Ticks for the time axis, which ends at `end` (seconds): about [`X_TICKS`] of them.
+fn time_ticks(end: f64) -> Ticks {
+    let end = if end.is_finite() && end > 0.0 {
+        end
+    } else {
+        1.0
+    };
+    let (step, sub) = tick_step(end / X_TICKS, false);
+    let n = ((end / step) + 1e-9).floor() as usize;
+    ticks_of(step, sub, n, end)
+}
+
+/// An axis from 0 to `end` with these ticks.
+impl Ranged for Ticks {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        RangedCoordf64::from(0.0..self.end).map(value, limit)
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            self.light.clone()
+        } else {
+            self.bold.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        0.0..self.end
+    }
+}
+
+fn ticks_of(step: f64, sub: usize, n: usize, end: f64) -> Ticks {
+    let bold = (0..=n).map(|i| i as f64 * step).collect();
+    let light = (0..=(n + 1) * sub)
+        .map(|i| i as f64 * step / sub as f64)
+        .filter(|&v| v <= end)
+        .collect();
+    Ticks { end, bold, light }
+}
+
+/// A tick label: the value with a suffix (K, M, G, T for powers of 1024 when `binary`, else
+/// k, M, G, T for powers of 1000), without trailing zeros: `0`, `0.5`, `10`, `512M`, `1.5G`,
+/// `12k`, `1.2M`.
+fn tick_label(v: f64, binary: bool) -> String {
+    let (base, suffixes): (f64, [&str; 4]) = if binary {
+        (1024.0, ["K", "M", "G", "T"])
+    } else {
+        (1000.0, ["k", "M", "G", "T"])
+    };
+    let mut x = v;
+    let mut suffix = "";
+    for s in suffixes {
+        if x.abs() < base {
+            break;
+        }
+        x /= base;
+        suffix = s;
+    }
+    // Rounded to nine decimals, f64's Display prints the shortest form: `3`, not `3.0`.
+    let x = (x * 1e9).round() / 1e9;
+    let x = if x == 0.0 { 0.0 } else { x };
+    format!("{x}{suffix}")
+}
+
+// ------------------------------------------------------------------ drawing
+
+fn legend_font() -> FontDesc<'static> {
+    (FONT, LEGEND_FONT_SIZE).into_font()
+}
+
+/// A legend label no longer than [`LEGEND_LABEL_MAX`] characters.
+fn legend_label(label: &str) -> String {
+    let n = label.chars().count();
+    if n <= LEGEND_LABEL_MAX {
+        return label.to_string();
+    }
+    let tail: String = label.chars().skip(n - (LEGEND_LABEL_MAX - 3)).collect();
+    format!("...{tail}")
+}
+
+/// The width of the legend column: room for the longest label of any panel.
+fn legend_width(chart: &Chart) -> u32 {
+    let font = legend_font();
+    let text = chart
+        .panels
+        .iter()
+        .flat_map(|p| p.lines.iter())
+        .map(|l| font.box_size(&legend_label(&l.label)).map_or(0, |s| s.0))
+        .chain(font.box_size("+9999 more").map(|s| s.0))
+        .max()
+        .unwrap_or(0) as i32;
+    (2 * LEGEND_PAD + 8 + LEGEND_SWATCH + 8 + text + 8).max(120) as u32
+}
+
+/// Draw a panel's legend in its column, its box's top at `top` (in the column's
+/// coordinates) and no taller than `height`: an entry per line, or as many as fit and a
+/// last one saying how many more there are.
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    top: i32,
+    height: i32,
+    lines: &[Line],
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let fit = ((height - 8) / LEGEND_ROW).max(1) as usize;
+    let (shown, more) = if lines.len() > fit {
+        (fit - 1, lines.len() - (fit - 1))
+    } else {
+        (lines.len(), 0)
+    };
+    let rows = shown + usize::from(more > 0);
+    let x0 = LEGEND_PAD;
+    let x1 = area.dim_in_pixel().0 as i32 - LEGEND_PAD;
+    let y1 = top + 8 + rows as i32 * LEGEND_ROW;
+    area.draw(&Rectangle::new(
+        [(x0, top), (x1, y1)],
+        BLACK.stroke_width(1),
+    ))?;
+    let style = TextStyle::from(legend_font()).pos(Pos::new(HPos::Left, VPos::Center));
+    let text_x = x0 + 8 + LEGEND_SWATCH + 8;
+    let row_y = |i: usize| top + 4 + i as i32 * LEGEND_ROW + LEGEND_ROW / 2;
+    for (i, l) in lines.iter().take(shown).enumerate() {
+        let y = row_y(i);
+        area.draw(&PathElement::new(
+            vec![(x0 + 8, y), (x0 + 8 + LEGEND_SWATCH, y)],
+            l.color.stroke_width(l.width),
+        ))?;
+        area.draw(&Text::new(legend_label(&l.label), (text_x, y), &style))?;
+    }
+    if more > 0 {
+        area.draw(&Text::new(
+            format!("+{more} more"),
+            (text_x, row_y(shown)),
+            &style,
+        ))?;
+    }
+    Ok(())
+}
+
+fn draw<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    chart: &Chart,
+    legend_w: u32,
+) -> Result<(), String> {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     root.fill(&WHITE).map_err(e)?;
     let body = root
@@ -189,66 +544,71 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, chart: &Chart) -> Resu
         .flat_map(|p| p.lines.iter())
         .flat_map(|l| l.points.iter().map(|p| p.0))
         .fold(0.0f64, f64::max);
-    let xmax = if xmax > 0.0 { xmax } else { 1.0 };
+    let xt = time_ticks(xmax);
     for (area, panel) in areas.iter().zip(&chart.panels) {
+        let (plot_area, legend_area) =
+            area.split_horizontally(area.dim_in_pixel().0.saturating_sub(legend_w));
         let ymax = panel
             .lines
             .iter()
             .flat_map(|l| l.points.iter().map(|p| p.1))
             .filter(|v| v.is_finite())
             .fold(0.0f64, f64::max);
-        let ymax = if ymax > 0.0 { ymax * 1.1 } else { 1.0 };
-        let mut cc = ChartBuilder::on(area)
+        let binary = panel.unit.binary();
+        let yt = value_ticks(ymax, binary);
+        let mut cc = ChartBuilder::on(&plot_area)
             .caption(&panel.title, (FONT, 16).into_font())
             .margin(8)
             .x_label_area_size(36)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0f64..xmax, 0f64..ymax)
+            .y_label_area_size(60)
+            .build_cartesian_2d(xt.clone(), yt)
             .map_err(e)?;
+        let xfmt = |v: &f64| tick_label(*v, false);
+        let yfmt = |v: &f64| tick_label(*v, binary);
         cc.configure_mesh()
             .x_desc("time (s)")
-            .y_desc(panel.y_desc.as_str())
+            .y_desc(panel.unit.desc())
+            .x_label_formatter(&xfmt)
+            .y_label_formatter(&yfmt)
             .label_style((FONT, 12).into_font())
             .axis_desc_style((FONT, 13).into_font())
             .draw()
             .map_err(e)?;
-        let mut next_color = 0;
         for line in &panel.lines {
-            // The machine-wide line is thin and black, so cgroup lines stay visible under it.
-            let style = if line.label == MACHINE_ROW {
-                BLACK.stroke_width(1)
-            } else {
-                next_color += 1;
-                PALETTE[(next_color - 1) % PALETTE.len()].stroke_width(2)
-            };
-            cc.draw_series(LineSeries::new(line.points.iter().copied(), style))
-                .map_err(e)?
-                .label(line.label.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
-        }
-        if !panel.lines.is_empty() {
-            cc.configure_series_labels()
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .label_font((FONT, 12).into_font())
-                .position(SeriesLabelPosition::UpperRight)
-                .draw()
+            let pts = line
+                .points
+                .iter()
+                .copied()
+                .filter(|p| p.0.is_finite() && p.1.is_finite());
+            cc.draw_series(LineSeries::new(pts, line.color.stroke_width(line.width)))
                 .map_err(e)?;
         }
+        let (_, yr) = cc.plotting_area().get_pixel_range();
+        let top = yr.start - legend_area.get_base_pixel().1;
+        draw_legend(&legend_area, top, yr.end - yr.start, &panel.lines).map_err(e)?;
     }
     root.present().map_err(e)?;
     Ok(())
 }
 
 fn write_chart(chart: &Chart, dir: &Path, stem: &str) -> Result<(), String> {
-    let h = PANEL_HEIGHT * chart.panels.len().max(1) as u32 + 40;
+    let legend_w = legend_width(chart);
+    let size = (
+        PLOT_WIDTH + legend_w,
+        PANEL_HEIGHT * chart.panels.len().max(1) as u32 + TITLE_HEIGHT,
+    );
     let svg = dir.join(format!("{stem}.svg"));
-    draw(SVGBackend::new(&svg, (WIDTH, h)).into_drawing_area(), chart)
-        .map_err(|e| format!("{}: {e}", svg.display()))?;
+    draw(
+        SVGBackend::new(&svg, size).into_drawing_area(),
+        chart,
+        legend_w,
+    )
+    .map_err(|e| format!("{}: {e}", svg.display()))?;
     let png = dir.join(format!("{stem}.png"));
     draw(
-        BitMapBackend::new(&png, (WIDTH, h)).into_drawing_area(),
+        BitMapBackend::new(&png, size).into_drawing_area(),
         chart,
+        legend_w,
     )
     .map_err(|e| format!("{}: {e}", png.display()))?;
     Ok(())
@@ -257,30 +617,102 @@ fn write_chart(chart: &Chart, dir: &Path, stem: &str) -> Result<(), String> {
 /// Draw `usage`, `faults` and `reclaim` charts of a run into `dir`, each as SVG and PNG.
 pub fn render_charts(r: &RunResult, dir: &Path) -> Result<(), String> {
     register_font();
-    write_chart(&usage_chart(r), dir, "usage")?;
-    write_chart(
-        &rate_chart(
-            r,
-            "page faults",
-            &[
-                ("pgfault", "page faults per second"),
-                ("pgmajfault", "major faults per second"),
-            ],
-        ),
-        dir,
-        "faults",
-    )?;
-    write_chart(
-        &rate_chart(
-            r,
-            "reclaim",
-            &[
-                ("pgscan", "pages scanned per second"),
-                ("pgsteal", "pages reclaimed per second"),
-            ],
-        ),
-        dir,
-        "reclaim",
-    )?;
+    for (stem, title, figures) in RUN_CHARTS {
+        let chart = Chart {
+            title: format!("{} / {} / seed {}: {title}", r.scenario, r.variant, r.seed),
+            panels: figures.iter().map(|&i| run_panel(r, &FIGURES[i])).collect(),
+        };
+        write_chart(&chart, dir, stem)?;
+    }
     Ok(())
+}
+
+/// Draw a comparison's overlay charts into `dir`, each as SVG and PNG: one per figure (see
+/// [`COMPARE_CHARTS`]), with a line per variant. Nothing is drawn without runs to draw.
+pub fn render_compare_charts(c: &Comparison, dir: &Path) -> Result<(), String> {
+    if c.first_seed_runs.is_empty() {
+        return Ok(());
+    }
+    register_font();
+    for f in &FIGURES {
+        write_chart(&compare_chart(c, f), dir, f.stem)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tick_labels_have_suffixes_and_no_trailing_zeros() {
+        const M: f64 = 1024.0 * 1024.0;
+        assert_eq!(tick_label(0.0, true), "0");
+        assert_eq!(tick_label(512.0 * M, true), "512M");
+        assert_eq!(tick_label(1536.0 * M, true), "1.5G");
+        assert_eq!(tick_label(1280.0 * M, true), "1.25G");
+        assert_eq!(tick_label(64.0 * 1024.0, true), "64K");
+        assert_eq!(tick_label(1000.0, true), "1000");
+        assert_eq!(tick_label(12_000.0, false), "12k");
+        assert_eq!(tick_label(1_200_000.0, false), "1.2M");
+        assert_eq!(tick_label(10.0, false), "10");
+        assert_eq!(tick_label(0.1 * 3.0, false), "0.3");
+        assert_eq!(tick_label(999.0, false), "999");
+        assert_eq!(tick_label(2.5e9, false), "2.5G");
+    }
+
+    #[test]
+    fn value_ticks_are_round_and_cover_the_values() {
+        const M: f64 = 1024.0 * 1024.0;
+        let t = value_ticks(190.0 * M, true);
+        assert_eq!(t.bold.len(), 8, "{t:?}");
+        assert_eq!(t.bold[1], 32.0 * M);
+        assert_eq!(t.end, 224.0 * M);
+        let labels: Vec<String> = t.bold.iter().map(|&v| tick_label(v, true)).collect();
+        assert_eq!(
+            labels,
+            ["0", "32M", "64M", "96M", "128M", "160M", "192M", "224M"]
+        );
+        let t = value_ticks(1.4e9, true);
+        assert!(t.end >= 1.4e9 * 1.04 && t.bold.len() <= 9, "{t:?}");
+        let t = value_ticks(123_456.0, false);
+        assert_eq!(t.bold[1], 20_000.0);
+        assert_eq!(t.end, 140_000.0);
+        assert_eq!(value_ticks(0.0, false).end, 1.0);
+        assert_eq!(value_ticks(0.0, true).end, M);
+        assert_eq!(value_ticks(3.0, true).bold, [0.0, 1.0, 2.0, 3.0, 4.0]);
+        assert!(t.light.len() > t.bold.len() && t.light.iter().all(|&v| v <= t.end));
+    }
+
+    #[test]
+    fn time_ticks_end_at_the_last_sample() {
+        let t = time_ticks(5.02);
+        assert_eq!(t.end, 5.02);
+        assert_eq!(t.bold, [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+        let t = time_ticks(1.7);
+        assert_eq!(
+            t.bold
+                .iter()
+                .map(|&v| tick_label(v, false))
+                .collect::<Vec<_>>(),
+            ["0", "0.2", "0.4", "0.6", "0.8", "1", "1.2", "1.4", "1.6"]
+        );
+        let t = time_ticks(3600.0);
+        assert_eq!(
+            t.bold
+                .iter()
+                .map(|&v| tick_label(v, false))
+                .collect::<Vec<_>>(),
+            ["0", "500", "1k", "1.5k", "2k", "2.5k", "3k", "3.5k"]
+        );
+    }
+
+    #[test]
+    fn long_legend_labels_keep_their_end() {
+        assert_eq!(legend_label("/a"), "/a");
+        let long = format!("/{}", "x".repeat(40));
+        let l = legend_label(&long);
+        assert_eq!(l.chars().count(), LEGEND_LABEL_MAX);
+        assert!(l.starts_with("...x"));
+    }
 }

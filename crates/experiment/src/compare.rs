@@ -5,6 +5,10 @@
 //! base variant's same statistic in percent (or, with `--ratio`, the statistic as a percentage
 //! of the base's). The machine also has the average swap usage and the counters of soft-limit
 //! reclaim and reclaim walks (/proc/memcgsim/reclaim).
+//!
+//! The time series of each variant's run with the first seed are kept (out of
+//! `compare.json`) for the overlay charts [`write_comparison`] draws: one chart per figure
+//! (memory, swap, fault and reclaim rates), a line per variant.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -81,6 +85,10 @@ pub struct Comparison {
     /// (`[+0.8%]`). Only the text report depends on it.
     #[serde(skip)]
     pub ratio: bool,
+    /// The run of each variant with the first seed, base first, whose time series the
+    /// overlay charts draw. Not part of `compare.json`, which stays small.
+    #[serde(skip)]
+    pub first_seed_runs: Vec<RunResult>,
 }
 
 #[derive(Clone, Copy)]
@@ -402,6 +410,7 @@ fn build(sc: &Scenario, order: &[String], runs: &[RunResult]) -> Comparison {
         outcomes,
         figures,
         ratio: false,
+        first_seed_runs: Vec::new(),
     }
 }
 
@@ -419,7 +428,15 @@ pub fn compare(sc: &Scenario, progress: bool) -> Result<Comparison, String> {
             runs.push(run_variant(sc, vn, seed, progress)?);
         }
     }
-    Ok(build(sc, &order, &runs))
+    let mut c = build(sc, &order, &runs);
+    // Keep one run per variant for the charts: the first seed's.
+    let first = sc.run.seeds[0];
+    for r in runs {
+        if r.seed == first && !c.first_seed_runs.iter().any(|k| k.variant == r.variant) {
+            c.first_seed_runs.push(r);
+        }
+    }
+    Ok(c)
 }
 
 fn fmt_change(c: Option<f64>) -> String {
@@ -507,8 +524,9 @@ impl Comparison {
     }
 }
 
-/// Write `compare.txt` and `compare.json` into the results folder `dir`, as
-/// [`write_dir_atomic`] does with `overwrite`.
+/// Write `compare.txt`, `compare.json` and the overlay charts (one per figure of
+/// [`COMPARE_CHARTS`](crate::COMPARE_CHARTS), each as `.svg` and `.png`) into the results
+/// folder `dir`, as [`write_dir_atomic`] does with `overwrite`.
 pub fn write_comparison(
     c: &Comparison,
     dir: impl AsRef<Path>,
@@ -521,7 +539,7 @@ pub fn write_comparison(
             std::fs::write(tmp.join(name), data)
                 .map_err(|e| format!("{}: {e}", tmp.join(name).display()))?;
         }
-        Ok(())
+        crate::charts::render_compare_charts(c, tmp)
     })
 }
 

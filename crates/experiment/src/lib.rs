@@ -11,7 +11,12 @@
 //! * [`compare()`] runs every variant over every seed and returns a [`Comparison`]: per figure
 //!   and variant, min/max/avg/std and the change against the base variant (or, with
 //!   [`Comparison::ratio`], the percentage of the base); [`write_comparison`] writes
-//!   `compare.txt` and `compare.json`.
+//!   `compare.txt`, `compare.json` and overlay charts of the variants (one per figure in
+//!   [`COMPARE_CHARTS`], as SVG and PNG, drawn from each variant's run with the first seed).
+//!
+//! The charts ([`render_charts`], [`render_compare_charts`]) draw the machine-wide line
+//! beneath the cgroups' lines, keep each legend in a column beside its panel, and label their
+//! axes with units (`bytes`, `faults/s`, `pages/s`) and ticks with suffixes (`512M`, `12k`).
 //!
 //! A `[[cgroup]]` may generate a tree of idle cgroups below it ([`Subtree`]) for scaling
 //! studies; those are created but neither sampled nor reported. When the model has
@@ -28,7 +33,7 @@ mod report;
 mod runner;
 mod scenario;
 
-pub use charts::render_charts;
+pub use charts::{render_charts, render_compare_charts, COMPARE_CHARTS};
 pub use compare::{
     compare, write_comparison, Change, Comparison, Figure, FigureRow, Outcomes, Stats,
 };

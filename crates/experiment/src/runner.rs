@@ -6,6 +6,12 @@
 //! run, whichever comes first, and stops early when a task ends or starts holding its memory
 //! so that the next repetition starts at that very moment. Every iteration reaches one of
 //! those points, so the number of iterations is bounded by samples + starts + ends.
+//!
+//! A run ends at its duration, or with `until = "tasks"` as soon as every task has ended or
+//! holds its memory and none is waiting to start. Its progress on standard error follows
+//! that: a bar over the duration when only the duration can end the run, else a spinner with
+//! the virtual time and the tasks still running or waiting; it ends with a line saying why
+//! the run ended (`all tasks done at 3.614s`, `duration 3600s reached; still 1 task running`).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::IsTerminal;
@@ -504,28 +510,155 @@ fn fill_stats(rec: &mut TaskRecord, m: &Machine, pid: Pid, end_ns: u64) {
     rec.elapsed_ns = end_ns.saturating_sub(rec.start_ns.unwrap_or(end_ns));
 }
 
-fn progress_bar(enabled: bool, total_ns: u64, label: &str) -> Option<indicatif::ProgressBar> {
+// ------------------------------------------------------------------ progress
+
+/// Why a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RunEnd {
+    /// `until = "tasks"` and every task has ended or holds its memory, with none left to
+    /// start.
+    TasksDone,
+    /// The scenario's duration has passed.
+    Duration,
+}
+
+/// Whether the run ends now, and why: with `until = "tasks"` once every task is done
+/// (`all_done`), and in any case at the duration.
+fn run_end(until: Until, all_done: bool, now_ns: u64, duration_ns: u64) -> Option<RunEnd> {
+    if until == Until::Tasks && all_done {
+        Some(RunEnd::TasksDone)
+    } else if now_ns >= duration_ns {
+        Some(RunEnd::Duration)
+    } else {
+        None
+    }
+}
+
+/// The length of the progress bar, in virtual milliseconds: the duration when only the
+/// duration can end the run (`until = "duration"`); `None` when the tasks decide the end,
+/// which is not known beforehand, so a spinner is shown instead of a bar.
+fn progress_length(until: Until, duration_ns: u64) -> Option<u64> {
+    (until == Until::Duration).then_some(duration_ns / 1_000_000)
+}
+
+/// Virtual seconds, short: `0s`, `0.05s`, `3.614s`, `3600s`.
+fn short_secs(ns: u64) -> String {
+    let ms = (ns + 500_000) / 1_000_000;
+    let s = format!("{}.{:03}", ms / 1000, ms % 1000);
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s}s")
+}
+
+/// `N task(s) running, M waiting to start` (the parts that are not 0), or `no task running`.
+fn task_counts(running: usize, waiting: usize) -> String {
+    let plural = |n: usize| if n == 1 { "task" } else { "tasks" };
+    match (running, waiting) {
+        (0, 0) => "no task running".to_string(),
+        (r, 0) => format!("{r} {} running", plural(r)),
+        (0, w) => format!("{w} {} waiting to start", plural(w)),
+        (r, w) => format!("{r} {} running, {w} waiting to start", plural(r)),
+    }
+}
+
+/// The progress message while a run goes on: the virtual time, against the duration when it
+/// alone ends the run, and the tasks still running or waiting to start.
+fn progress_message(
+    until: Until,
+    now_ns: u64,
+    duration_ns: u64,
+    running: usize,
+    waiting: usize,
+) -> String {
+    let tasks = task_counts(running, waiting);
+    match until {
+        Until::Duration => format!(
+            "{} / {} virtual, {tasks}",
+            short_secs(now_ns),
+            short_secs(duration_ns)
+        ),
+        Until::Tasks => format!(
+            "{} virtual, {tasks}; ends when all are done, by {}",
+            short_secs(now_ns),
+            short_secs(duration_ns)
+        ),
+    }
+}
+
+/// The message a run's progress line ends with: why it ended, and when.
+fn end_message(
+    end: RunEnd,
+    end_ns: u64,
+    duration_ns: u64,
+    running: usize,
+    waiting: usize,
+    all_done_ns: Option<u64>,
+) -> String {
+    match end {
+        RunEnd::TasksDone => format!("all tasks done at {}", short_secs(end_ns)),
+        RunEnd::Duration => {
+            let rest = match all_done_ns {
+                Some(t) if running == 0 && waiting == 0 => {
+                    format!("all tasks done since {}", short_secs(t))
+                }
+                _ => format!("still {}", task_counts(running, waiting)),
+            };
+            format!("duration {} reached; {rest}", short_secs(duration_ns))
+        }
+    }
+}
+
+/// The progress display of a run on standard error, when enabled and standard error is a
+/// terminal: a bar over the duration when only the duration ends the run, else a spinner with
+/// the virtual time and the number of tasks left.
+fn progress_bar(
+    enabled: bool,
+    until: Until,
+    duration_ns: u64,
+    tasks: usize,
+    label: &str,
+) -> Option<indicatif::ProgressBar> {
     if !enabled || !std::io::stderr().is_terminal() {
         return None;
     }
-    let pb = indicatif::ProgressBar::new(total_ns / 1_000_000);
-    let style = indicatif::ProgressStyle::with_template(
-        "{prefix} [{bar:40.cyan/blue}] {msg} virtual ({elapsed} wall)",
-    )
-    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-    .progress_chars("=> ");
+    // Set up out of sight, so that the first frame drawn is complete.
+    let hidden = indicatif::ProgressDrawTarget::hidden();
+    let (pb, template) = match progress_length(until, duration_ns) {
+        Some(len) => (
+            indicatif::ProgressBar::with_draw_target(Some(len), hidden),
+            "{prefix} ({elapsed} wall) [{bar:30.cyan/blue}] {wide_msg}",
+        ),
+        None => (
+            indicatif::ProgressBar::with_draw_target(None, hidden),
+            "{spinner} {prefix} ({elapsed} wall): {wide_msg}",
+        ),
+    };
+    pb.set_message(progress_message(until, 0, duration_ns, 0, tasks));
+    let style = indicatif::ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> ");
     pb.set_style(style);
     pb.set_prefix(label.to_string());
-    pb.set_message(format!("{} / {}", secs(0), secs(total_ns)));
+    pb.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    if until == Until::Tasks {
+        pb.enable_steady_tick(std::time::Duration::from_millis(100));
+    }
     Some(pb)
 }
 
-fn secs(ns: u64) -> String {
-    format!("{:.1}s", ns as f64 / 1e9)
+/// Replace the progress display with a line saying how the run ended.
+fn finish_progress(pb: &indicatif::ProgressBar, msg: String) {
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{prefix} ({elapsed} wall): {wide_msg}")
+    {
+        pb.set_style(style);
+    }
+    pb.finish_with_message(msg);
 }
 
-/// Run one variant with one seed. `progress` shows a progress bar over virtual time on
-/// standard error when it is a terminal.
+/// Run one variant with one seed. `progress` shows the run's progress in virtual time on
+/// standard error when it is a terminal (a bar over the duration when only the duration ends
+/// the run, else a spinner with the tasks left), and then a line saying why the
+/// run ended.
 pub fn run_variant(
     sc: &Scenario,
     variant: &str,
@@ -590,9 +723,23 @@ pub fn run_variant(
     let dur = run.duration_ns;
     let sample = run.sample_ns;
     let bound = dur / sample + 2 * instances + 16;
-    let pb = progress_bar(progress, dur, &format!("{} {variant} seed {seed}", sc.name));
+    let pb = progress_bar(
+        progress,
+        run.until,
+        dur,
+        chains.len(),
+        &format!("{} {variant} seed {seed}", sc.name),
+    );
     let mut next_sample = 0u64;
-    let mut finished = false;
+    let mut ended: Option<RunEnd> = None;
+    // When every task was first done (ended or holding, none waiting to start).
+    let mut all_done_ns: Option<u64> = None;
+    let counts = |chains: &[Chain]| {
+        (
+            chains.iter().filter(|c| c.current.is_some()).count(),
+            chains.iter().filter(|c| c.next_start.is_some()).count(),
+        )
+    };
     for _ in 0..bound {
         let now = sys.now_ns();
         // Start the repetitions that are due.
@@ -648,15 +795,19 @@ pub fn run_variant(
             series.values.push(take_sample(&mut sys, &probes));
             next_sample = (now / sample + 1).saturating_mul(sample);
         }
+        let (running, waiting) = counts(&chains);
         if let Some(pb) = &pb {
             pb.set_position(now / 1_000_000);
-            pb.set_message(format!("{} / {}", secs(now), secs(dur)));
+            pb.set_message(progress_message(run.until, now, dur, running, waiting));
         }
-        let all_done = chains
-            .iter()
-            .all(|c| c.current.is_none() && c.next_start.is_none());
-        if (run.until == Until::Tasks && all_done) || now >= dur {
-            finished = true;
+        let all_done = running == 0 && waiting == 0;
+        if all_done && all_done_ns.is_none() {
+            // A task's own clock may run ahead of the event clock (see end_ns below).
+            let last = records.iter().filter_map(|r| r.end_ns).fold(now, u64::max);
+            all_done_ns = Some(last);
+        }
+        if let Some(end) = run_end(run.until, all_done, now, dur) {
+            ended = Some(end);
             break;
         }
         let mut target = next_sample.min(dur);
@@ -695,14 +846,14 @@ pub fn run_variant(
             }
         }
     }
-    if let Some(pb) = &pb {
-        pb.finish_and_clear();
-    }
-    if !finished {
+    let Some(end) = ended else {
+        if let Some(pb) = &pb {
+            pb.abandon_with_message("stopped: the step bound was reached");
+        }
         return Err(format!(
             "{f}: variant {variant} seed {seed}: the run did not finish within its step bound"
         ));
-    }
+    };
     let clock = sys.now_ns();
     if series.times_ns.last() != Some(&clock) {
         series.times_ns.push(clock);
@@ -714,6 +865,11 @@ pub fn run_variant(
         .iter()
         .filter_map(|r| r.end_ns)
         .fold(clock, u64::max);
+    if let Some(pb) = &pb {
+        let (running, waiting) = counts(&chains);
+        let msg = end_message(end, end_ns, dur, running, waiting, all_done_ns);
+        finish_progress(pb, msg);
+    }
 
     // Tasks still working at the end, and tasks that never started.
     for ch in &chains {
@@ -944,6 +1100,60 @@ mod tests {
             let last = st.path_of("/idle", 10_000);
             assert!(sys.read(&format!("{last}/cgroup.procs")).is_ok(), "{last}");
         }
+    }
+
+    #[test]
+    fn what_ends_a_run_decides_the_progress_display() {
+        let h = 3_600_000_000_000;
+        // With until = "tasks", the tasks end the run, so there is no bar length to fill.
+        assert_eq!(progress_length(Until::Tasks, h), None);
+        assert_eq!(progress_length(Until::Duration, h), Some(3_600_000));
+        assert_eq!(run_end(Until::Tasks, true, 5, h), Some(RunEnd::TasksDone));
+        assert_eq!(run_end(Until::Tasks, false, 5, h), None);
+        assert_eq!(run_end(Until::Tasks, false, h, h), Some(RunEnd::Duration));
+        assert_eq!(run_end(Until::Tasks, true, h, h), Some(RunEnd::TasksDone));
+        assert_eq!(run_end(Until::Duration, true, 5, h), None);
+        assert_eq!(run_end(Until::Duration, true, h, h), Some(RunEnd::Duration));
+    }
+
+    #[test]
+    fn progress_messages_say_what_is_left_and_why_the_run_ended() {
+        let h = 3_600_000_000_000;
+        assert_eq!(short_secs(0), "0s");
+        assert_eq!(short_secs(50_000_000), "0.05s");
+        assert_eq!(short_secs(3_614_200_000), "3.614s");
+        assert_eq!(short_secs(h), "3600s");
+        assert_eq!(
+            progress_message(Until::Tasks, 12_300_000_000, h, 2, 1),
+            "12.3s virtual, 2 tasks running, 1 waiting to start; ends when all are done, by 3600s"
+        );
+        assert_eq!(
+            progress_message(Until::Duration, 2_000_000_000, 20_000_000_000, 1, 0),
+            "2s / 20s virtual, 1 task running"
+        );
+        assert_eq!(
+            progress_message(Until::Duration, 0, 1_000_000_000, 0, 0),
+            "0s / 1s virtual, no task running"
+        );
+        assert_eq!(
+            end_message(
+                RunEnd::TasksDone,
+                3_614_000_000,
+                h,
+                0,
+                0,
+                Some(3_614_000_000)
+            ),
+            "all tasks done at 3.614s"
+        );
+        assert_eq!(
+            end_message(RunEnd::Duration, h, h, 1, 2, None),
+            "duration 3600s reached; still 1 task running, 2 waiting to start"
+        );
+        assert_eq!(
+            end_message(RunEnd::Duration, h, h, 0, 0, Some(1_500_000_000)),
+            "duration 3600s reached; all tasks done since 1.5s"
+        );
     }
 
     #[test]

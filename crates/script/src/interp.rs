@@ -404,7 +404,7 @@ impl Interpreter {
                 return Ok(());
             }
             Command::Help(Some(name)) => {
-                let Some(text) = memcgsim_workloads::describe(name) else {
+                let Some(text) = memcgsim_workloads::help(name) else {
                     return Err(format!(
                         "help: no workload named '{name}' (known: {})",
                         memcgsim_workloads::WORKLOADS.join(", ")
