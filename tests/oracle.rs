@@ -9,7 +9,8 @@ use std::path::Path;
 use std::process::Command;
 
 /// Scripts the model and Linux 6.1 agree on, covering OOM events, memory.high, swap and
-/// reclaim, the oom.group kill, protection under limit reclaim, and v1 limits. The scripts
+/// reclaim, the oom.group kill, protection under limit reclaim, v1 limits and the cgroup core
+/// files (freeze, threaded, hierarchy limits, kill, E2BIG). The scripts
 /// that do not agree yet, and why, are listed in docs/FIDELITY.md.
 const AGREEING: &[&str] = &[
     "tests/selftests/oom_events.mcg",
@@ -17,6 +18,7 @@ const AGREEING: &[&str] = &[
     "tests/selftests/reclaim_swap.mcg",
     "tests/selftests/oom_group_score_events.mcg",
     "tests/selftests/low_recursiveprot.mcg",
+    "tests/cgroup/core_files.mcg",
     "tests/v1/limit_busy.mcg",
     "tests/v1/memsw.mcg",
 ];

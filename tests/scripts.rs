@@ -1,8 +1,8 @@
 //! Runs the memcgsim scripts kept under `tests/` through the `memcgsim` binary.
 //!
 //! * One `#[test]` per script in `tests/selftests/` (ports of the kernel's
-//!   `tools/testing/selftests/cgroup/test_memcontrol.c`), `tests/v1/` (cgroup v1
-//!   behaviour) and `tests/seed000/`, `tests/seed002/` (seed reports). Each runs
+//!   `tools/testing/selftests/cgroup/test_memcontrol.c`), `tests/cgroup/` (the
+//!   cgroup core files), `tests/v1/` (cgroup v1 behaviour) and `tests/seed000/`, `tests/seed002/` (seed reports). Each runs
 //!   `memcgsim script --check FILE` and requires exit status 0.
 //! * Tests of the script runner itself, on the small scripts in
 //!   `tests/fixtures/`: determinism, the report of a failed `expect`, the
@@ -184,6 +184,8 @@ script_tests! {
     selftest_oom_group_leaf_events_localevents => "selftests/oom_group_leaf_events_localevents.mcg",
     selftest_oom_group_parent_events => "selftests/oom_group_parent_events.mcg",
     selftest_oom_group_score_events => "selftests/oom_group_score_events.mcg",
+    // cgroup core files.
+    cgroup_core_files => "cgroup/core_files.mcg",
     // cgroup v1.
     v1_limit_parse => "v1/limit_parse.mcg",
     v1_limit_busy => "v1/limit_busy.mcg",

@@ -709,6 +709,20 @@ static int cmd_open(int argc, char **argv)
 /* Joining a cgroup.                                                         */
 /* ------------------------------------------------------------------------ */
 
+/* A failed join: the script line's errno record when MCG_LINE names the
+ * line (the model records the errno of a task that cannot start), else a
+ * line-less note. */
+static void enter_failed(int err)
+{
+    const char *line = getenv("MCG_LINE");
+    char nb[32];
+
+    if (line != NULL && line[0] != '\0' && strspn(line, "0123456789") == strlen(line))
+        emit_errno_line(line, err);
+    else
+        emit(1, "@@MCG ENTERFAIL %s", errno_name(err, nb, sizeof(nb)));
+}
+
 /* mcgh enter CGDIR ADJ -- WORKLOAD...: move this very process into CGDIR,
  * set its oom_score_adj, then run the workload in-process, so that the task
  * that allocates is the task that joined (the shell would otherwise have to
@@ -716,7 +730,7 @@ static int cmd_open(int argc, char **argv)
 static int cmd_enter(int argc, char **argv)
 {
     struct workload wl;
-    char path[PATH_MAX], pid[32], nb[32];
+    char path[PATH_MAX], pid[32];
     int err;
 
     if (argc < 6 || strcmp(argv[4], "--") != 0)
@@ -736,14 +750,14 @@ static int cmd_enter(int argc, char **argv)
     }
     if (err != 0) {
         report_err(path, err);
-        emit(1, "@@MCG ENTERFAIL %s", errno_name(err, nb, sizeof(nb)));
+        enter_failed(err);
         return EXIT_ENTERFAIL;
     }
     if (strcmp(argv[3], "-") != 0) {
         err = write_path("/proc/self/oom_score_adj", argv[3]);
         if (err != 0) {
             report_err("/proc/self/oom_score_adj", err);
-            emit(1, "@@MCG ENTERFAIL %s", errno_name(err, nb, sizeof(nb)));
+            enter_failed(err);
             return EXIT_ENTERFAIL;
         }
     }
@@ -792,7 +806,7 @@ static int process_gone(pid_t pid)
 
 /* mcgh waitready NAME PID TIMEOUT_MS: every 10 ms, check for NAME.ready
  * (READY), then for the end of PID (GONE); TIMEOUT after TIMEOUT_MS.
- * A process that became ready and then died is reported READY. */
+ * A process that became ready and then died is reported GONE. */
 static int cmd_waitready(int argc, char **argv)
 {
     char path[PATH_MAX];
@@ -820,16 +834,14 @@ static int cmd_waitready(int argc, char **argv)
     for (iter = 0; iter < max_iter; iter++) {
         struct timespec ts = { 0, 10 * 1000 * 1000 };
 
-        if (access(path, F_OK) == 0) {
-            emit(1, "@@MCG READY %s", name);
+        /* An ended task is reported as ended even if it was ready first,
+         * as the model's `wait` does: its end is what the script sees. */
+        if (process_gone(pid)) {
+            emit(1, "@@MCG GONE %s", name);
             return 0;
         }
-        if (process_gone(pid)) {
-            /* It may have become ready just before it died. */
-            if (access(path, F_OK) == 0)
-                emit(1, "@@MCG READY %s", name);
-            else
-                emit(1, "@@MCG GONE %s", name);
+        if (access(path, F_OK) == 0) {
+            emit(1, "@@MCG READY %s", name);
             return 0;
         }
         if (now_ms() >= deadline)

@@ -75,6 +75,8 @@ pub(crate) struct Cgroup {
     /// cgroup.max.depth and cgroup.max.descendants (i32::MAX is "max").
     pub max_depth: i32,
     pub max_descendants: i32,
+    /// v2: made threaded by writing "threaded" to cgroup.type (never undone).
+    pub threaded: bool,
 }
 
 /// Which counter a peak file watches.
@@ -131,6 +133,7 @@ impl System {
                 freeze: false,
                 max_depth: i32::MAX,
                 max_descendants: i32::MAX,
+                threaded: false,
             })],
             fds: BTreeMap::new(),
             next_fd: 3,
@@ -274,6 +277,7 @@ impl System {
             freeze: false,
             max_depth: i32::MAX,
             max_descendants: i32::MAX,
+            threaded: false,
         }));
         self.cg_mut(parent).children.insert(name.to_string(), idx);
         self.machine.after_step_check();
@@ -493,9 +497,118 @@ impl System {
 
     /// v2's no-internal-process rule: a non-root cgroup that distributes controllers to its
     /// children cannot hold tasks.
+    /// and cgroup_migrate_vet_dst(): only a valid domain's subtree can hold tasks; a thread
+    /// root or a threaded cgroup can hold them beside its children.
     fn can_attach(&self, i: usize) -> Result<(), Errno> {
-        if !self.is_v1() && i != 0 && self.cg(i).subtree_memory {
+        if self.is_v1() || i == 0 {
+            return Ok(());
+        }
+        if !self.is_valid_domain(self.dom_cgrp(i)) {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        if self.can_be_thread_root(i) || self.cg(i).threaded {
+            return Ok(());
+        }
+        if self.cg(i).subtree_memory {
             return Err(Errno::EBUSY);
+        }
+        Ok(())
+    }
+
+    // Threaded subtrees (kernel/cgroup/cgroup.c). The memory controller is a domain
+    // controller, so a threaded cgroup has no memcg of its own: its tasks are charged to
+    // its domain (the thread root), as the kernel charges them to the domain's css.
+
+    /// A cgroup's dom_cgrp: itself, or for a threaded cgroup its thread root.
+    fn dom_cgrp(&self, mut i: usize) -> usize {
+        while self.cg(i).threaded {
+            i = self.cg(i).parent.expect("the root is never threaded");
+        }
+        i
+    }
+
+    /// cgroup_is_thread_root(): a domain with threaded children (no threaded controller is
+    /// modelled, so subtree_control never makes one).
+    fn is_thread_root(&self, i: usize) -> bool {
+        let c = self.cg(i);
+        !c.threaded && c.children.values().any(|&k| self.cg(k).threaded)
+    }
+
+    /// cgroup_is_valid_domain(): not threaded, and no ancestor is threaded or a thread root
+    /// other than the root (which is mixable).
+    fn is_valid_domain(&self, i: usize) -> bool {
+        if self.cg(i).threaded {
+            return false;
+        }
+        let mut cur = self.cg(i).parent;
+        while let Some(a) = cur {
+            if (a != 0 && self.is_thread_root(a)) || self.cg(a).threaded {
+                return false;
+            }
+            cur = self.cg(a).parent;
+        }
+        true
+    }
+
+    /// cgroup_can_be_thread_root(): the root always; else a domain without populated domain
+    /// children and without domain controllers enabled for its children.
+    fn can_be_thread_root(&self, i: usize) -> bool {
+        if i == 0 {
+            return true;
+        }
+        let c = self.cg(i);
+        if c.threaded || c.subtree_memory {
+            return false;
+        }
+        !c.children
+            .values()
+            .any(|&k| !self.cg(k).threaded && self.has_live_task(k))
+    }
+
+    /// Whether the subtree of `i` holds a task that has not exited (cgroup_is_populated()).
+    fn has_live_task(&self, i: usize) -> bool {
+        let mut stack = vec![i];
+        while let Some(c) = stack.pop() {
+            let cg = self.cg(c);
+            if cg.tasks.iter().any(|&p| !self.machine.task(p).exited()) {
+                return true;
+            }
+            stack.extend(cg.children.values().copied());
+        }
+        false
+    }
+
+    /// cgroup.type as cgroup_type_show() prints it.
+    fn cgroup_type(&self, i: usize) -> &'static str {
+        if self.cg(i).threaded {
+            "threaded"
+        } else if !self.is_valid_domain(i) {
+            "domain invalid"
+        } else if self.is_thread_root(i) {
+            "domain threaded"
+        } else {
+            "domain"
+        }
+    }
+
+    /// cgroup_enable_threaded(): make `i` threaded, joining its parent's domain.
+    fn enable_threaded(&mut self, i: usize) -> Result<(), Errno> {
+        if self.cg(i).threaded {
+            return Ok(());
+        }
+        if self.has_live_task(i) || self.cg(i).subtree_memory {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let parent = self.cg(i).parent.expect("cgroup.type is not on the root");
+        let dom = self.dom_cgrp(parent);
+        if !self.is_valid_domain(dom) || !self.can_be_thread_root(dom) {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        self.cg_mut(i).threaded = true;
+        // A threaded cgroup gets threaded controllers only: its memcg goes (offlined, its
+        // remaining charges moved to the parent, as when the controller is disabled).
+        if let Some(m) = self.cg_mut(i).memcg.take() {
+            self.machine.memcg_destroy(m)?;
         }
         Ok(())
     }
@@ -780,15 +893,22 @@ impl System {
         self.core_files(i).into_iter().map(String::from).collect()
     }
 
+    /// cgroup_control() has `memory`: the parent enables it for its children, and this is
+    /// not a threaded cgroup (which gets threaded controllers only).
     fn controllers_available(&self, i: usize) -> bool {
         match self.cg(i).parent {
             None => true,
-            Some(p) => self.cg(p).subtree_memory,
+            Some(p) => self.cg(p).subtree_memory && !self.cg(i).threaded,
         }
     }
 
     fn read_core(&mut self, i: usize, f: &str) -> Result<Option<String>, Errno> {
         let s = match f {
+            // cgroup_procs_start(): every process of a threaded subtree belongs to its
+            // domain, so cgroup.procs cannot be read in a threaded cgroup.
+            "cgroup.procs" if !self.is_v1() && self.cg(i).threaded => {
+                return Err(Errno::EOPNOTSUPP)
+            }
             "cgroup.procs" | "tasks" | "cgroup.threads" => {
                 let mut s = String::new();
                 for p in self.procs(i) {
@@ -833,7 +953,7 @@ impl System {
                     format!("{v}\n")
                 }
             }
-            "cgroup.type" => "domain\n".into(),
+            "cgroup.type" => format!("{}\n", self.cgroup_type(i)),
             "cgroup.freeze" => format!("{}\n", self.cg(i).freeze as u8),
             "cgroup.kill" => return Err(Errno::EACCES),
             _ => return Ok(None),
@@ -894,12 +1014,11 @@ impl System {
                 }
             }
             "cgroup.type" => {
-                // Only "threaded" may be written; threaded subtrees are not modelled (the
-                // memory controller is a domain controller).
+                // Only switching to threaded mode is supported.
                 if data.trim() != "threaded" {
                     return Err(Errno::EINVAL);
                 }
-                return Err(Errno::EOPNOTSUPP);
+                self.enable_threaded(i)?;
             }
             "cgroup.clone_children" => return Err(Errno::EOPNOTSUPP),
             "cgroup.controllers" | "cgroup.events" | "cgroup.stat" => return Err(Errno::EACCES),
@@ -932,6 +1051,14 @@ impl System {
         if on {
             if !self.controllers_available(i) {
                 return Err(Errno::ENOENT);
+            }
+            // cgroup_vet_subtree_control_enable(): no domain controller in a threaded
+            // subtree, nor beside tasks.
+            if !self.is_valid_domain(self.dom_cgrp(i)) {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            if i != 0 && (self.is_thread_root(i) || self.cg(i).threaded) {
+                return Err(Errno::EOPNOTSUPP);
             }
             if i != 0 && !self.cg(i).tasks.is_empty() {
                 return Err(Errno::EBUSY);

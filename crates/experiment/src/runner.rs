@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::io::IsTerminal;
 
-use memcgsim_cgroupfs::{Pid, SpawnOpts, System, TaskOutcome};
+use memcgsim_cgroupfs::{Pid, SpawnOpts, System};
 use memcgsim_model::{CgroupVersion, Machine, TaskState};
 use serde::Serialize;
 
@@ -492,10 +492,6 @@ struct Chain {
     current: Option<(Pid, usize)>,
 }
 
-fn outcome_text(o: TaskOutcome) -> String {
-    o.to_string()
-}
-
 fn fill_stats(rec: &mut TaskRecord, m: &Machine, pid: Pid, end_ns: u64) {
     let t = m.task(pid);
     let s = &t.stats;
@@ -834,7 +830,7 @@ pub fn run_variant(
             };
             let t = sys.machine.task(pid);
             let (outcome, end) = match t.state {
-                TaskState::Exited(o) => (outcome_text(o), t.stats.end_ns),
+                TaskState::Exited(o) => (o.to_string(), t.stats.end_ns),
                 TaskState::Holding => ("holding".to_string(), now),
                 TaskState::Runnable => continue,
             };

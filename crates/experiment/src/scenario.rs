@@ -602,6 +602,21 @@ fn settings(
     let mut out = Vec::new();
     for (k, v) in &map.0 {
         let key = format!("{table}.{}", k.get_ref());
+        if table.ends_with("machine")
+            && matches!(v.get_ref(), Value::Boolean(_))
+            && !MachineConfig::key_is_switch(k.get_ref())
+            && MachineConfig::KEYS.contains(&k.get_ref().as_str())
+        {
+            return Err(src.err(
+                v.span(),
+                &key,
+                format!(
+                    "{} takes a value such as \"{}\", not true or false",
+                    k.get_ref(),
+                    machine_example(k.get_ref())
+                ),
+            ));
+        }
         let value = scalar(v, bool_words).map_err(|e| src.err(v.span(), &key, e))?;
         if k.get_ref().is_empty() || k.get_ref().contains(['/', ' ', '\t']) {
             return Err(src.err(k.span(), &key, "bad key"));
@@ -613,6 +628,21 @@ fn settings(
         });
     }
     Ok(out)
+}
+
+/// An example value of a machine key, for messages.
+fn machine_example(key: &str) -> &'static str {
+    match key {
+        "memory" | "swap" => "2G",
+        "disk_bandwidth" => "500M",
+        "cgroup" => "v2",
+        "lru" => "split",
+        "softlimit" => "tree",
+        "disk_latency" | "hit_cost" | "fault_cost" | "scan_cost" | "quantum" | "iter_cost" => {
+            "100us"
+        }
+        _ => "4",
+    }
 }
 
 /// A `subtree = { groups = N, fanout = F }` table.
@@ -656,8 +686,12 @@ fn merge_settings(base: &mut Vec<Setting>, over: &[Setting]) {
 pub fn machine_config(file: &str, settings: &[Setting]) -> Result<MachineConfig, String> {
     let mut cfg = MachineConfig::default();
     for s in settings {
-        cfg.set(&s.key, &s.value)
-            .map_err(|e| format!("{file}:{}: machine.{}: {e}", s.line, s.key))?;
+        cfg.set(&s.key, &s.value).map_err(|e| {
+            // The TOML key is named already; drop the script-style prefix.
+            let prefix = format!("machine option {}: ", s.key);
+            let e = e.strip_prefix(&prefix).unwrap_or(&e);
+            format!("{file}:{}: machine.{}: {e}", s.line, s.key)
+        })?;
     }
     cfg.validate().map_err(|e| {
         let line = settings.first().map(|s| s.line).unwrap_or(1);

@@ -72,7 +72,24 @@ fn bad_machine_size_names_file_line_and_key() {
     let e = err(&with_line(5, "memory = \"32Q\""));
     assert!(e.starts_with("t.toml:5: "), "{e}");
     assert!(e.contains("machine.memory"), "{e}");
-    assert!(e.contains("bad size"), "{e}");
+    assert!(
+        e.contains("got '32Q' (unknown suffix 'Q', not one of K, M, G, T, P, E)"),
+        "{e}"
+    );
+    assert!(
+        !e.contains("machine option"),
+        "the TOML key is named once: {e}"
+    );
+    // A boolean where a size belongs says what the key takes.
+    let e = err(&with_line(5, "memory = true"));
+    assert!(e.starts_with("t.toml:5: machine.memory: "), "{e}");
+    assert!(e.contains("memory takes a value such as \"2G\""), "{e}");
+    assert!(!e.contains("'on'"), "{e}");
+    let e = err(&with_line(5, "memory = \"lots\""));
+    assert!(
+        e.contains("wants a size such as 512M or 2G, got 'lots'"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -157,6 +157,19 @@ fn parse_bool(v: &str) -> Result<bool, String> {
     }
 }
 
+/// A size setting: its errors say that a size is wanted, whatever was given.
+fn want_size(v: &str) -> Result<u64, String> {
+    parse_size(v).map_err(|e| {
+        // parse_size's message quotes the value again; keep only its reason.
+        let why = e
+            .strip_prefix(&format!("bad size '{}'", v.trim()))
+            .map(|r| r.trim_start_matches(": "))
+            .filter(|r| !r.is_empty())
+            .unwrap_or(&e);
+        format!("wants a size such as 512M or 2G, got '{v}' ({why})")
+    })
+}
+
 fn parse_u64(v: &str) -> Result<u64, String> {
     v.parse::<u64>()
         .map_err(|_| format!("expected a number, got '{v}'"))
@@ -188,12 +201,20 @@ impl MachineConfig {
         "iter_cost",
     ];
 
+    /// Whether `key` takes on/off (a boolean in scenario files).
+    pub fn key_is_switch(key: &str) -> bool {
+        matches!(
+            key,
+            "recursiveprot" | "localevents" | "stock" | "root_memory"
+        )
+    }
+
     /// Apply one `key=value` setting of a `machine` line.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         let r: Result<(), String> = (|| {
             match key {
-                "memory" => self.memory_bytes = parse_size(value)?,
-                "swap" => self.swap_bytes = parse_size(value)?,
+                "memory" => self.memory_bytes = want_size(value)?,
+                "swap" => self.swap_bytes = want_size(value)?,
                 "cpus" => self.cpus = parse_u64(value)? as u32,
                 "cgroup" => {
                     self.cgroup = match value {
@@ -230,7 +251,7 @@ impl MachineConfig {
                     }
                 }
                 "disk_latency" => self.device.latency_ns = parse_duration_ns(value)?,
-                "disk_bandwidth" => self.device.bandwidth_bps = parse_size(value)?,
+                "disk_bandwidth" => self.device.bandwidth_bps = want_size(value)?,
                 "hit_cost" => self.costs.hit_ns = parse_duration_ns(value)?,
                 "fault_cost" => self.costs.minor_fault_ns = parse_duration_ns(value)?,
                 "scan_cost" => self.costs.scan_ns = parse_duration_ns(value)?,

@@ -96,7 +96,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         None => {
             return Err(match last {
                 Some(c) if c.is_ascii_alphabetic() => {
-                    format!("bad size '{s}': unknown suffix '{c}' (K, M, G, T, P or E)")
+                    format!("bad size '{s}': unknown suffix '{c}', not one of K, M, G, T, P, E")
                 }
                 _ => format!("bad size '{s}'"),
             })

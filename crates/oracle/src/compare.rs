@@ -61,10 +61,6 @@ fn outcome_of_status(st: i32) -> TaskOutcome {
     }
 }
 
-fn show_outcome(o: TaskOutcome) -> String {
-    o.to_string()
-}
-
 /// Options of the comparison.
 #[derive(Clone, Debug)]
 pub struct CompareOpts {
@@ -233,9 +229,19 @@ pub fn compare(
                     if let Some(o) = ko {
                         k_last_fg = Some((name, o));
                     }
-                    let mo = interp.last_foreground().map(|(_, o)| o);
-                    let ms = mo.map(show_outcome).unwrap_or_else(|| "?".into());
-                    let ks = ko.map(show_outcome).unwrap_or_else(|| "?".into());
+                    // A task that could not start has no outcome: show the errno.
+                    let ms = match interp.last_op() {
+                        Some((_, Err(e))) => format!("not started: {}", e.name()),
+                        _ => interp
+                            .last_foreground()
+                            .map(|(_, o)| o.to_string())
+                            .unwrap_or_else(|| "?".into()),
+                    };
+                    let ks = match (ko, errno_of(&k.errno)) {
+                        (_, Some(Err(e))) => format!("not started: {}", e.name()),
+                        (Some(o), _) => o.to_string(),
+                        (None, _) => "?".into(),
+                    };
                     let mark = if ms != ks { "   <-- differs" } else { "" };
                     row(ms, ks, mark, &mut r);
                 }
@@ -297,7 +303,11 @@ pub fn compare(
                     if opts.strict {
                         r.value_disagreements += diffs.len();
                     }
-                    let summary = format!("{} lines", ml.len());
+                    let summary = if ml.is_empty() && !err.is_empty() {
+                        "(unreadable)".to_string()
+                    } else {
+                        format!("{} lines", ml.len())
+                    };
                     let ks = if k.catfail {
                         "(unreadable)".to_string()
                     } else {

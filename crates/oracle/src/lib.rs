@@ -82,7 +82,7 @@ mod tests {
         assert!(sh.contains("/bin/mcgh mkdir 2 '/sys/fs/cgroup/A'"));
         assert!(sh.contains("/bin/mcgh write 3 '/sys/fs/cgroup/A/memory.max' \"30M\""));
         assert!(sh.contains(
-            "/bin/mcgh enter '/sys/fs/cgroup/A' 0 -- 'anon' '100M'; echo \"@@MCG L5 EXIT $?\""
+            "MCG_LINE=5 /bin/mcgh enter '/sys/fs/cgroup/A' 0 -- 'anon' '100M'; r=$?; if [ $r != 126 ]; then echo \"@@MCG L5 EXIT $r\""
         ));
         assert!(sh.contains("@@MCG L7 VAL 0 $(rdk '/sys/fs/cgroup/A/memory.events' 'oom_kill')"));
         assert!(sh.contains("emit 8"));

@@ -203,14 +203,16 @@ pub fn translate(text: &str) -> Result<Translation, String> {
                 cx.tasks.retain(|(x, _)| x != &name);
                 cx.tasks.push((name.clone(), holds));
                 let run = format!(
-                    "/bin/mcgh enter {cg} {adj} -- {} {}",
+                    "MCG_LINE={n} /bin/mcgh enter {cg} {adj} -- {} {}",
                     q(&spec.workload),
                     args.join(" ")
                 );
                 if spec.background {
                     format!("rm -f /run/mcg/{name}.ready; {run} & {var}=$!; echo \"@@MCG L{n} ERRNO 0\"")
                 } else {
-                    format!("{run}; echo \"@@MCG L{n} EXIT $?\"; echo \"@@MCG L{n} ERRNO 0\"")
+                    // Exit status 126 is mcgh's "could not join": it has recorded the
+                    // errno and no task ran, as in the model.
+                    format!("{run}; r=$?; if [ $r != 126 ]; then echo \"@@MCG L{n} EXIT $r\"; echo \"@@MCG L{n} ERRNO 0\"; fi")
                 }
             }
             Command::Sleep(ns) => {
