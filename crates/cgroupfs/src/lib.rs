@@ -793,10 +793,15 @@ impl System {
     /// SIGINT to a task, as Ctrl-C sends it to a shell's foreground job: its default action
     /// ends the task (ESRCH if it has ended).
     pub fn interrupt_task(&mut self, pid: Pid) -> Result<(), Errno> {
+        self.signal_task(pid, Machine::interrupt_task)
+    }
+
+    /// Deliver a fatal signal (`deliver`) to a live task, then drop it from its cgroup.
+    fn signal_task(&mut self, pid: Pid, deliver: fn(&mut Machine, Pid)) -> Result<(), Errno> {
         if !self.machine.task_exists(pid) || self.machine.task(pid).exited() {
             return Err(Errno::ESRCH);
         }
-        self.machine.interrupt_task(pid);
+        deliver(&mut self.machine, pid);
         self.reap();
         self.machine.after_step_check();
         Ok(())
@@ -841,13 +846,7 @@ impl System {
 
     /// Send SIGKILL to a task (ESRCH if it has ended).
     pub fn kill(&mut self, pid: Pid) -> Result<(), Errno> {
-        if !self.machine.task_exists(pid) || self.machine.task(pid).exited() {
-            return Err(Errno::ESRCH);
-        }
-        self.machine.kill_task(pid);
-        self.reap();
-        self.machine.after_step_check();
-        Ok(())
+        self.signal_task(pid, Machine::kill_task)
     }
 
     /// How a task ended, if it has.

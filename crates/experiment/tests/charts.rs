@@ -2,29 +2,17 @@
 //! legends beside the plotting areas, tick labels and axis units, and the overlay charts of
 //! `compare`.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use common::{scenario, scratch};
 use memcgsim_experiment::{
-    compare, parse, render_charts, run_variant, write_comparison, Overwrite, Scenario,
-    COMPARE_CHARTS, MACHINE_ROW, MARKER,
+    compare, render_charts, run_variant, write_comparison, Overwrite, COMPARE_CHARTS, MACHINE_ROW,
+    MARKER,
 };
-
-fn scenario(text: &str) -> Scenario {
-    parse(text, "test.toml").unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// A fresh, empty scratch folder for one test.
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "memcgsim-experiment-charts-{}-{name}",
-        std::process::id()
-    ));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// Two cgroups under pressure: memory in the tens of MiB, fault and scan rates in the
 /// thousands per second and more.
@@ -344,7 +332,8 @@ bytes
 fn run_charts_draw_the_machine_first_and_keep_legends_off_the_data() {
     let sc = scenario(TWO_GROUPS);
     let r = run_variant(&sc, "roomy", 7, false).unwrap();
-    let d = scratch("run");
+    let tmp = scratch();
+    let d = tmp.path();
     render_charts(&r, &d).unwrap();
     for (stem, unit) in [
         ("usage", "bytes"),
@@ -435,7 +424,6 @@ fn run_charts_draw_the_machine_first_and_keep_legends_off_the_data() {
     let els = read_svg(&d, "faults");
     let y = y_ticks_by_panel(&els, &plot_boxes(&els));
     assert!(y[0].iter().any(|t| t.ends_with(['k', 'M'])), "{:?}", y[0]);
-    let _ = fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -444,7 +432,8 @@ fn compare_draws_an_overlay_chart_per_figure_with_a_line_per_variant() {
     let c = compare(&sc, false).unwrap();
     assert_eq!(c.first_seed_runs.len(), 2);
     assert!(c.first_seed_runs.iter().all(|r| r.seed == 7));
-    let d = scratch("compare");
+    let tmp = scratch();
+    let d = tmp.path();
     let out = d.join("compare");
     write_comparison(&c, &out, Overwrite::Safe).unwrap();
 
@@ -523,5 +512,4 @@ fn compare_draws_an_overlay_chart_per_figure_with_a_line_per_variant() {
             "{name} differs between two equal comparisons"
         );
     }
-    let _ = fs::remove_dir_all(&d);
 }

@@ -1,31 +1,18 @@
 //! The reclaim counters (/proc/memcgsim/reclaim) in runs and comparisons, the machine's
 //! average swap usage, `--ratio` brackets, and generated idle cgroup subtrees.
 
-use std::fs;
-use std::path::PathBuf;
+mod common;
 
+use std::fs;
+
+use common::{scenario, scratch};
 use memcgsim_experiment::{
     compare, parse, run_variant, write_comparison, write_results, Comparison, Overwrite, RunResult,
-    Scenario, MACHINE_ROW,
+    MACHINE_ROW,
 };
-
-fn scenario(text: &str) -> Scenario {
-    parse(text, "test.toml").unwrap_or_else(|e| panic!("{e}"))
-}
 
 fn err(text: &str) -> String {
     parse(text, "t.toml").expect_err("the scenario should not load")
-}
-
-/// A fresh, empty scratch folder for one test.
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "memcgsim-experiment-reclaim-{}-{name}",
-        std::process::id()
-    ));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
 }
 
 /// Two cgroup v1 groups with soft limits under global pressure, an idle subtree, and a
@@ -312,13 +299,13 @@ fn ratio_brackets_are_percent_of_the_base() {
     assert!(!ratio.contains("[+") && !ratio.contains("[-"));
 
     // compare.txt holds what was printed; compare.json has both.
-    let dir = scratch("ratio");
+    let tmp = scratch();
+    let dir = tmp.path();
     write_comparison(&c, dir.join("out"), Overwrite::Safe).unwrap();
     let txt = fs::read_to_string(dir.join("out/compare.txt")).unwrap();
     assert_eq!(txt, ratio);
     let json = fs::read_to_string(dir.join("out/compare.json")).unwrap();
     assert!(json.contains("\"change_pct\"") && json.contains("\"ratio_pct\""));
-    let _ = fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -394,7 +381,8 @@ subtree = { "/idle" = { groups = 60000, fanout = 1000 } }
 #[test]
 fn runs_with_reclaim_counters_and_subtrees_are_deterministic() {
     let sc = scenario(SOFT);
-    let dir = scratch("det");
+    let tmp = scratch();
+    let dir = tmp.path();
     for n in ["x", "y"] {
         let r = run_variant(&sc, "rework", 2, false).unwrap();
         write_results(&r, dir.join(n), Overwrite::Safe).unwrap();
@@ -416,7 +404,6 @@ fn runs_with_reclaim_counters_and_subtrees_are_deterministic() {
             "{f}"
         );
     }
-    let _ = fs::remove_dir_all(&dir);
 }
 
 // ------------------------------------------------------------------ load-time errors

@@ -1,17 +1,15 @@
 //! Runs of small scenarios: summaries, determinism, charts, comparisons, atomic output.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use common::{scenario, scratch};
 use memcgsim_experiment::{
-    compare, parse, run_variant, write_comparison, write_dir_atomic, write_results, Overwrite,
-    Scenario, MARKER,
+    compare, run_variant, write_comparison, write_dir_atomic, write_results, Overwrite, MARKER,
 };
-
-fn scenario(text: &str) -> Scenario {
-    parse(text, "test.toml").unwrap_or_else(|e| panic!("{e}"))
-}
 
 const SMALL: &str = r#"name = "small"
 
@@ -45,17 +43,6 @@ duration = "30s"
 sample = "2ms"
 seeds = [7]
 "#;
-
-/// A fresh, empty scratch folder for one test.
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "memcgsim-experiment-test-{}-{name}",
-        std::process::id()
-    ));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn files_of(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut m = BTreeMap::new();
@@ -244,7 +231,8 @@ duration = "1s"
 #[test]
 fn same_scenario_variant_and_seed_give_identical_folders() {
     let sc = scenario(SMALL);
-    let d = scratch("determinism");
+    let tmp = scratch();
+    let d = tmp.path();
     let a = d.join("a");
     let b = d.join("b");
     write_results(
@@ -279,14 +267,14 @@ fn same_scenario_variant_and_seed_give_identical_folders() {
     for (name, bytes) in &fa {
         assert!(bytes == &fb[name], "{name} differs between two equal runs");
     }
-    let _ = fs::remove_dir_all(&d);
 }
 
 #[test]
 fn charts_are_written_as_svg_and_png() {
     let sc = scenario(SMALL);
     let r = run_variant(&sc, "base", 7, false).unwrap();
-    let d = scratch("charts");
+    let tmp = scratch();
+    let d = tmp.path();
     memcgsim_experiment::render_charts(&r, &d).unwrap();
     for stem in ["usage", "faults", "reclaim"] {
         let png = fs::read(d.join(format!("{stem}.png"))).unwrap();
@@ -303,7 +291,6 @@ fn charts_are_written_as_svg_and_png() {
     }
     let summary = fs::read_dir(&d).unwrap().count();
     assert_eq!(summary, 6);
-    let _ = fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -362,7 +349,8 @@ cgroup = { "/A" = { "memory.max" = "16M" } }
         .unwrap();
     assert!(majflt.rows[0].stats.avg > majflt.rows[1].stats.avg);
 
-    let d = scratch("compare");
+    let tmp = scratch();
+    let d = tmp.path();
     let out = d.join("compare");
     write_comparison(&c, &out, Overwrite::Safe).unwrap();
     assert_eq!(
@@ -375,12 +363,12 @@ cgroup = { "/A" = { "memory.max" = "16M" } }
     assert!(json["figures"].as_array().unwrap().len() > 3);
     // Deterministic.
     assert_eq!(compare(&sc, false).unwrap(), c);
-    let _ = fs::remove_dir_all(&d);
 }
 
 #[test]
 fn results_folders_never_remove_what_memcgsim_did_not_write() {
-    let d = scratch("atomic");
+    let tmp = scratch();
+    let d = tmp.path();
     let r = run_variant(&scenario(SMALL), "base", 7, false).unwrap();
 
     // A folder of the user's is refused and left as it was.
@@ -434,5 +422,4 @@ fn results_folders_never_remove_what_memcgsim_did_not_write() {
     assert_eq!(e, "disk on fire");
     assert_eq!(files_of(&out), before);
     assert_eq!(fs::read_dir(&d).unwrap().count(), 3);
-    let _ = fs::remove_dir_all(&d);
 }
