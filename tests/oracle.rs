@@ -89,7 +89,8 @@ fn model_agrees_with_the_kernel() {
 }
 
 /// The guest workload helper (oracle/guest/mcgh.c), built and exercised on the host: sizes,
-/// workloads, errno reporting, fd reads and the hold/ready protocol.
+/// workloads (with the argument errors of dd, cat and tar, and their files in a scratch data
+/// directory), errno reporting, fd reads and the hold/ready protocol.
 #[test]
 fn guest_helper_self_test() {
     let required = std::env::var("MEMCGSIM_ORACLE").as_deref() == Ok("1");

@@ -7,6 +7,8 @@
  *
  *   - the workloads of the memory cgroup selftests (anonymous memory, page
  *     cache, mlocked memory), optionally held until killed;
+ *   - the simulator's file writers and readers (dd, cat, tar), with the
+ *     simulator's argument syntax;
  *   - joining a cgroup from the very process that will allocate;
  *   - control-file writes, mkdir and rmdir whose errno must be reported
  *     exactly (the shell only says "write error");
@@ -18,13 +20,14 @@
  * the OOM killer or by the script) at any time, and the serial console
  * interleaves output of several processes.
  *
- * Build: gcc -static -O2 -Wall -Wextra -Werror -o mcgh mcgh.c
+ * Build: gcc -static -O2 -Wall -Wextra -Werror -o mcgh mcgh.c -lm
  * See README.md for the command-line protocol.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -42,7 +45,8 @@
 #error "O_TMPFILE is required (glibc >= 2.19, Linux >= 3.11)"
 #endif
 
-/* Directory of the files of the page-cache workload (an ext4 mount in the guest). */
+/* Directory of the files of the page-cache, dd, cat and tar workloads (an
+ * ext4 mount in the guest); every file NAME of a script is DATA_DIR/NAME. */
 #ifndef MCGH_DATA_DIR
 #define MCGH_DATA_DIR "/data"
 #endif
@@ -60,6 +64,15 @@
 #define MAX_TIMEOUT_MS (24UL * 3600UL * 1000UL)
 #define MAX_FDREAD_BYTES (1UL << 32)
 #define MAX_EINTR_RETRIES 1000
+
+/* Limits of the simulator's dd, cat and tar (crates/workloads). */
+#define MODEL_MAX_SIZE (1ULL << 40)     /* SIZE: 1 byte to 1T */
+#define MODEL_MAX_BS (1ULL << 30)       /* dd --bs: 1 byte to 1G */
+#define MODEL_MAX_FILES 1000000ULL      /* tar --files: 1 to 1000000 */
+
+/* dd writes its blocks from a read-only mapping of this many zero bytes;
+ * a larger --bs block is written with several write(2) calls of this size. */
+#define DD_ZERO_BUF (1UL << 20)
 
 #define EXIT_USAGE 2
 #define EXIT_ENTERFAIL 126
@@ -188,7 +201,10 @@ static void usage(void)
         "usage: mcgh anon SIZE [--passes N] [--hold NAME]\n"
         "       mcgh pagecache SIZE [--file NAME] [--hold NAME]\n"
         "       mcgh mlock SIZE [--hold NAME]\n"
-        "       mcgh enter CGDIR ADJ -- anon|pagecache|mlock ARGS...\n"
+        "       mcgh dd SIZE [--file NAME] [--bs SIZE]\n"
+        "       mcgh cat|readonce --file NAME [SIZE]\n"
+        "       mcgh tar SIZE [--files N] [--archive NAME] [--dest PREFIX] [--seed N]\n"
+        "       mcgh enter CGDIR ADJ -- WORKLOAD ARGS...\n"
         "       mcgh write LINE PATH VALUE\n"
         "       mcgh mkdir LINE PATH\n"
         "       mcgh rmdir LINE PATH\n"
@@ -333,18 +349,224 @@ static int parse_fd(const char *s)
 /* Workloads.                                                                */
 /* ------------------------------------------------------------------------ */
 
-enum wl_kind { WL_ANON, WL_PAGECACHE, WL_MLOCK };
+enum wl_kind { WL_ANON, WL_PAGECACHE, WL_MLOCK, WL_DD, WL_CAT, WL_TAR };
 
 struct workload {
     enum wl_kind kind;
-    uint64_t size;
+    uint64_t size;          /* bytes; cat: 0 = no SIZE given */
     unsigned long passes;   /* anon: passes over all pages */
-    const char *file;       /* pagecache: NULL = unnamed O_TMPFILE file */
+    const char *file;       /* pagecache: NULL = unnamed O_TMPFILE file; dd, cat */
     const char *hold;       /* NULL = exit when done */
+    uint64_t bs;            /* dd: bytes per write() block */
+    uint64_t files;         /* tar: number of extracted files */
+    const char *archive;    /* tar: the archive */
+    const char *dest;       /* tar: prefix of the extracted files */
+    uint64_t seed;          /* tar: seed of the file sizes */
 };
 
-/* Parse "anon|pagecache|mlock SIZE [options]" starting at argv[0].
- * Returns 0, or -1 if argv[0] is not a workload name; exits on bad args. */
+/* FNV-1a over len bytes, continuing from h (0 starts a new hash), as the
+ * simulator's workloads hash their command line (crates/workloads/src/rand.rs). */
+static uint64_t fnv1a(uint64_t h, const void *bytes, size_t len)
+{
+    const unsigned char *p = bytes;
+    size_t i;
+
+    if (h == 0)
+        h = 0xcbf29ce484222325ULL;
+    for (i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 0x00000100000001b3ULL;
+    }
+    return h;
+}
+
+/* An unsigned 64-bit integer as Rust's u64::from_str reads it: an optional
+ * '+', then decimal digits only, no overflow.  Returns 0 or -1. */
+static int parse_u64(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+
+    if (*s == '+')
+        s++;
+    if (*s == '\0')
+        return -1;
+    for (; *s; s++) {
+        unsigned d;
+        if (*s < '0' || *s > '9')
+            return -1;
+        d = (unsigned)(*s - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Exit with usage for an argument error of a simulator-syntax workload:
+ * "mcgh: <workload>: <message>". */
+__attribute__((format(printf, 2, 3)))
+static _Noreturn void arg_error(const char *wl, const char *fmt, ...)
+{
+    char msg[512], line[600];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    snprintf(line, sizeof(line), "%s: %s", wl, msg);
+    usage_exit(line, NULL);
+}
+
+/* "--x" with at least one character after the dashes: an option word. */
+static int is_option_word(const char *s)
+{
+    return strlen(s) > 2 && s[0] == '-' && s[1] == '-';
+}
+
+/* The command line of dd, cat/readonce and tar, parsed as the simulator
+ * parses it (crates/workloads/src/args.rs): positional words, and options
+ * given as "--opt VALUE" or "--opt=VALUE", each at most once, with a
+ * non-empty value that (when separate) is not itself an option word.
+ * opts[] names the accepted options; vals[] receives their values (NULL if
+ * absent).  At most one positional word, SIZE, stored in *pos (NULL if
+ * absent).  Exits 2 on a bad command line. */
+static void parse_model_args(const char *wl, int argc, char **argv,
+                             const char *const *opts, const char **vals,
+                             int nopts, const char **pos)
+{
+    int i, k;
+
+    for (k = 0; k < nopts; k++)
+        vals[k] = NULL;
+    *pos = NULL;
+    for (i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *eq, *value;
+        size_t keylen;
+
+        if (!is_option_word(a)) {
+            if (*pos != NULL)
+                arg_error(wl, "unexpected argument '%s'", a);
+            *pos = a;
+            continue;
+        }
+        eq = strchr(a, '=');
+        keylen = eq ? (size_t)(eq - a) : strlen(a);
+        for (k = 0; k < nopts; k++)
+            if (strlen(opts[k]) == keylen && strncmp(a, opts[k], keylen) == 0)
+                break;
+        if (k == nopts)
+            arg_error(wl, "unknown option '%s'", a);
+        if (eq != NULL) {
+            value = eq + 1;
+        } else if (i + 1 < argc && !is_option_word(argv[i + 1])) {
+            value = argv[++i];
+        } else {
+            arg_error(wl, "%s needs a value", opts[k]);
+        }
+        if (value[0] == '\0')
+            arg_error(wl, "%s needs a value", opts[k]);
+        if (vals[k] != NULL)
+            arg_error(wl, "%s given twice", opts[k]);
+        vals[k] = value;
+    }
+}
+
+/* A size argument within min..max bytes. */
+static uint64_t model_size(const char *wl, const char *what, const char *v,
+                           uint64_t min, uint64_t max)
+{
+    uint64_t b;
+
+    if (parse_size(v, &b) != 0)
+        arg_error(wl, "%s: bad size '%s'", what, v);
+    if (b < min || b > max)
+        arg_error(wl, "%s '%s' is out of range", what, v);
+    return b;
+}
+
+/* A file name of the data directory: one path component, since the guest
+ * keeps every file of a script in MCGH_DATA_DIR (the simulator has no
+ * directories; a name with '/' is refused here rather than misplaced). */
+static const char *model_name(const char *wl, const char *what, const char *v)
+{
+    if (!valid_name(v))
+        arg_error(wl, "%s: bad name '%s' (one path component is needed)", what, v);
+    return v;
+}
+
+/* dd SIZE [--file NAME] [--bs SIZE] */
+static void parse_dd(int argc, char **argv, struct workload *wl)
+{
+    static const char *const opts[] = { "--file", "--bs" };
+    const char *vals[2], *pos;
+
+    parse_model_args("dd", argc, argv, opts, vals, 2, &pos);
+    if (pos == NULL)
+        arg_error("dd", "missing SIZE");
+    wl->size = model_size("dd", "SIZE", pos, 1, MODEL_MAX_SIZE);
+    wl->bs = vals[1] ? model_size("dd", "--bs", vals[1], 1, MODEL_MAX_BS)
+                     : (1ULL << 20);
+    wl->file = vals[0] ? model_name("dd", "--file", vals[0]) : "dd.out";
+}
+
+/* cat --file NAME [SIZE] (readonce is another name for it) */
+static void parse_cat(const char *name, int argc, char **argv,
+                      struct workload *wl)
+{
+    static const char *const opts[] = { "--file" };
+    const char *vals[1], *pos;
+
+    parse_model_args(name, argc, argv, opts, vals, 1, &pos);
+    wl->size = pos ? model_size(name, "SIZE", pos, 1, MODEL_MAX_SIZE) : 0;
+    if (vals[0] == NULL)
+        arg_error(name, "missing --file NAME");
+    wl->file = model_name(name, "--file", vals[0]);
+}
+
+/* tar SIZE [--files N] [--archive NAME] [--dest PREFIX] [--seed N] */
+static void parse_tar(int argc, char **argv, struct workload *wl)
+{
+    static const char *const opts[] = { "--files", "--archive", "--dest",
+                                        "--seed" };
+    const char *vals[4], *pos;
+    int i;
+
+    parse_model_args("tar", argc, argv, opts, vals, 4, &pos);
+    if (pos == NULL)
+        arg_error("tar", "missing SIZE");
+    wl->size = model_size("tar", "SIZE", pos, 1, MODEL_MAX_SIZE);
+    wl->files = 1000;
+    if (vals[0] != NULL &&
+        (parse_u64(vals[0], &wl->files) != 0 || wl->files < 1 ||
+         wl->files > MODEL_MAX_FILES))
+        arg_error("tar", "--files: bad count '%s' (expected an integer in 1..=1000000)",
+                  vals[0]);
+    wl->archive = vals[1] ? model_name("tar", "--archive", vals[1]) : "tar.archive";
+    wl->dest = vals[2] ? model_name("tar", "--dest", vals[2]) : "tar.out";
+    if (strlen(wl->dest) > 180)     /* room for ".<index>" in a name */
+        arg_error("tar", "--dest: name '%s' is too long", wl->dest);
+    if (vals[3] != NULL) {
+        if (parse_u64(vals[3], &wl->seed) != 0)
+            arg_error("tar", "--seed: bad seed '%s' (expected an unsigned integer)",
+                      vals[3]);
+    } else {
+        /* The simulator's default: FNV-1a of the workload name and of each
+         * argument as written, each followed by a NUL byte. */
+        uint64_t h = fnv1a(0, "tar", 3);
+        for (i = 0; i < argc; i++) {
+            h = fnv1a(h, argv[i], strlen(argv[i]));
+            h = fnv1a(h, "", 1);
+        }
+        wl->seed = h;
+    }
+}
+
+/* Parse "WORKLOAD ARGS..." starting at argv[0]: anon|pagecache|mlock SIZE
+ * [options] with the selftests' helpers' options, or dd|cat|readonce|tar
+ * with the simulator's syntax.  Returns 0, or -1 if argv[0] is not a
+ * workload name; exits on bad args. */
 static int parse_workload(int argc, char **argv, struct workload *wl)
 {
     int i;
@@ -353,6 +575,21 @@ static int parse_workload(int argc, char **argv, struct workload *wl)
     wl->passes = 1;
     if (argc < 1)
         return -1;
+    if (strcmp(argv[0], "dd") == 0) {
+        wl->kind = WL_DD;
+        parse_dd(argc - 1, argv + 1, wl);
+        return 0;
+    }
+    if (strcmp(argv[0], "cat") == 0 || strcmp(argv[0], "readonce") == 0) {
+        wl->kind = WL_CAT;
+        parse_cat(argv[0], argc - 1, argv + 1, wl);
+        return 0;
+    }
+    if (strcmp(argv[0], "tar") == 0) {
+        wl->kind = WL_TAR;
+        parse_tar(argc - 1, argv + 1, wl);
+        return 0;
+    }
     if (strcmp(argv[0], "anon") == 0)
         wl->kind = WL_ANON;
     else if (strcmp(argv[0], "pagecache") == 0)
@@ -564,6 +801,286 @@ static int run_mlock(const struct workload *wl)
     return 0;
 }
 
+/* DATA_DIR/name into path.  Returns 0, or -1 (reported) if too long. */
+static int data_path(char *path, size_t len, const char *name)
+{
+    if ((size_t)snprintf(path, len, "%s/%s", MCGH_DATA_DIR, name) >= len) {
+        report_err(name, ENAMETOOLONG);
+        return -1;
+    }
+    return 0;
+}
+
+/* Whole pages of a byte count. */
+static uint64_t pages_of(uint64_t bytes)
+{
+    return bytes / MCGH_PAGE + (bytes % MCGH_PAGE != 0);
+}
+
+/* read(2) into buf, retrying EINTR: the bytes read, or -1 (errno set). */
+static ssize_t read_retry(int fd, void *buf, size_t len)
+{
+    ssize_t n;
+    int retries = 0;
+
+    do
+        n = read(fd, buf, len);
+    while (n < 0 && errno == EINTR && ++retries < MAX_EINTR_RETRIES);
+    return n;
+}
+
+/* The simulator's dd: open DATA_DIR/NAME with O_TRUNC (which drops the
+ * cached pages of an earlier content) and write SIZE zero bytes in --bs
+ * blocks, then close without fsync: the pages stay dirty in the page cache,
+ * charged to the writer's cgroup, until writeback cleans them.  The data
+ * come from a read-only anonymous mapping, which maps only the shared zero
+ * page and so charges no memory; blocks larger than that buffer (1M) are
+ * written with several write(2) calls, which changes only the number of
+ * system calls. */
+static int run_dd(const struct workload *wl)
+{
+    char path[PATH_MAX];
+    size_t buflen = wl->bs < DD_ZERO_BUF ? (size_t)wl->bs : DD_ZERO_BUF;
+    uint64_t left = wl->size;
+    const char *zeros;
+    void *p;
+    int fd;
+
+    if (data_path(path, sizeof(path), wl->file) != 0)
+        return 1;
+    p = mmap(NULL, buflen, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        report_err("mmap", errno);
+        return 1;
+    }
+    zeros = p;
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        report_err(path, errno);
+        return 1;
+    }
+    while (left > 0) {
+        uint64_t block = left < wl->bs ? left : wl->bs;
+
+        left -= block;
+        while (block > 0) {
+            size_t len = block < buflen ? (size_t)block : buflen;
+            if (write_all(fd, zeros, len) != 0) {
+                report_err("write", errno);
+                return 1;
+            }
+            block -= len;
+        }
+    }
+    if (close(fd) != 0) {
+        report_err("close", errno);
+        return 1;
+    }
+    munmap(p, buflen);
+    return 0;
+}
+
+/* The simulator's cat (alias readonce): open DATA_DIR/NAME (creating it
+ * empty if missing); with SIZE, a file of fewer pages is first extended
+ * sparse with ftruncate to SIZE rounded up to whole pages; then read() the
+ * file a page at a time up to its size at that point. */
+static int run_cat(const struct workload *wl)
+{
+    char path[PATH_MAX];
+    static char buf[MCGH_PAGE];
+    struct stat st;
+    uint64_t end, done = 0;
+    int fd;
+
+    if (data_path(path, sizeof(path), wl->file) != 0)
+        return 1;
+    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        report_err(path, errno);
+        return 1;
+    }
+    if (fstat(fd, &st) != 0) {
+        report_err("fstat", errno);
+        return 1;
+    }
+    end = (uint64_t)st.st_size;
+    if (wl->size > 0 && pages_of(end) < pages_of(wl->size)) {
+        end = pages_of(wl->size) * MCGH_PAGE;
+        if (ftruncate(fd, (off_t)end) != 0) {
+            report_err("ftruncate", errno);
+            return 1;
+        }
+    }
+    while (done < end) {
+        ssize_t n = read_retry(fd, buf, sizeof(buf));
+        if (n < 0) {
+            report_err("read", errno);
+            return 1;
+        }
+        if (n == 0)
+            break;      /* truncated behind our back: nothing more to read */
+        done += (uint64_t)n;
+    }
+    close(fd);
+    return 0;
+}
+
+/* splitmix64 (crates/workloads/src/rand.rs): the next output. */
+static uint64_t splitmix64_next(uint64_t *state)
+{
+    uint64_t z;
+
+    *state += 0x9e3779b97f4a7c15ULL;
+    z = *state;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* The log-uniform weight in 1..1000 of the next file: e^(u * ln 1000) for u
+ * uniform in [0, 1) with 53 random bits. */
+static double tar_weight(uint64_t *state)
+{
+    double u = (double)(splitmix64_next(state) >> 11) *
+               (1.0 / 9007199254740992.0);
+    return exp(u * log(1000.0));
+}
+
+/* The sizes of tar's output files, drawn one at a time.  The simulator
+ * (split_sizes in crates/workloads/src/tar.rs) draws a weight per file from
+ * --seed, gives file i 1 + floor(spare * w_i / sum of w) pages (spare =
+ * total - n) and one more page to each of the first files until the sizes
+ * sum to the total.  This does the same in three passes over the generator
+ * instead of keeping an array, which would be anonymous memory charged to
+ * the task's cgroup (8 MB for a million files).  The sizes are the model's
+ * as long as the C library's exp() rounds like the one the simulator was
+ * linked with; whatever the rounding, the count and the sum are exact: no
+ * file is given more pages than the files after it leave, and the last
+ * file gets the rest. */
+struct tar_plan {
+    uint64_t total;     /* pages of the archive */
+    uint64_t n;         /* number of files */
+    uint64_t spare;     /* total - n */
+    uint64_t extra;     /* files that get one more page */
+    uint64_t seed, state;
+    double sum;         /* of the weights */
+    uint64_t next;      /* index of the next file */
+    uint64_t placed;    /* pages given to files so far */
+};
+
+static uint64_t tar_base_size(const struct tar_plan *tp, double w)
+{
+    /* The quotient is non-negative, so the conversion truncates as floor. */
+    return 1 + (uint64_t)((double)tp->spare * w / tp->sum);
+}
+
+static void tar_plan_init(struct tar_plan *tp, uint64_t total, uint64_t files,
+                          uint64_t seed)
+{
+    uint64_t i, assigned = 0;
+
+    memset(tp, 0, sizeof(*tp));
+    tp->total = total;
+    tp->n = files < 1 ? 1 : files > total ? total : files;
+    tp->spare = total - tp->n;
+    tp->seed = seed;
+    tp->state = seed;
+    for (i = 0; i < tp->n; i++)
+        tp->sum += tar_weight(&tp->state);
+    tp->state = seed;
+    for (i = 0; i < tp->n; i++)
+        assigned += tar_base_size(tp, tar_weight(&tp->state));
+    tp->extra = assigned < total ? total - assigned : 0;
+    tp->state = seed;
+}
+
+/* The size in pages of the next file. */
+static uint64_t tar_next_size(struct tar_plan *tp)
+{
+    uint64_t size = tar_base_size(tp, tar_weight(&tp->state));
+    uint64_t after = tp->n - tp->next - 1;      /* files still to come */
+    uint64_t room = tp->total - tp->placed - after;
+
+    if (tp->next < tp->extra)
+        size++;
+    if (size > room || after == 0)
+        size = room;
+    tp->next++;
+    tp->placed += size;
+    return size;
+}
+
+/* The simulator's tar: extend DATA_DIR/ARCHIVE sparse to SIZE (whole pages)
+ * if it is missing or smaller, then read its first SIZE pages in order and,
+ * after each page read, write that page to the current output file.  The
+ * files PREFIX.0 .. PREFIX.{N-1} are written in turn, each opened with
+ * O_TRUNC when its turn comes and closed (without fsync) when full. */
+static int run_tar(const struct workload *wl)
+{
+    char path[PATH_MAX], name[256];
+    static char buf[MCGH_PAGE];
+    struct tar_plan tp;
+    struct stat st;
+    uint64_t total = pages_of(wl->size), pos, cur = 0, size = 0, off = 0;
+    int afd, ofd = -1;
+
+    if (data_path(path, sizeof(path), wl->archive) != 0)
+        return 1;
+    afd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (afd < 0) {
+        report_err(path, errno);
+        return 1;
+    }
+    if (fstat(afd, &st) != 0) {
+        report_err("fstat", errno);
+        return 1;
+    }
+    if (pages_of((uint64_t)st.st_size) < total &&
+        ftruncate(afd, (off_t)(total * MCGH_PAGE)) != 0) {
+        report_err("ftruncate", errno);
+        return 1;
+    }
+    tar_plan_init(&tp, total, wl->files, wl->seed);
+    for (pos = 0; pos < total; pos++) {
+        ssize_t n;
+
+        if (ofd < 0) {
+            snprintf(name, sizeof(name), "%s.%llu", wl->dest,
+                     (unsigned long long)cur);
+            if (data_path(path, sizeof(path), name) != 0)
+                return 1;
+            ofd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (ofd < 0) {
+                report_err(path, errno);
+                return 1;
+            }
+            size = tar_next_size(&tp);
+            off = 0;
+        }
+        n = read_retry(afd, buf, sizeof(buf));
+        if (n < 0) {
+            report_err("read", errno);
+            return 1;
+        }
+        if (n < (ssize_t)sizeof(buf))   /* past a truncation: zeros */
+            memset(buf + n, 0, sizeof(buf) - (size_t)n);
+        if (write_all(ofd, buf, sizeof(buf)) != 0) {
+            report_err("write", errno);
+            return 1;
+        }
+        if (++off == size) {
+            if (close(ofd) != 0) {
+                report_err("close", errno);
+                return 1;
+            }
+            ofd = -1;
+            cur++;
+        }
+    }
+    close(afd);
+    return 0;
+}
+
 static int run_workload(const struct workload *wl)
 {
     /* A stale NAME.ready from an earlier run must not announce this one. */
@@ -580,6 +1097,12 @@ static int run_workload(const struct workload *wl)
         return run_pagecache(wl);
     case WL_MLOCK:
         return run_mlock(wl);
+    case WL_DD:
+        return run_dd(wl);
+    case WL_CAT:
+        return run_cat(wl);
+    case WL_TAR:
+        return run_tar(wl);
     }
     return EXIT_USAGE;
 }
@@ -739,7 +1262,8 @@ static int cmd_enter(int argc, char **argv)
         usage_exit("bad ADJ", argv[3]);
     /* Validate the workload before joining, so bad arguments move nothing. */
     if (parse_workload(argc - 5, argv + 5, &wl) != 0)
-        usage_exit("enter: COMMAND must be anon, pagecache or mlock", argv[5]);
+        usage_exit("enter: COMMAND must be anon, pagecache, mlock, dd, cat, readonce or tar",
+                   argv[5]);
 
     if ((size_t)snprintf(path, sizeof(path), "%s/cgroup.procs", argv[2]) >=
         sizeof(path)) {

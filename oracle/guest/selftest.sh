@@ -47,14 +47,14 @@ ms() {
 }
 
 # ---------------------------------------------------------------- build
-if $CC -static -O2 -Wall -Wextra -Werror -o "$T/mcgh.default" "$HERE/mcgh.c" 2>"$T/err"; then
-    pass "build: gcc -static -O2 -Wall -Wextra -Werror"
+if $CC -static -O2 -Wall -Wextra -Werror -o "$T/mcgh.default" "$HERE/mcgh.c" -lm 2>"$T/err"; then
+    pass "build: gcc -static -O2 -Wall -Wextra -Werror -lm"
 else
-    fail "build: gcc -static -O2 -Wall -Wextra -Werror" "$(head -5 "$T/err")"
+    fail "build: gcc -static -O2 -Wall -Wextra -Werror -lm" "$(head -5 "$T/err")"
 fi
 if $CC -std=c11 -static -O2 -Wall -Wextra -Werror \
         -DMCGH_DATA_DIR="\"$DATA\"" -DMCGH_RUN_DIR="\"$RUN\"" \
-        -o "$BIN" "$HERE/mcgh.c" 2>"$T/err"; then
+        -o "$BIN" "$HERE/mcgh.c" -lm 2>"$T/err"; then
     pass "build: -std=c11 test binary with scratch MCGH_DATA_DIR, MCGH_RUN_DIR"
 else
     fail "build: test binary" "$(head -5 "$T/err")"
@@ -131,6 +131,95 @@ case $(cat "$T/err") in
 esac
 check_rc "pagecache --file: missing data dir exits 1" 1 "$BIN" pagecache 1M --file y
 mv "$T/data.away" "$DATA"
+
+# ---------------------------------------------------------------- dd / cat / tar
+# size_of FILE: its size in bytes
+size_of() { wc -c <"$1" | tr -d ' '; }
+
+# Argument errors, checked as the simulator checks them: exit 2.
+for a in "dd" "dd 0" "dd 2T" "dd 1.5" "dd 1M 2M" "dd 1M --bs 0" "dd 1M --bs 2G" \
+         "dd 1M --bs" "dd 1M --bs --file nope" "dd 1M --bs=" "dd 1M --file nope --file=nope" \
+         "dd 1M --file a/b" "dd 1M --file .." "dd 1M --hold h" "dd 1M --passes 2" \
+         "cat" "cat 1M" "cat --file" "cat --file nope 0" "cat --file nope 1M 2M" \
+         "cat --file ." "cat --file nope --bs 1" "readonce 1M" \
+         "tar" "tar 0" "tar 1M --files 0" "tar 1M --files 1000001" "tar 1M --files x" \
+         "tar 1M --files -1" "tar 1M --seed -1" "tar 1M --seed 18446744073709551616" \
+         "tar 1M --seed x" "tar 1M --archive a/b" "tar 1M --dest d/e" \
+         "tar 1M --dest=" "tar 1M --seed 1 --seed 2" "tar 1M --file nope"; do
+    # shellcheck disable=SC2086
+    check_rc "usage: '$a' exits 2" 2 "$BIN" $a
+done
+case $(cat "$T/err") in
+    "mcgh: tar: unknown option '--file'"*) pass "usage: the message names the workload and the option" ;;
+    *) fail "usage: the message names the workload and the option" "$(head -1 "$T/err")" ;;
+esac
+[ -e "$DATA/dd.out" ] || [ -e "$DATA/nope" ] || [ -e "$DATA/tar.archive" ] && fail "usage: bad arguments create no file" \
+    || pass "usage: bad arguments create no file"
+check_rc "tar: --files +5 and --seed +1 are accepted (as u64::from_str)" 0 \
+    "$BIN" tar 8K --files +5 --seed +1 --archive plus --dest plus
+check_rc "tar: --seed 18446744073709551615 is accepted" 0 \
+    "$BIN" tar 4K --seed 18446744073709551615 --archive plus --dest plus
+
+check_rc "dd 1000000 --bs=4096 exits 0" 0 "$BIN" dd 1000000 --bs=4096
+check "dd: default file dd.out has SIZE bytes" 1000000 "$(size_of "$DATA/dd.out")"
+check "dd: prints nothing on stdout" "" "$(cat "$T/out")"
+check_rc "dd 3M --file w --bs 1M exits 0" 0 "$BIN" dd 3M --file w --bs 1M
+head -c 3145728 /dev/zero >"$T/zeros"
+cmp -s "$T/zeros" "$DATA/w" && pass "dd: writes SIZE zero bytes" || fail "dd: writes SIZE zero bytes"
+check_rc "dd 5000 --file w --bs 3 (odd blocks) exits 0" 0 "$BIN" dd 5000 --file w --bs 3
+check "dd: O_TRUNC: w is now 5000 bytes" 5000 "$(size_of "$DATA/w")"
+check_rc "dd 3M --file w --bs 3M (blocks above the 1M buffer) exits 0" 0 "$BIN" dd 3M --file=w --bs=3M
+cmp -s "$T/zeros" "$DATA/w" && pass "dd: large blocks write SIZE zero bytes" \
+    || fail "dd: large blocks write SIZE zero bytes"
+
+check_rc "cat --file w exits 0" 0 "$BIN" cat --file w
+check "cat: leaves the file as it is" 3145728 "$(size_of "$DATA/w")"
+check_rc "cat --file w 4K (file larger) exits 0" 0 "$BIN" cat --file w 4K
+check "cat: does not shrink a larger file" 3145728 "$(size_of "$DATA/w")"
+check_rc "cat --file new (missing) exits 0" 0 "$BIN" cat --file new
+check "cat: a missing file is created empty" 0 "$(size_of "$DATA/new")"
+check_rc "cat --file new 10000 exits 0" 0 "$BIN" cat 10000 --file new
+check "cat: SIZE extends to whole pages" 12288 "$(size_of "$DATA/new")"
+printf abc >"$DATA/short"
+check_rc "cat --file short 4K (same page count) exits 0" 0 "$BIN" cat --file short 4K
+check "cat: a file of as many pages is not extended" 3 "$(size_of "$DATA/short")"
+check_rc "readonce --file=short exits 0" 0 "$BIN" readonce --file=short
+if command -v fincore >/dev/null 2>&1; then
+    "$BIN" cat --file sparse 8M
+    pages=$(fincore --bytes --noheadings --output PAGES "$DATA/sparse" 2>/dev/null | tr -d ' ')
+    if [ -n "$pages" ] && [ "$pages" -ge 2048 ]; then
+        pass "cat: the 8M read are resident ($pages pages)"
+    else
+        fail "cat: the 8M read are resident" "fincore says '$pages' pages"
+    fi
+fi
+
+# tar: the sizes are the simulator's for the same seed (split_sizes in
+# crates/workloads/src/tar.rs, computed there for these arguments).
+tar_sizes() { # PREFIX N: the sizes of PREFIX.0 .. PREFIX.{N-1}, blank-separated
+    _i=0; _s=
+    while [ $_i -lt "$2" ]; do _s="$_s $(size_of "$DATA/$1.$_i")"; _i=$((_i + 1)); done
+    echo $_s
+}
+"$BIN" dd 1M --file tar.out.0
+check_rc "tar 40K --files 4 --seed 7 exits 0" 0 "$BIN" tar 40K --files 4 --seed 7
+check "tar: archive extended to SIZE" 40960 "$(size_of "$DATA/tar.archive")"
+check "tar: file sizes of seed 7 (the model's)" "8192 4096 24576 4096" "$(tar_sizes tar.out 4)"
+[ -e "$DATA/tar.out.4" ] && fail "tar: exactly N files" || pass "tar: exactly N files"
+check_rc "tar 100K --files 5 --dest d (default seed) exits 0" 0 "$BIN" tar 100K --files 5 --dest d
+check "tar: sizes of the default seed (the model's)" "8192 12288 4096 73728 4096" "$(tar_sizes d 5)"
+check_rc "tar 5000 --files 3 --dest few exits 0" 0 "$BIN" tar 5000 --files 3 --dest few --archive few.tar
+check "tar: one file per page when SIZE has fewer pages than N" "4096 4096" "$(tar_sizes few 2)"
+[ -e "$DATA/few.2" ] && fail "tar: no file beyond the pages" || pass "tar: no file beyond the pages"
+check "tar: a small archive is extended to whole pages" 8192 "$(size_of "$DATA/few.tar")"
+check_rc "tar 16K --archive w (existing 3M archive) exits 0" 0 \
+    "$BIN" tar 16K --archive w --files 2 --seed 1 --dest fromw
+check "tar: a larger archive is kept" 3145728 "$(size_of "$DATA/w")"
+check "tar: only SIZE of it is extracted" "8192 8192" "$(tar_sizes fromw 2)"
+check_rc "tar 4M --files 1000 exits 0" 0 "$BIN" tar 4M --files 1000 --dest many --archive many.tar
+sum=0; i=0
+while [ $i -lt 1000 ]; do sum=$((sum + $(size_of "$DATA/many.$i"))); i=$((i + 1)); done
+check "tar: 1000 files summing to SIZE" 4194304 "$sum"
 
 # ---------------------------------------------------------------- hold + waitready
 # hold_case NAME COMMAND...: start a held workload, wait for it, check, kill
@@ -303,6 +392,15 @@ kill -9 "$p"; wait "$p" 2>/dev/null
 check "enter: pagecache held READY" "@@MCG READY e2" "$("$BIN" waitready e2 "$p" 5000)"
 kill -9 "$p"; wait "$p" 2>/dev/null
 check_rc "enter: -- mlock 4M exits 0" 0 "$BIN" enter "$CG" 300 -- mlock 4M
+: >"$CG/cgroup.procs"
+check_rc "enter: -- dd 1M --file viaenter exits 0" 0 "$BIN" enter "$CG" - -- dd 1M --file viaenter
+check "enter: dd wrote its file in the data directory" 1048576 "$(size_of "$DATA/viaenter")"
+case $(cat "$CG/cgroup.procs") in
+    ""|*[!0-9]*) fail "enter: dd wrote its pid to cgroup.procs" "$(cat "$CG/cgroup.procs")" ;;
+    *) pass "enter: dd wrote its pid to cgroup.procs" ;;
+esac
+check_rc "enter: -- cat --file viaenter exits 0" 0 "$BIN" enter "$CG" - -- cat --file viaenter
+check_rc "enter: -- tar 8K exits 0" 0 "$BIN" enter "$CG" - -- tar 8K --archive ea --dest eo
 # Lowering oom_score_adj needs CAP_SYS_RESOURCE (the guest's root has it).
 if [ "$("$BIN" write 0 /proc/self/oom_score_adj -1)" = "@@MCG L0 ERRNO 0" ]; then
     check_rc "enter: ADJ -1000 exits 0" 0 "$BIN" enter "$CG" -1000 -- anon 1M
@@ -321,6 +419,8 @@ check "enter: ADJ 1001 -> ENTERFAIL EINVAL" "@@MCG ENTERFAIL EINVAL" \
 : >"$CG/cgroup.procs"
 check_rc "enter: missing -- exits 2" 2 "$BIN" enter "$CG" - anon 1M
 check_rc "enter: non-workload COMMAND exits 2" 2 "$BIN" enter "$CG" - -- write 1 "$T/f" x
+check_rc "enter: a workload the guest does not run exits 2" 2 "$BIN" enter "$CG" - -- usemem 1M
+check_rc "enter: bad dd arguments exit 2" 2 "$BIN" enter "$CG" - -- dd 1M --bs 0
 check_rc "enter: bad workload size exits 2" 2 "$BIN" enter "$CG" - -- anon 1.5
 check "enter: bad arguments join nothing" "" "$(cat "$CG/cgroup.procs")"
 check_rc "enter: workload failure exits 1" 1 \

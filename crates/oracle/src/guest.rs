@@ -273,7 +273,8 @@ impl GuestSetup {
             Command::new("gcc")
                 .args(["-static", "-O2", "-o"])
                 .arg(st.join("bin/mcgh"))
-                .arg(w.join("mcgh.c")),
+                .arg(w.join("mcgh.c"))
+                .arg("-lm"),
             "gcc -static (is libc6-dev installed?)",
         )?;
         let mut load = Vec::new();
