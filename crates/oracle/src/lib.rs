@@ -97,6 +97,59 @@ mod tests {
         ));
     }
 
+    #[test]
+    fn file_workloads_translate_with_their_names_as_written() {
+        let tr = translate::translate(
+            "machine memory=1G swap=0\nmkdir /A\nmkdir /A/B\ncd /A\n\
+             run B dd 8M --file f --bs=4K\nrun --name r /A cat --file f 8M\n\
+             run B tar 1M --files 3 --archive=f --dest out\n",
+        )
+        .unwrap();
+        let sh = &tr.shell;
+        // The cgroup path is relative to the script's cwd; file names are not paths: mcgh
+        // opens them in the data directory, where the shell also runs.
+        assert!(sh.contains("cd /data\n"));
+        assert!(sh.contains(
+            "MCG_LINE=5 /bin/mcgh enter '/sys/fs/cgroup/A/B' 0 -- 'dd' '8M' '--file' 'f' '--bs=4K'; r=$?"
+        ));
+        assert!(sh.contains(
+            "MCG_LINE=6 /bin/mcgh enter '/sys/fs/cgroup/A' 0 -- 'cat' '--file' 'f' '8M'; r=$?"
+        ));
+        assert!(sh.contains(
+            "MCG_LINE=7 /bin/mcgh enter '/sys/fs/cgroup/A/B' 0 -- 'tar' '1M' '--files' '3' '--archive=f' '--dest' 'out'; r=$?"
+        ));
+    }
+
+    #[test]
+    fn workloads_the_guest_cannot_run_are_translation_errors() {
+        let e = translate::translate("machine memory=1G\nmkdir /A\nrun /A usemem 10M\n")
+            .err()
+            .expect("usemem is not run in the guest");
+        assert!(
+            e.starts_with("line 3: workload 'usemem' cannot run on the kernel"),
+            "{e}"
+        );
+        assert!(
+            e.contains("anon, pagecache, mlock, dd, cat, readonce, tar"),
+            "{e}"
+        );
+        for bad in [
+            "run /A dd 1M --file d/x",
+            "run /A cat --file=..",
+            "run /A tar 1M --dest a/b",
+            "run /A pagecache 1M --file /x",
+        ] {
+            let e = translate::translate(&format!("mkdir /A\n{bad}\n"))
+                .err()
+                .unwrap_or_else(|| panic!("{bad} should not translate"));
+            assert!(
+                e.starts_with("line 2: ") && e.contains("one path component"),
+                "{e}"
+            );
+        }
+        assert!(translate::translate("mkdir /A\nrun /A readonce --file .x\n").is_ok());
+    }
+
     fn opts() -> CompareOpts {
         CompareOpts {
             tolerance_pct: 10.0,

@@ -10,10 +10,49 @@
 use memcgsim_model::{CgroupVersion, MachineConfig};
 use memcgsim_script::path::resolve;
 use memcgsim_script::value::{parse_arith, parse_int, Segment};
-use memcgsim_script::{operands, parse_line, Command, Target, Value};
+use memcgsim_script::{operands, parse_line, Command, RunSpec, Target, Value};
 
 /// The guest's cgroupfs mount point.
 pub const CG: &str = "/sys/fs/cgroup";
+
+/// The workloads the guest helper runs (oracle/guest/mcgh.c); `readonce` is `cat`.
+pub const GUEST_WORKLOADS: &[&str] =
+    &["anon", "pagecache", "mlock", "dd", "cat", "readonce", "tar"];
+
+/// Workload options that name a file. The model has one flat namespace of files; the guest
+/// keeps them all in its data directory (the ext4 mount, also the shell's working
+/// directory), so a name must be one path component.
+const FILE_OPTIONS: &[&str] = &["--file", "--archive", "--dest"];
+
+/// Can the guest run this workload as the model does? Err: why not.
+fn check_guest_workload(spec: &RunSpec) -> Result<(), String> {
+    let w = spec.workload.as_str();
+    if !GUEST_WORKLOADS.contains(&w) {
+        return Err(format!(
+            "workload '{w}' cannot run on the kernel: the guest runs only {}",
+            GUEST_WORKLOADS.join(", ")
+        ));
+    }
+    let mut args = spec.args.iter();
+    while let Some(a) = args.next() {
+        let (key, value) = match a.split_once('=') {
+            Some((k, v)) => (k, Some(v)),
+            None => (a.as_str(), None),
+        };
+        if !FILE_OPTIONS.contains(&key) {
+            continue;
+        }
+        let Some(v) = value.or_else(|| args.next().map(String::as_str)) else {
+            continue;
+        };
+        if v.contains('/') || v == "." || v == ".." || v.len() > 180 {
+            return Err(format!(
+                "{w}: {key} '{v}' cannot be a file name on the kernel: the guest keeps every file in one directory, so a name is one path component of at most 180 bytes, not . or .."
+            ));
+        }
+    }
+    Ok(())
+}
 
 /// A translated script.
 pub struct Translation {
@@ -188,6 +227,7 @@ pub fn translate(text: &str) -> Result<Translation, String> {
                 format!("exec {fd}>&-")
             }
             Command::Run(spec) => {
+                check_guest_workload(spec).map_err(|e| format!("line {n}: {e}"))?;
                 let name = spec.task_name().to_string();
                 let holds = spec.args.iter().any(|a| a == "--hold");
                 let mut args: Vec<String> = Vec::new();
