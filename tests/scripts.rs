@@ -196,6 +196,13 @@ script_tests! {
     v1_stat => "v1/stat.mcg",
     v1_memsw => "v1/memsw.mcg",
     v1_soft_limit => "v1/soft_limit.mcg",
+    // File writers and readers (dd, cat, tar): where their pages are charged.
+    dirty_dd_charge => "dirty/dd_charge.mcg",
+    dirty_first_touch => "dirty/first_touch.mcg",
+    dirty_tar => "dirty/tar.mcg",
+    dirty_high => "dirty/high.mcg",
+    dirty_cat_limit => "dirty/cat_limit.mcg",
+    dirty_beside_dd => "dirty/beside_dd.mcg",
     // Seed reports.
     seed002_pagetest_400m => "seed002/pagetest_400M.mcg",
     seed002_scan_split => "seed002/scan_split.mcg",
