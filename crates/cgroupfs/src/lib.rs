@@ -665,9 +665,11 @@ impl System {
         let mut cur = Some(parent);
         while let Some(c) = cur {
             let cg = self.cg(c);
-            if self.nr_descendants(c) as i64 >= cg.max_descendants as i64
-                || level > cg.max_depth as i64
-            {
+            // Count the descendants only under a finite limit: a walk per ancestor on every
+            // mkdir would make building a large tree quadratic.
+            let too_many = cg.max_descendants != i32::MAX
+                && self.nr_descendants(c) as i64 >= cg.max_descendants as i64;
+            if too_many || level > cg.max_depth as i64 {
                 return false;
             }
             level += 1;
