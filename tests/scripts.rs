@@ -186,6 +186,8 @@ script_tests! {
     selftest_oom_group_score_events => "selftests/oom_group_score_events.mcg",
     // cgroup core files.
     cgroup_core_files => "cgroup/core_files.mcg",
+    // Dirty memory.
+    dirty_sysctl => "dirty/sysctl.mcg",
     // cgroup v1.
     v1_limit_parse => "v1/limit_parse.mcg",
     v1_limit_busy => "v1/limit_busy.mcg",

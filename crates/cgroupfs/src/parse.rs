@@ -52,6 +52,54 @@ pub fn kstrtoint(buf: &str) -> Result<i64, Errno> {
     Ok(if neg { -(v as i64) } else { v as i64 })
 }
 
+/// proc_get_long() as the sysctl write handlers use it: leading blanks, an optional `-`,
+/// digits in base 0, then only blanks; every failure is EINVAL. Ok(None) when the write
+/// holds nothing but blanks (the handler then changes nothing and succeeds).
+fn proc_get_long(buf: &str) -> Result<Option<(bool, u64)>, Errno> {
+    let s = buf.trim_start_matches([' ', '\t', '\n']);
+    if s.is_empty() {
+        return Ok(None);
+    }
+    let (neg, digits) = match s.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, s),
+    };
+    if !digits.starts_with(|c: char| c.is_ascii_digit()) {
+        return Err(Errno::EINVAL);
+    }
+    let (v, rest, overflowed) = simple_strtoull(digits);
+    if overflowed || !rest.trim_matches([' ', '\t', '\n']).is_empty() {
+        return Err(Errno::EINVAL);
+    }
+    Ok(Some((neg, v)))
+}
+
+/// proc_dointvec_minmax(): an int within [min, max], else EINVAL.
+pub fn proc_dointvec_minmax(buf: &str, min: i64, max: i64) -> Result<Option<i64>, Errno> {
+    let Some((neg, v)) = proc_get_long(buf)? else {
+        return Ok(None);
+    };
+    let limit = if neg { 1u64 << 31 } else { i32::MAX as u64 };
+    if v > limit {
+        return Err(Errno::EINVAL);
+    }
+    let v = if neg { -(v as i64) } else { v as i64 };
+    if v < min || v > max {
+        return Err(Errno::EINVAL);
+    }
+    Ok(Some(v))
+}
+
+/// proc_doulongvec_minmax() with a minimum: no sign, at least `min`, else EINVAL.
+pub fn proc_doulongvec_min(buf: &str, min: u64) -> Result<Option<u64>, Errno> {
+    match proc_get_long(buf)? {
+        None => Ok(None),
+        Some((true, _)) => Err(Errno::EINVAL),
+        Some((false, v)) if v < min => Err(Errno::EINVAL),
+        Some((false, v)) => Ok(Some(v)),
+    }
+}
+
 /// A page count as a v2 tunable prints it: "max" or bytes.
 pub fn fmt_max(pages: u64) -> String {
     if pages == PAGE_COUNTER_MAX {

@@ -1,13 +1,16 @@
 //! /proc files: meminfo (fs/proc/meminfo.c), uptime (virtual time since boot), vmstat (mm/vmstat.c, the subset of items the
 //! model produces, in kernel order), and the vm sysctls swappiness, min_free_kbytes and
-//! watermark_scale_factor (read-only except swappiness), and the simulator's own
+//! watermark_scale_factor (read-only except swappiness), the dirty sysctls of
+//! mm/page-writeback.c (dirty_ratio, dirty_bytes, dirty_background_ratio,
+//! dirty_background_bytes, dirty_expire_centisecs, dirty_writeback_centisecs, with their
+//! handlers' rules: a ratio and its bytes twin exclude each other), and the simulator's own
 //! /proc/memcgsim/reclaim (reclaim-walk and soft-limit reclaim counters).
 
 use std::fmt::Write;
 
 use memcgsim_model::{Errno, Stat, PAGE_SIZE};
 
-use crate::parse::kstrtoull;
+use crate::parse::{kstrtoull, proc_dointvec_minmax, proc_doulongvec_min};
 use crate::System;
 
 pub(crate) fn proc_files() -> &'static [&'static str] {
@@ -19,6 +22,12 @@ pub(crate) fn proc_files() -> &'static [&'static str] {
         "sys/vm/swappiness",
         "sys/vm/min_free_kbytes",
         "sys/vm/watermark_scale_factor",
+        "sys/vm/dirty_ratio",
+        "sys/vm/dirty_bytes",
+        "sys/vm/dirty_background_ratio",
+        "sys/vm/dirty_background_bytes",
+        "sys/vm/dirty_expire_centisecs",
+        "sys/vm/dirty_writeback_centisecs",
         "memcgsim/reclaim",
     ]
 }
@@ -125,7 +134,7 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
             kb(&mut s, "DirectMap1G", 0);
         }
         "vmstat" => {
-            let lines: [(&str, u64); 36] = [
+            let lines: [(&str, u64); 38] = [
                 ("nr_free_pages", m.nr_free_pages()),
                 ("nr_zone_inactive_anon", g(Stat::InactiveAnon)),
                 ("nr_zone_active_anon", g(Stat::ActiveAnon)),
@@ -155,6 +164,8 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
                 ("nr_dirty", g(Stat::FileDirty)),
                 ("nr_writeback", g(Stat::Writeback)),
                 ("nr_shmem", g(Stat::Shmem)),
+                ("nr_dirtied", m.writeback.nr_dirtied),
+                ("nr_written", m.writeback.nr_written),
                 ("pgpgin", g(Stat::Pgpgin)),
                 ("pgpgout", g(Stat::Pgpgout)),
                 ("pswpin", g(Stat::Pswpin)),
@@ -211,6 +222,28 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
         "sys/vm/watermark_scale_factor" => {
             let _ = writeln!(s, "{}", m.cfg.watermark_scale_factor);
         }
+        "sys/vm/dirty_ratio"
+        | "sys/vm/dirty_bytes"
+        | "sys/vm/dirty_background_ratio"
+        | "sys/vm/dirty_background_bytes"
+        | "sys/vm/dirty_expire_centisecs"
+        | "sys/vm/dirty_writeback_centisecs" => {
+            let d = m.writeback.sysctl;
+            let v = match &f[7..] {
+                "dirty_ratio" => d.ratio,
+                "dirty_bytes" => d.bytes,
+                "dirty_background_ratio" => d.background_ratio,
+                "dirty_background_bytes" => d.background_bytes,
+                "dirty_expire_centisecs" => d.expire_cs,
+                // proc_dointvec prints the unsigned interval as an int.
+                _ => d.writeback_cs as u32 as i32 as i64 as u64,
+            };
+            if f.ends_with("writeback_centisecs") {
+                let _ = writeln!(s, "{}", v as i64);
+            } else {
+                let _ = writeln!(s, "{v}");
+            }
+        }
         "memcgsim/reclaim" => {
             // The simulator's own counters of reclaim walks and soft-limit reclaim; no kernel
             // file has them (the kernel hid soft reclaim from its vmstat counters).
@@ -242,6 +275,57 @@ pub(crate) fn write(sys: &mut System, f: &str, data: &str) -> Result<(), Errno> 
                 return Err(Errno::EINVAL);
             }
             sys.machine.vm_swappiness = v as u32;
+            Ok(())
+        }
+        // vm_dirty_table's handlers: writing a ratio zeroes its bytes twin and vice versa
+        // (dirty_ratio and dirty_bytes only when the value changes).
+        "sys/vm/dirty_ratio" => {
+            if let Some(v) = proc_dointvec_minmax(data, 0, 100)? {
+                let d = &mut sys.machine.writeback.sysctl;
+                if v as u64 != d.ratio {
+                    d.ratio = v as u64;
+                    d.bytes = 0;
+                }
+            }
+            Ok(())
+        }
+        "sys/vm/dirty_bytes" => {
+            if let Some(v) = proc_doulongvec_min(data, 2 * PAGE_SIZE)? {
+                let d = &mut sys.machine.writeback.sysctl;
+                if v != d.bytes {
+                    d.bytes = v;
+                    d.ratio = 0;
+                }
+            }
+            Ok(())
+        }
+        "sys/vm/dirty_background_ratio" => {
+            if let Some(v) = proc_dointvec_minmax(data, 0, 100)? {
+                let d = &mut sys.machine.writeback.sysctl;
+                d.background_ratio = v as u64;
+                d.background_bytes = 0;
+            }
+            Ok(())
+        }
+        "sys/vm/dirty_background_bytes" => {
+            if let Some(v) = proc_doulongvec_min(data, 1)? {
+                let d = &mut sys.machine.writeback.sysctl;
+                d.background_bytes = v;
+                d.background_ratio = 0;
+            }
+            Ok(())
+        }
+        "sys/vm/dirty_expire_centisecs" => {
+            if let Some(v) = proc_dointvec_minmax(data, 0, i32::MAX as i64)? {
+                sys.machine.writeback.sysctl.expire_cs = v as u64;
+            }
+            Ok(())
+        }
+        "sys/vm/dirty_writeback_centisecs" => {
+            // proc_dointvec into an unsigned int: a negative value wraps.
+            if let Some(v) = proc_dointvec_minmax(data, i32::MIN as i64, i32::MAX as i64)? {
+                sys.machine.set_dirty_writeback_cs(v as i32 as u32 as u64);
+            }
             Ok(())
         }
         _ => Err(Errno::EACCES),

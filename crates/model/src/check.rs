@@ -6,7 +6,12 @@
 //! * every allocated frame is owned by a memcg and is on exactly one LRU list of that memcg's
 //!   lruvec, the list its flags select; free frames are on no list and owned by nobody;
 //! * list lengths equal the lruvec sizes and the memcg's local LRU statistics;
-//! * the local anon / file / mlock / swap statistics equal what they count;
+//! * the local anon / file / mlock / swap / dirty / writeback statistics equal what they
+//!   count;
+//! * each bdi_writeback's WB_RECLAIMABLE and WB_WRITEBACK equal the dirty and writeback
+//!   pages of the inodes attached to it, its dirty-inode list holds exactly those of its
+//!   inodes with dirty pages, under their dirtied_when, and each inode's dirty count equals
+//!   its dirty pages;
 //! * each memcg's memory page_counter equals the pages owned in its subtree plus the pages
 //!   held for its subtree in per-CPU stocks (v1 memsw adds swap entries; v2 swap counter
 //!   equals swap entries); a parent's usage is at least the sum of its children's;
@@ -86,6 +91,55 @@ impl Machine {
         Ok(())
     }
 
+    /// The wbs against the pages counted by the frame walk: `file_dirty[f]` dirty pages of
+    /// each file, `wb_pages[wb]` = [dirty, writeback] pages of each wb's inodes.
+    fn check_writeback(&self, file_dirty: &[u64], wb_pages: &[[u64; 2]]) -> Result<(), String> {
+        for (fi, f) in self.files.v.iter().enumerate() {
+            if f.nr_dirty != file_dirty[fi] {
+                return Err(format!(
+                    "file {fi}: nr_dirty {} but {} dirty pages",
+                    f.nr_dirty, file_dirty[fi]
+                ));
+            }
+            if f.dirtied_when.is_some() != (f.nr_dirty > 0) {
+                return Err(format!(
+                    "file {fi}: dirtied_when does not match its dirty pages"
+                ));
+            }
+            if let Some(when) = f.dirtied_when {
+                let on = self
+                    .writeback
+                    .wb(f.wb)
+                    .is_some_and(|w| w.b_dirty.contains(&(when, fi as u32)));
+                if !on {
+                    return Err(format!("dirty file {fi} is not on its wb's dirty list"));
+                }
+            }
+        }
+        for (i, w) in self.writeback.wbs.iter().enumerate() {
+            let Some(w) = w else { continue };
+            if w.memcg as usize != i || !self.memcgs[i].online {
+                return Err(format!(
+                    "wb {i} belongs to memcg {} (online: {})",
+                    w.memcg, self.memcgs[i].online
+                ));
+            }
+            if [w.reclaimable, w.writeback] != wb_pages[i] {
+                return Err(format!(
+                    "wb {i}: reclaimable {} writeback {} but its inodes have {:?}",
+                    w.reclaimable, w.writeback, wb_pages[i]
+                ));
+            }
+            for &(when, fi) in &w.b_dirty {
+                let f = &self.files.v[fi as usize];
+                if f.wb as usize != i || f.dirtied_when != Some(when) {
+                    return Err(format!("wb {i}: stale dirty inode {fi}"));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Check every invariant; Err describes the first violation.
     pub fn check(&self) -> Result<(), String> {
         self.check_soft_limit()?;
@@ -152,7 +206,9 @@ impl Machine {
             }
         }
         // Frames vs free list, ownership counts.
-        let mut owned = vec![[0i64; 4]; n]; // anon, file, mlock, total
+        let mut owned = vec![[0i64; 6]; n]; // anon, file, mlock, total, dirty, writeback
+        let mut file_dirty = vec![0u64; self.files.v.len()];
+        let mut wb_pages = vec![[0u64; 2]; self.writeback.wbs.len()];
         let mut free_seen = vec![false; nr_frames];
         for &f in &self.frames.free {
             let f = f as usize;
@@ -200,6 +256,19 @@ impl Machine {
                 if e & (1 << 62) == 0 || (e & 0xffff_ffff) as usize != pfn {
                     return Err(format!("file frame {pfn}: not found at its index"));
                 }
+                let fi = (map.mapping & !MAPPING_FILE_BIT) as usize;
+                let dirty = pc.flags & pf::DIRTY != 0;
+                let wback = pc.flags & pf::WRITEBACK != 0;
+                if dirty || wback {
+                    let Some(w) = wb_pages.get_mut(f.wb as usize).filter(|_| f.wb != 0) else {
+                        return Err(format!("dirty file frame {pfn}: its inode has no wb"));
+                    };
+                    w[0] += dirty as u64;
+                    w[1] += wback as u64;
+                }
+                file_dirty[fi] += dirty as u64;
+                owned[m][4] += dirty as i64;
+                owned[m][5] += wback as i64;
             }
             if pc.flags & pf::MLOCKED != 0 {
                 owned[m][2] += 1;
@@ -223,6 +292,8 @@ impl Machine {
                 (Stat::File, owned[id][1]),
                 (Stat::Mlock, owned[id][2]),
                 (Stat::Swap, swap_owned[id]),
+                (Stat::FileDirty, owned[id][4]),
+                (Stat::Writeback, owned[id][5]),
             ] {
                 if l[item as usize] != v {
                     return Err(format!(
@@ -232,6 +303,7 @@ impl Machine {
                 }
             }
         }
+        self.check_writeback(&file_dirty, &wb_pages)?;
         // Subtree sums, children before parents.
         let mut order: Vec<usize> = (1..n).filter(|&i| self.memcgs[i].online).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(self.memcgs[i].depth));

@@ -34,6 +34,14 @@ pub struct File {
     pub nr_dirty: u64,
     /// When the inode was first dirtied (dirtied_when), for the flusher's expiry.
     pub dirtied_when: Option<u64>,
+    /// The memcg whose bdi_writeback the inode is attached to (inode->i_wb); 0 until the
+    /// inode is first dirtied.
+    pub wb: crate::memcontrol::MemcgId,
+}
+
+/// The frame of a resident page-cache entry.
+pub(crate) fn resident(e: u64) -> Option<Pfn> {
+    (e & PRESENT != 0).then_some((e & 0xffff_ffff) as Pfn)
 }
 
 #[derive(Default)]
@@ -62,6 +70,7 @@ impl Machine {
             nrpages: 0,
             nr_dirty: 0,
             dirtied_when: None,
+            wb: 0,
         });
         (self.files.v.len() - 1) as u32
     }
@@ -113,7 +122,7 @@ impl Machine {
         }
         if self.frames.test(pfn, pf::WRITEBACK) {
             // Truncation waits for writeback; the model ends it at once.
-            self.mod_stat(memcg, Stat::Writeback, -1);
+            self.end_page_writeback(pfn, false);
         }
         let file = &mut self.files.v[f];
         file.entries[m.index as usize] = 0;
@@ -187,7 +196,7 @@ impl Machine {
         self.mark_page_accessed(pfn);
         if !self.frames.test(pfn, pf::DIRTY) {
             self.account_dirty(pfn);
-            self.balance_dirty_pages_ratelimited(pid);
+            self.balance_dirty_pages_ratelimited(pid, f);
         }
         if self.task(pid).killed {
             return Err(Fault::Killed);

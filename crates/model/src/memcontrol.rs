@@ -207,6 +207,7 @@ impl Machine {
         self.soft_limit_offline(id);
         self.drain_all_stock(id);
         self.reparent_pages(id, parent);
+        self.wb_memcg_offline(id, parent);
         // Clear protection so the parent's children_*_usage sums lose this child's share.
         self.memory.set_min(id as usize, 0);
         self.memory.set_low(id as usize, 0);
@@ -786,6 +787,7 @@ impl Machine {
     /// memory.max write (v2): set the limit, reclaim down to it, then OOM-kill until it fits.
     pub fn write_memory_max(&mut self, memcg: MemcgId, max: u64) {
         self.memory.get_mut(memcg as usize).max = max;
+        self.memcg_wb_domain_size_changed(memcg);
         let mut nr_reclaims = MAX_RECLAIM_RETRIES;
         let mut drained = false;
         for _ in 0..100_000u32 {
@@ -815,6 +817,7 @@ impl Machine {
     /// memory.high write: set, then reclaim down to it (no OOM).
     pub fn write_memory_high(&mut self, memcg: MemcgId, high: u64) {
         self.memory.get_mut(memcg as usize).high = high;
+        self.memcg_wb_domain_size_changed(memcg);
         let mut nr_retries = MAX_RECLAIM_RETRIES;
         let mut drained = false;
         for _ in 0..100_000u32 {

@@ -1,62 +1,302 @@
-//! Dirty page accounting and writeback: mm/page-writeback.c (folio_account_dirtied,
-//! folio_clear_dirty_for_io, folio_end_writeback) and a flusher thread as fs/fs-writeback.c
-//! runs it: every dirty_writeback_interval (5 s) it writes inodes dirtied more than
-//! dirty_expire_interval (30 s) ago, everything when dirty pages exceed
-//! dirty_background_ratio (10%) of dirtyable memory, and everything when reclaim wakes it.
+//! Dirty page accounting, dirty throttling and writeback: mm/page-writeback.c and the
+//! flusher of fs/fs-writeback.c, with cgroup writeback (4.2+) as Linux 6.1 has it on cgroup
+//! v2.
 //!
-//! Writes are submitted to the block device; each batch completes by an event, which clears
-//! PG_writeback and rotates PG_reclaim pages to the inactive tail
+//! * Accounting (folio_account_dirtied, folio_clear_dirty_for_io, folio_start_writeback,
+//!   __folio_end_writeback): a dirty page counts in its memcg's NR_FILE_DIRTY and in the
+//!   WB_RECLAIMABLE of its inode's bdi_writeback; a page under writeback in NR_WRITEBACK and
+//!   WB_WRITEBACK; /proc/vmstat's nr_dirtied and nr_written count every page dirtied and
+//!   written.
+//! * bdi_writeback per memcg (cgroup v2; one device): an inode is attached to the wb of the
+//!   memcg of the first page dirtied in it (inode_attach_wb) and stays there; on cgroup v1
+//!   every inode belongs to the root wb. A memcg's wb carries its wb_domain
+//!   (memcg->cgwb_domain).
+//! * balance_dirty_pages() with the global domain and, for a non-root wb, the memcg domain:
+//!   dirtyable memory from mem_cgroup_wb_stats() (headroom under min(max, high) of the memcg
+//!   and its ancestors, plus its file pages; mdtc_calc_avail), both domains' thresholds from
+//!   vm.dirty_ratio/dirty_bytes and the background pair (domain_dirty_limits), the decaying
+//!   dirty_limit (update_dirty_limit), each domain's wb_position_ratio (the cubic global part
+//!   and the linear per-wb part over the wb's share of recent writeback completions, the
+//!   floating proportions of lib/flex_proportions.c), and the lower of the two; freerun
+//!   below both ceilings; wb_max_pause and wb_min_pause bound each pause, with think-time
+//!   credit.
+//! * Per-wb bandwidth estimation every BANDWIDTH_INTERVAL: wb_update_write_bandwidth from
+//!   the pages written, wb_update_dirty_ratelimit from the pages dirtied, as in the kernel.
+//! * The flusher per wb: every dirty_writeback_interval it writes inodes dirtied longer than
+//!   dirty_expire_interval ago (kupdate); background writeback of a wb runs while
+//!   wb_over_bg_thresh() (global or memcg dirty above its background threshold, or the wb's
+//!   dirty pages above its share), in chunks of writeback_chunk_size(), oldest inode first,
+//!   round robin; reclaim's wakeup_flusher_threads() writes everything.
+//!
+//! Writes are submitted to the block device in batches; each batch completes by an event,
+//! which clears PG_writeback and rotates PG_reclaim pages to the inactive tail
 //! (folio_rotate_reclaimable()).
 //!
-//! Dirty throttling: `balance_dirty_pages()` of the global domain (the IO-less throttling of
-//! 3.2+): below the freerun ceiling ((dirty_thresh + background_thresh) / 2 of dirtyable
-//! memory, vm.dirty_ratio 20 and dirty_background_ratio 10) a writer runs free and polls
-//! again after about sqrt(thresh − dirty) pages; above it, it kicks background writeback and
-//! sleeps so that it dirties at `write bandwidth × pos_ratio`, the cubic control line that is
-//! 1 at the setpoint halfway between freerun and the limit, 2 at freerun and 0 at the limit,
-//! each sleep at most wb_max_pause (about 1/8 s of the device's work, ≤ 200 ms), with credit
-//! for the time since the last pause. Simplified (docs/FIDELITY.md): the write bandwidth and
-//! the dirty ratelimit are the device's configured bandwidth, not estimates; no per-wb share
-//! (one device); no memcg domain (cgroup writeback is v2 and the per-memcg dirty limits of
-//! seed 001 come later); the dirty limit does not decay (limit = thresh).
+//! Simplified (docs/FIDELITY.md): inodes never switch wbs and foreign dirtying is not
+//! flushed (mem_cgroup_flush_foreign); a flusher pass submits its pages at once, so the
+//! device queue, not the flusher, bounds the I/O in flight; the per-CPU ratelimit
+//! (bdp_ratelimits) and the rt-task boost are not modelled; the statistics read by the
+//! throttling are exact.
 
+use std::collections::BTreeSet;
+
+use crate::config::PAGE_SIZE;
 use crate::machine::Machine;
-use crate::page_cgroup::{pf, Pfn};
+use crate::memcontrol::{MemcgId, HZ, ROOT_MEMCG};
+use crate::page_cgroup::{pf, Pfn, MAPPING_FILE_BIT};
+use crate::program::Pid;
 use crate::sched::Event;
 use crate::stat::Stat;
 
-const DIRTY_WRITEBACK_INTERVAL_NS: u64 = 5_000_000_000;
-const DIRTY_EXPIRE_NS: u64 = 30_000_000_000;
-const DIRTY_BACKGROUND_RATIO: u64 = 10;
-/// vm.dirty_ratio.
-const VM_DIRTY_RATIO: u64 = 20;
-/// MAX_PAUSE: the longest dirty-throttling sleep (HZ / 5).
-const MAX_PAUSE_NS: u64 = 200_000_000;
+/// MAX_PAUSE: the longest dirty-throttling sleep (HZ / 5), in jiffies.
+const MAX_PAUSE: u64 = HZ / 5;
 /// DIRTY_POLL_THRESH in pages (128K): the least a writer dirties between two pauses.
 const DIRTY_POLL_THRESH: u64 = 32;
 /// RATELIMIT_CALC_SHIFT: fixed point of pos_ratio.
 const RATELIMIT_CALC_SHIFT: u32 = 10;
-const NS_PER_SEC: u64 = 1_000_000_000;
+/// BANDWIDTH_INTERVAL: how often the bandwidth and ratelimit estimates move (200 ms).
+const BANDWIDTH_INTERVAL: u64 = HZ / 5;
+/// INIT_BW: the initial write bandwidth and dirty ratelimit, 100 MiB/s in pages.
+const INIT_BW: u64 = (100 << 20) / PAGE_SIZE;
+/// VM_COMPLETIONS_PERIOD_LEN: the half-life of the writeback-completion proportions.
+const VM_COMPLETIONS_PERIOD_LEN: u64 = 3 * HZ;
+/// MIN_WRITEBACK_PAGES (4 MiB): writeback chunks are multiples of it.
+const MIN_WRITEBACK_PAGES: u64 = 1024;
+/// DIRTY_SCOPE: a background chunk is at most 1/8 of the dirty limit.
+const DIRTY_SCOPE: u64 = 8;
+/// Pages per submitted writeback batch (one request).
+const WB_BATCH: usize = 256;
+const NS_PER_JIFFY: u64 = 1_000_000_000 / HZ;
 
-/// A task's dirty-throttling state.
+/// The dirty sysctls (vm.dirty_*), as /proc/sys/vm shows them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DirtySysctl {
+    /// vm.dirty_ratio, percent (0 when dirty_bytes is set).
+    pub ratio: u64,
+    /// vm.dirty_bytes (0 when dirty_ratio is in use).
+    pub bytes: u64,
+    pub background_ratio: u64,
+    pub background_bytes: u64,
+    /// vm.dirty_expire_centisecs.
+    pub expire_cs: u64,
+    /// vm.dirty_writeback_centisecs (0: no periodic writeback).
+    pub writeback_cs: u64,
+}
+
+impl Default for DirtySysctl {
+    fn default() -> Self {
+        DirtySysctl {
+            ratio: 20,
+            bytes: 0,
+            background_ratio: 10,
+            background_bytes: 0,
+            expire_cs: 3000,
+            writeback_cs: 500,
+        }
+    }
+}
+
+/// A task's dirty-throttling state (task_struct's nr_dirtied, nr_dirtied_pause,
+/// dirty_paused_when).
 #[derive(Clone, Copy, Debug)]
 pub struct TaskDirty {
     /// Pages dirtied since the last balance.
     pub nr_dirtied: u64,
     /// Pages to dirty before the next balance.
     pub nr_dirtied_pause: u64,
-    /// When the last pause ended (the clock that credits think time).
+    /// When the last pause ended, in jiffies (0: never paused).
     pub paused_when: u64,
 }
 
 impl TaskDirty {
-    pub fn new(now: u64) -> TaskDirty {
+    pub fn new(_now: u64) -> TaskDirty {
         TaskDirty {
             nr_dirtied: 0,
             nr_dirtied_pause: DIRTY_POLL_THRESH,
-            paused_when: now,
+            paused_when: 0,
         }
     }
+}
+
+/// Global side of a floating proportion (struct fprop_global): events that halve every
+/// period.
+#[derive(Clone, Debug, Default)]
+pub struct FpropGlobal {
+    pub events: u64,
+    pub period: u64,
+}
+
+/// One participant's side (struct fprop_local_percpu).
+#[derive(Clone, Debug, Default)]
+pub struct FpropLocal {
+    pub events: u64,
+    pub period: u64,
+}
+
+impl FpropGlobal {
+    /// fprop_new_period(): age the events by `periods` halvings; false if there was nothing
+    /// to age.
+    fn new_period(&mut self, periods: u64) -> bool {
+        if self.events <= 1 {
+            return false;
+        }
+        self.events = if periods < 64 {
+            self.events >> periods
+        } else {
+            0
+        };
+        self.period += periods;
+        true
+    }
+
+    /// fprop_reflect_period_percpu(): bring a local count up to the current period.
+    fn reflect(&self, pl: &mut FpropLocal) {
+        if pl.period < self.period {
+            let d = self.period - pl.period;
+            pl.events = if d < 64 { pl.events >> d } else { 0 };
+            pl.period = self.period;
+        }
+    }
+
+    fn add(&mut self, pl: &mut FpropLocal, nr: u64) {
+        self.reflect(pl);
+        pl.events += nr;
+        self.events += nr;
+    }
+
+    /// fprop_fraction_percpu(): (numerator, denominator), never 0/0.
+    fn fraction(&self, pl: &FpropLocal) -> (u64, u64) {
+        let mut pl = pl.clone();
+        self.reflect(&mut pl);
+        let (num, den) = (pl.events, self.events);
+        if den <= num {
+            if num > 0 {
+                (num, num)
+            } else {
+                (0, 1)
+            }
+        } else {
+            (num, den)
+        }
+    }
+}
+
+/// struct wb_domain: the global one, or a memcg's (memcg->cgwb_domain).
+#[derive(Clone, Debug, Default)]
+pub struct WbDomain {
+    pub completions: FpropGlobal,
+    /// When the next completion period starts, in jiffies (0: the timer is off).
+    pub period_time: u64,
+    /// The decaying hard limit (dom->dirty_limit) and when it last moved.
+    pub dirty_limit: u64,
+    pub dirty_limit_tstamp: u64,
+}
+
+impl WbDomain {
+    fn new(now_j: u64) -> WbDomain {
+        WbDomain {
+            dirty_limit_tstamp: now_j,
+            ..Default::default()
+        }
+    }
+
+    /// writeout_period(), run lazily: age the completions for the periods that have passed.
+    fn catch_up(&mut self, now_j: u64) {
+        if self.period_time == 0 || now_j < self.period_time {
+            return;
+        }
+        let miss = (now_j - self.period_time) / VM_COMPLETIONS_PERIOD_LEN;
+        if self.completions.new_period(miss + 1) {
+            self.period_time += (miss + 1) * VM_COMPLETIONS_PERIOD_LEN;
+        } else {
+            self.period_time = 0;
+        }
+    }
+
+    /// wb_domain_writeout_add(): count completions, starting the period timer if needed.
+    fn writeout_add(&mut self, pl: &mut FpropLocal, nr: u64, now_j: u64) {
+        self.catch_up(now_j);
+        self.completions.add(pl, nr);
+        if self.period_time == 0 {
+            self.period_time = (now_j + VM_COMPLETIONS_PERIOD_LEN) | 1;
+        }
+    }
+
+    fn fraction(&mut self, pl: &FpropLocal, now_j: u64) -> (u64, u64) {
+        self.catch_up(now_j);
+        self.completions.fraction(pl)
+    }
+}
+
+/// struct bdi_writeback of the one device, for one memcg (the root's is the bdi's own wb).
+#[derive(Clone, Debug)]
+pub struct Wb {
+    pub memcg: MemcgId,
+    /// WB_RECLAIMABLE, WB_WRITEBACK, WB_DIRTIED, WB_WRITTEN.
+    pub reclaimable: u64,
+    pub writeback: u64,
+    pub dirtied: u64,
+    pub written: u64,
+    /// Pages per second.
+    pub write_bandwidth: u64,
+    pub avg_write_bandwidth: u64,
+    pub dirty_ratelimit: u64,
+    pub balanced_dirty_ratelimit: u64,
+    /// Jiffies of the last bandwidth update, and the counters then.
+    pub bw_time_stamp: u64,
+    pub dirtied_stamp: u64,
+    pub written_stamp: u64,
+    pub dirty_exceeded: bool,
+    /// This wb's writeback completions in the global domain and in its memcg's domain.
+    pub completions: FpropLocal,
+    pub memcg_completions: FpropLocal,
+    /// The memcg's wb_domain (unused for the root wb).
+    pub dom: WbDomain,
+    /// Dirty inodes by (dirtied_when, file): b_dirty, oldest first.
+    pub b_dirty: BTreeSet<(u64, u32)>,
+    /// Background writeback queued and not yet run.
+    pub bg_queued: bool,
+}
+
+impl Wb {
+    fn new(memcg: MemcgId, now_j: u64) -> Wb {
+        Wb {
+            memcg,
+            reclaimable: 0,
+            writeback: 0,
+            dirtied: 0,
+            written: 0,
+            write_bandwidth: INIT_BW,
+            avg_write_bandwidth: INIT_BW,
+            dirty_ratelimit: INIT_BW,
+            balanced_dirty_ratelimit: INIT_BW,
+            bw_time_stamp: now_j,
+            dirtied_stamp: 0,
+            written_stamp: 0,
+            dirty_exceeded: false,
+            completions: FpropLocal::default(),
+            memcg_completions: FpropLocal::default(),
+            dom: WbDomain::new(now_j),
+            b_dirty: BTreeSet::new(),
+            bg_queued: false,
+        }
+    }
+}
+
+/// struct dirty_throttle_control: one domain's view for one wb.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Dtc {
+    /// Dirtyable pages, dirty (+ writeback) pages, thresholds.
+    pub avail: u64,
+    pub dirty: u64,
+    pub thresh: u64,
+    pub bg_thresh: u64,
+    pub wb_dirty: u64,
+    pub wb_thresh: u64,
+    pub wb_bg_thresh: u64,
+    pub pos_ratio: u64,
+    /// A memcg domain (else the global one).
+    pub memcg: bool,
 }
 
 /// dirty_poll_interval(): about sqrt(thresh − dirty) pages.
@@ -68,8 +308,12 @@ fn dirty_poll_interval(dirty: u64, thresh: u64) -> u64 {
     }
 }
 
-/// pos_ratio_polynom() of the global domain: 1.0 (1024) at the setpoint, 2.0 at freerun
-/// and below, 0 at the limit and above.
+fn dirty_freerun_ceiling(thresh: u64, bg_thresh: u64) -> u64 {
+    (thresh + bg_thresh) / 2
+}
+
+/// pos_ratio_polynom(): 1.0 (1024) at the setpoint, 2.0 at freerun and below, 0 at the
+/// limit and above.
 pub fn pos_ratio(setpoint: u64, dirty: u64, limit: u64) -> u64 {
     if dirty >= limit {
         return 0;
@@ -80,23 +324,120 @@ pub fn pos_ratio(setpoint: u64, dirty: u64, limit: u64) -> u64 {
     let cube = (((x * x) >> RATELIMIT_CALC_SHIFT) * x) >> RATELIMIT_CALC_SHIFT;
     (one + cube).clamp(0, 2 * one) as u64
 }
-/// Pages per submitted writeback batch.
-const WB_BATCH: usize = 256;
 
-#[derive(Default)]
+/// Batches in flight and the flusher's state.
 pub struct Writeback {
     /// Batches in flight, by id.
     pub inflight: Vec<Option<Vec<Pfn>>>,
-    /// How many of them (writeback_in_progress()).
+    /// How many of them.
     pub inflight_batches: usize,
     pub free_ids: Vec<u32>,
-    /// The flusher has been asked to write everything.
+    /// Reclaim asked the flusher to write back everything (wakeup_flusher_threads()).
     pub kicked: bool,
+    /// The wbs, by memcg id (created when the memcg first dirties an inode).
+    pub wbs: Vec<Option<Box<Wb>>>,
+    /// global_wb_domain.
+    pub dom: WbDomain,
+    pub sysctl: DirtySysctl,
+    /// /proc/vmstat nr_dirtied and nr_written.
+    pub nr_dirtied: u64,
+    pub nr_written: u64,
+    /// A periodic flusher wakeup is queued.
+    pub periodic_armed: bool,
+}
+
+impl Default for Writeback {
+    fn default() -> Self {
+        Writeback {
+            inflight: Vec::new(),
+            inflight_batches: 0,
+            free_ids: Vec::new(),
+            kicked: false,
+            wbs: Vec::new(),
+            dom: WbDomain::new(0),
+            sysctl: DirtySysctl::default(),
+            nr_dirtied: 0,
+            nr_written: 0,
+            periodic_armed: false,
+        }
+    }
+}
+
+impl Writeback {
+    pub fn wb(&self, memcg: MemcgId) -> Option<&Wb> {
+        self.wbs.get(memcg as usize).and_then(|w| w.as_deref())
+    }
+
+    fn wb_mut(&mut self, memcg: MemcgId) -> &mut Wb {
+        self.wbs[memcg as usize]
+            .as_deref_mut()
+            .expect("the wb exists")
+    }
+}
+
+fn file_of(m: &Machine, pfn: Pfn) -> usize {
+    (m.frames.map[pfn as usize].mapping & !MAPPING_FILE_BIT) as usize
 }
 
 impl Machine {
     pub(crate) fn writeback_init(&mut self) {
-        self.sched.push(DIRTY_WRITEBACK_INTERVAL_NS, Event::Flusher);
+        self.writeback.wbs = Vec::new();
+        self.wb_get_create(ROOT_MEMCG);
+        self.schedule_periodic_flush(self.sched.clock);
+    }
+
+    fn schedule_periodic_flush(&mut self, now: u64) {
+        let cs = self.writeback.sysctl.writeback_cs;
+        if cs > 0 && !self.writeback.periodic_armed {
+            self.writeback.periodic_armed = true;
+            self.sched.push(now + cs * 10_000_000, Event::Flusher);
+        }
+    }
+
+    /// A write of vm.dirty_writeback_centisecs: a new non-zero interval wakes the flusher
+    /// at once (dirty_writeback_centisecs_handler) and restarts the periodic wakeups if they
+    /// had stopped.
+    pub fn set_dirty_writeback_cs(&mut self, cs: u64) {
+        let old = self.writeback.sysctl.writeback_cs;
+        self.writeback.sysctl.writeback_cs = cs;
+        if cs != 0 && cs != old {
+            self.wakeup_flusher();
+            if old == 0 {
+                self.schedule_periodic_flush(self.now());
+            }
+        }
+    }
+
+    /// jiffies.
+    pub fn jiffies(&self) -> u64 {
+        self.now() / NS_PER_JIFFY
+    }
+
+    /// wb_get_create(): the wb of `memcg`.
+    fn wb_get_create(&mut self, memcg: MemcgId) -> MemcgId {
+        let i = memcg as usize;
+        if self.writeback.wbs.len() <= i {
+            self.writeback.wbs.resize(i + 1, None);
+        }
+        if self.writeback.wbs[i].is_none() {
+            let now_j = self.jiffies();
+            self.writeback.wbs[i] = Some(Box::new(Wb::new(memcg, now_j)));
+        }
+        memcg
+    }
+
+    /// The wb an inode is attached to, attaching it to the wb of `memcg` (the memcg of the
+    /// page being dirtied) if it has none (inode_attach_wb()). On cgroup v1 every inode
+    /// belongs to the root wb.
+    fn inode_attach_wb(&mut self, f: usize, memcg: MemcgId) -> MemcgId {
+        let cur = self.files.v[f].wb;
+        if cur != 0 {
+            return cur;
+        }
+        let owner = if self.is_v1() { ROOT_MEMCG } else { memcg };
+        let wb = self.wb_get_create(owner);
+        self.files.v[f].wb = wb;
+        wb
     }
 
     /// folio_account_dirtied().
@@ -104,27 +445,107 @@ impl Machine {
         self.frames.set(pfn, pf::DIRTY);
         let memcg = self.frames.memcg(pfn);
         self.mod_stat(memcg, Stat::FileDirty, 1);
-        let m = self.frames.map[pfn as usize];
-        let f = (m.mapping & !crate::page_cgroup::MAPPING_FILE_BIT) as usize;
+        let f = file_of(self, pfn);
+        let wb = self.inode_attach_wb(f, memcg);
         let now = self.now();
         let file = &mut self.files.v[f];
         file.nr_dirty += 1;
-        if file.dirtied_when.is_none() {
+        let first = file.dirtied_when.is_none();
+        if first {
             file.dirtied_when = Some(now);
         }
+        let w = self.writeback.wb_mut(wb);
+        w.reclaimable += 1;
+        w.dirtied += 1;
+        if first {
+            w.b_dirty.insert((now, f as u32));
+        }
+        self.writeback.nr_dirtied += 1;
     }
 
-    /// The dirty bit goes away without writeback (truncation) or for IO.
+    /// The dirty bit goes away, for I/O (folio_clear_dirty_for_io) or without writeback
+    /// (truncation: folio_account_cleaned).
     pub fn account_clean(&mut self, pfn: Pfn) {
         self.frames.clear(pfn, pf::DIRTY);
         let memcg = self.frames.memcg(pfn);
         self.mod_stat(memcg, Stat::FileDirty, -1);
-        let m = self.frames.map[pfn as usize];
-        let f = (m.mapping & !crate::page_cgroup::MAPPING_FILE_BIT) as usize;
+        let f = file_of(self, pfn);
         let file = &mut self.files.v[f];
+        let wb = file.wb;
         file.nr_dirty -= 1;
-        if file.nr_dirty == 0 {
-            file.dirtied_when = None;
+        let cleaned = (file.nr_dirty == 0)
+            .then(|| file.dirtied_when.take())
+            .flatten();
+        let w = self.writeback.wb_mut(wb);
+        w.reclaimable -= 1;
+        if let Some(when) = cleaned {
+            w.b_dirty.remove(&(when, f as u32));
+        }
+    }
+
+    /// folio_start_writeback() after folio_clear_dirty_for_io().
+    fn start_page_writeback(&mut self, pfn: Pfn) {
+        self.account_clean(pfn);
+        self.frames.set(pfn, pf::WRITEBACK);
+        let memcg = self.frames.memcg(pfn);
+        self.mod_stat(memcg, Stat::Writeback, 1);
+        let wb = self.files.v[file_of(self, pfn)].wb;
+        self.writeback.wb_mut(wb).writeback += 1;
+    }
+
+    /// The writeback flag goes away: at I/O completion (`written`), or when the page is
+    /// truncated (the model ends its writeback at once).
+    pub fn end_page_writeback(&mut self, pfn: Pfn, written: bool) {
+        self.frames.clear(pfn, pf::WRITEBACK);
+        let memcg = self.frames.memcg(pfn);
+        self.mod_stat(memcg, Stat::Writeback, -1);
+        let wb = self.files.v[file_of(self, pfn)].wb;
+        let now_j = self.jiffies();
+        let wbk = &mut self.writeback;
+        let w = wbk.wbs[wb as usize].as_deref_mut().expect("the wb exists");
+        w.writeback -= 1;
+        if written {
+            // __wb_writeout_add(): WB_WRITTEN and the completion proportions.
+            w.written += 1;
+            wbk.nr_written += 1;
+            wbk.dom.writeout_add(&mut w.completions, 1, now_j);
+            if w.memcg != ROOT_MEMCG {
+                let mut pl = std::mem::take(&mut w.memcg_completions);
+                w.dom.writeout_add(&mut pl, 1, now_j);
+                w.memcg_completions = pl;
+            }
+        }
+    }
+
+    /// A memcg goes away: its wb's inodes and counts move to the parent's wb (the kernel
+    /// switches the inodes of an offline cgwb to its nearest live ancestor's).
+    pub(crate) fn wb_memcg_offline(&mut self, id: MemcgId, parent: MemcgId) {
+        let Some(old) = self
+            .writeback
+            .wbs
+            .get_mut(id as usize)
+            .and_then(|w| w.take())
+        else {
+            return;
+        };
+        let to = self.wb_get_create(parent);
+        for f in self.files.v.iter_mut() {
+            if f.wb == id {
+                f.wb = to;
+            }
+        }
+        let w = self.writeback.wb_mut(to);
+        w.reclaimable += old.reclaimable;
+        w.writeback += old.writeback;
+        w.b_dirty.extend(old.b_dirty.iter().copied());
+    }
+
+    /// memcg_wb_domain_size_changed(): a limit of `memcg` changed.
+    pub fn memcg_wb_domain_size_changed(&mut self, memcg: MemcgId) {
+        let now_j = self.jiffies();
+        if let Some(Some(w)) = self.writeback.wbs.get_mut(memcg as usize) {
+            w.dom.dirty_limit = 0;
+            w.dom.dirty_limit_tstamp = now_j;
         }
     }
 
@@ -136,91 +557,480 @@ impl Machine {
             + 1
     }
 
-    /// domain_dirty_limits() of the global domain: (thresh, bg_thresh) in pages.
-    pub fn global_dirty_limits(&self) -> (u64, u64) {
-        let avail = self.global_dirtyable_memory();
-        let page = crate::config::PAGE_SIZE;
-        let ratio = VM_DIRTY_RATIO * page / 100;
-        let bg_ratio = DIRTY_BACKGROUND_RATIO * page / 100;
-        let thresh = ratio * avail / page;
-        let mut bg = bg_ratio * avail / page;
+    /// domain_dirty_limits(): (thresh, bg_thresh) in pages for `avail` dirtyable pages; a
+    /// memcg domain converts the bytes knobs to ratios of the global domain's `global_avail`.
+    fn domain_dirty_limits(&self, avail: u64, memcg_global_avail: Option<u64>) -> (u64, u64) {
+        let sc = self.writeback.sysctl;
+        let mut bytes = sc.bytes;
+        let mut bg_bytes = sc.background_bytes;
+        let mut ratio = sc.ratio * PAGE_SIZE / 100;
+        let mut bg_ratio = sc.background_ratio * PAGE_SIZE / 100;
+        if let Some(global_avail) = memcg_global_avail {
+            let g = global_avail.max(1);
+            if bytes > 0 {
+                ratio = bytes.div_ceil(g).min(PAGE_SIZE);
+            }
+            if bg_bytes > 0 {
+                bg_ratio = bg_bytes.div_ceil(g).min(PAGE_SIZE);
+            }
+            bytes = 0;
+            bg_bytes = 0;
+        }
+        let thresh = if bytes > 0 {
+            bytes.div_ceil(PAGE_SIZE)
+        } else {
+            ratio * avail / PAGE_SIZE
+        };
+        let mut bg = if bg_bytes > 0 {
+            bg_bytes.div_ceil(PAGE_SIZE)
+        } else {
+            bg_ratio * avail / PAGE_SIZE
+        };
         if bg >= thresh {
             bg = thresh / 2;
         }
-        (thresh, bg)
+        (thresh.min(u32::MAX as u64), bg.min(u32::MAX as u64))
     }
 
-    /// balance_dirty_pages_ratelimited(): called after `pid` dirtied a page.
-    pub fn balance_dirty_pages_ratelimited(&mut self, pid: crate::program::Pid) {
-        let d = &mut self.task_mut(pid).dirty;
-        d.nr_dirtied += 1;
-        if d.nr_dirtied >= d.nr_dirtied_pause {
-            self.balance_dirty_pages(pid);
+    /// The global domain's (thresh, bg_thresh) now (global_dirty_limits()).
+    pub fn global_dirty_limits(&self) -> (u64, u64) {
+        self.domain_dirty_limits(self.global_dirtyable_memory(), None)
+    }
+
+    /// The global domain's control (gdtc) for `wb`; with `with_writeback`, dirty counts
+    /// pages under writeback too (balance_dirty_pages), else only dirty ones
+    /// (wb_over_bg_thresh).
+    fn gdtc(&self, with_writeback: bool) -> Dtc {
+        let avail = self.global_dirtyable_memory();
+        let mut dirty = self.global_stat(Stat::FileDirty);
+        if with_writeback {
+            dirty += self.global_stat(Stat::Writeback);
+        }
+        let (thresh, bg_thresh) = self.domain_dirty_limits(avail, None);
+        Dtc {
+            avail,
+            dirty,
+            thresh,
+            bg_thresh,
+            ..Default::default()
         }
     }
 
-    /// balance_dirty_pages() of the global domain: sleep the writer in virtual time. The
-    /// kernel loops while the writer is past the limit; here one pass sleeps at most
-    /// max_pause and the writer comes back after its next page (writeback completes only
-    /// between the writer's steps).
-    fn balance_dirty_pages(&mut self, pid: crate::program::Pid) {
-        let bw = (self.device.bandwidth_bps() / crate::config::PAGE_SIZE).max(1);
-        let nr_dirty = self.global_stat(Stat::FileDirty);
-        let dirty = nr_dirty + self.global_stat(Stat::Writeback);
-        let (thresh, bg_thresh) = self.global_dirty_limits();
-        let writeback_idle = self.writeback.inflight_batches == 0;
-        if nr_dirty > bg_thresh && writeback_idle {
-            self.wakeup_flusher();
+    /// mem_cgroup_wb_stats(): (file pages, headroom, dirty, writeback) of a memcg.
+    pub fn mem_cgroup_wb_stats(&self, memcg: MemcgId) -> (u64, u64, u64, u64) {
+        let file =
+            self.stat_total(memcg, Stat::ActiveFile) + self.stat_total(memcg, Stat::InactiveFile);
+        let mut headroom = u64::MAX;
+        let mut m = memcg;
+        while let Some(p) = self.memcg(m).parent {
+            let c = self.memory.get(m as usize);
+            let ceiling = c.max.min(c.high);
+            headroom = headroom.min(ceiling - ceiling.min(c.usage));
+            m = p;
         }
-        let freerun = (thresh + bg_thresh) / 2;
-        let now = self.now();
-        if dirty <= freerun {
-            let d = &mut self.task_mut(pid).dirty;
-            d.nr_dirtied_pause = dirty_poll_interval(dirty, thresh);
-            d.paused_when = now;
-            d.nr_dirtied = 0;
+        (
+            file,
+            headroom,
+            self.stat_total(memcg, Stat::FileDirty),
+            self.stat_total(memcg, Stat::Writeback),
+        )
+    }
+
+    /// The memcg domain's control (mdtc) for the wb of `memcg`, given the global one.
+    fn mdtc(&self, memcg: MemcgId, gdtc: &Dtc, with_writeback: bool) -> Dtc {
+        let (filepages, headroom, dirty, writeback) = self.mem_cgroup_wb_stats(memcg);
+        let dirty = if with_writeback {
+            dirty + writeback
+        } else {
+            dirty
+        };
+        // mdtc_calc_avail()
+        let clean = filepages - filepages.min(dirty);
+        let global_clean = gdtc.avail - gdtc.avail.min(gdtc.dirty);
+        let other_clean = global_clean - global_clean.min(clean);
+        let avail = filepages + headroom.min(other_clean);
+        let (thresh, bg_thresh) = self.domain_dirty_limits(avail, Some(gdtc.avail));
+        Dtc {
+            avail,
+            dirty,
+            thresh,
+            bg_thresh,
+            memcg: true,
+            ..Default::default()
+        }
+    }
+
+    /// __wb_calc_thresh(): the wb's share of a domain's threshold, by its share of recent
+    /// writeback completions.
+    fn wb_calc_thresh(&mut self, wb: MemcgId, memcg_dom: bool, thresh: u64) -> u64 {
+        let now_j = self.jiffies();
+        let wbk = &mut self.writeback;
+        let w = wbk.wbs[wb as usize].as_deref_mut().expect("the wb exists");
+        let (num, den) = if memcg_dom {
+            let pl = w.memcg_completions.clone();
+            w.dom.fraction(&pl, now_j)
+        } else {
+            wbk.dom.fraction(&w.completions, now_j)
+        };
+        ((thresh as u128 * num as u128) / den as u128) as u64
+    }
+
+    /// wb_dirty_limits(): the wb's threshold and dirty pages in a domain.
+    fn wb_dirty_limits(&mut self, wb: MemcgId, dtc: &mut Dtc) {
+        dtc.wb_thresh = self.wb_calc_thresh(wb, dtc.memcg, dtc.thresh);
+        dtc.wb_bg_thresh = (dtc.wb_thresh * dtc.bg_thresh)
+            .checked_div(dtc.thresh)
+            .unwrap_or(0);
+        let w = self.writeback.wb(wb).expect("the wb exists");
+        dtc.wb_dirty = w.reclaimable + w.writeback;
+    }
+
+    /// hard_dirty_limit() of a domain.
+    fn hard_dirty_limit(&self, wb: MemcgId, dtc: &Dtc) -> u64 {
+        let dom = if dtc.memcg {
+            &self.writeback.wb(wb).expect("the wb exists").dom
+        } else {
+            &self.writeback.dom
+        };
+        dtc.thresh.max(dom.dirty_limit)
+    }
+
+    /// wb_position_ratio(): the domain's cubic control line, scaled by the wb's linear one.
+    fn wb_position_ratio(&self, wb: MemcgId, dtc: &mut Dtc) {
+        let w = self.writeback.wb(wb).expect("the wb exists");
+        let write_bw = w.avg_write_bandwidth;
+        let freerun = dirty_freerun_ceiling(dtc.thresh, dtc.bg_thresh);
+        let limit = self.hard_dirty_limit(wb, dtc);
+        let setpoint = (freerun + limit) / 2;
+        dtc.pos_ratio = 0;
+        if dtc.dirty >= limit {
             return;
         }
-        if writeback_idle {
-            self.wakeup_flusher();
-        }
-        let limit = thresh.max(freerun + 1);
-        let setpoint = (freerun + limit) / 2;
-        let pos = pos_ratio(setpoint, dirty, limit);
-        let task_ratelimit = (bw * pos) >> RATELIMIT_CALC_SHIFT;
-        // wb_max_pause(): about 1/8 s worth of the device's work, at most MAX_PAUSE.
-        let jiffy = NS_PER_SEC / crate::memcontrol::HZ;
-        let max_pause = ((dirty / (1 + bw / 128) + 1) * jiffy).min(MAX_PAUSE_NS);
-        let next_pause = if task_ratelimit == 0 {
-            1
+        let mut pos = pos_ratio(setpoint, dtc.dirty, limit) as u128;
+        let mut wb_thresh = dtc.wb_thresh.min(dtc.thresh);
+        wb_thresh = wb_thresh.max((limit - dtc.dirty) / 8);
+        let x = ((wb_thresh as u128) << 16) / (dtc.thresh as u128 | 1);
+        let wb_setpoint = (setpoint as u128 * x) >> 16;
+        let span =
+            ((dtc.thresh as u128 - wb_thresh.min(dtc.thresh) as u128 + 8 * write_bw as u128) * x)
+                >> 16;
+        let x_intercept = wb_setpoint + span;
+        let wb_dirty = dtc.wb_dirty as u128;
+        if wb_dirty < x_intercept - span / 4 {
+            pos = pos * (x_intercept - wb_dirty) / ((x_intercept - wb_setpoint) | 1);
         } else {
-            (task_ratelimit / 100).max(DIRTY_POLL_THRESH)
+            pos /= 4;
+        }
+        // The wb's reserve area, keeping the device busy.
+        let x_intercept = wb_thresh as u128 / 2;
+        if wb_dirty < x_intercept {
+            if wb_dirty > x_intercept / 8 {
+                pos = pos * x_intercept / wb_dirty;
+            } else {
+                pos *= 8;
+            }
+        }
+        dtc.pos_ratio = pos.min(u64::MAX as u128) as u64;
+    }
+
+    /// update_dirty_limit() of the domain, every BANDWIDTH_INTERVAL.
+    fn domain_update_dirty_limit(&mut self, wb: MemcgId, dtc: &Dtc, now_j: u64) {
+        let dom = if dtc.memcg {
+            &mut self.writeback.wb_mut(wb).dom
+        } else {
+            &mut self.writeback.dom
         };
-        let d = self.task(pid).dirty;
-        let pause = if let Some(period) = (d.nr_dirtied * NS_PER_SEC).checked_div(task_ratelimit) {
-            let since = now.saturating_sub(d.paused_when);
-            if period <= since {
-                // Thinking (or waiting elsewhere) paid for it: no sleep.
+        if now_j < dom.dirty_limit_tstamp + BANDWIDTH_INTERVAL {
+            return;
+        }
+        let thresh = dtc.thresh;
+        if dom.dirty_limit < thresh {
+            dom.dirty_limit = thresh;
+        } else {
+            let target = thresh.max(dtc.dirty);
+            if dom.dirty_limit > target {
+                dom.dirty_limit -= (dom.dirty_limit - target) >> 5;
+            }
+        }
+        dom.dirty_limit_tstamp = now_j;
+    }
+
+    /// wb_update_dirty_ratelimit(): move the wb's dirty ratelimit toward the rate that
+    /// balances dirtying with writeback.
+    fn wb_update_dirty_ratelimit(&mut self, wb: MemcgId, dtc: &Dtc, dirtied: u64, elapsed: u64) {
+        let freerun = dirty_freerun_ceiling(dtc.thresh, dtc.bg_thresh);
+        let limit = self.hard_dirty_limit(wb, dtc);
+        let setpoint = (freerun + limit) / 2;
+        let w = self.writeback.wb_mut(wb);
+        let write_bw = w.avg_write_bandwidth;
+        let dirty_ratelimit = w.dirty_ratelimit;
+        let dirty_rate = (dirtied - w.dirtied_stamp) * HZ / elapsed;
+        let task_ratelimit =
+            ((dirty_ratelimit as u128 * dtc.pos_ratio as u128) >> RATELIMIT_CALC_SHIFT) as u64 + 1;
+        let balanced = ((task_ratelimit as u128 * write_bw as u128) / (dirty_rate as u128 | 1))
+            .min(write_bw as u128) as u64;
+        let mut step = 0;
+        if dtc.dirty < setpoint {
+            let x = w.balanced_dirty_ratelimit.min(balanced).min(task_ratelimit);
+            if dirty_ratelimit < x {
+                step = x - dirty_ratelimit;
+            }
+        } else {
+            let x = w.balanced_dirty_ratelimit.max(balanced).max(task_ratelimit);
+            if dirty_ratelimit > x {
+                step = dirty_ratelimit - x;
+            }
+        }
+        let shift = dirty_ratelimit / (2 * step + 1);
+        step = if shift < 64 {
+            (step >> shift).div_ceil(8)
+        } else {
+            0
+        };
+        let new = if dirty_ratelimit < balanced {
+            dirty_ratelimit + step
+        } else {
+            dirty_ratelimit.saturating_sub(step)
+        };
+        w.dirty_ratelimit = new.max(1);
+        w.balanced_dirty_ratelimit = balanced;
+    }
+
+    /// wb_update_write_bandwidth(): a smoothed estimate of the pages written per second.
+    fn wb_update_write_bandwidth(&mut self, wb: MemcgId, elapsed: u64, written: u64) {
+        let period = (3 * HZ).next_power_of_two();
+        let w = self.writeback.wb_mut(wb);
+        let mut avg = w.avg_write_bandwidth;
+        let old = w.write_bandwidth;
+        let mut bw = (written - written.min(w.written_stamp)) * HZ;
+        if elapsed > period {
+            bw /= elapsed;
+            avg = bw;
+        } else {
+            bw += w.write_bandwidth * (period - elapsed);
+            bw >>= period.ilog2();
+            if avg > old && old >= bw {
+                avg -= (avg - old) >> 3;
+            }
+            if avg < old && old <= bw {
+                avg += (old - avg) >> 3;
+            }
+        }
+        w.write_bandwidth = bw;
+        w.avg_write_bandwidth = avg.max(1);
+    }
+
+    /// __wb_update_bandwidth().
+    fn wb_update_bandwidth(&mut self, wb: MemcgId, dtcs: Option<(&Dtc, Option<&Dtc>)>) {
+        let now_j = self.jiffies();
+        let w = self.writeback.wb(wb).expect("the wb exists");
+        let elapsed = now_j.saturating_sub(w.bw_time_stamp).max(1);
+        let (dirtied, written) = (w.dirtied, w.written);
+        if let Some((g, m)) = dtcs {
+            self.domain_update_dirty_limit(wb, g, now_j);
+            self.wb_update_dirty_ratelimit(wb, g, dirtied, elapsed);
+            if let Some(m) = m {
+                self.domain_update_dirty_limit(wb, m, now_j);
+                self.wb_update_dirty_ratelimit(wb, m, dirtied, elapsed);
+            }
+        }
+        self.wb_update_write_bandwidth(wb, elapsed, written);
+        let w = self.writeback.wb_mut(wb);
+        w.dirtied_stamp = dirtied;
+        w.written_stamp = written;
+        w.bw_time_stamp = now_j;
+    }
+
+    /// wb_max_pause(): about 1/8 s worth of the wb's writeback, at most MAX_PAUSE (jiffies).
+    fn wb_max_pause(&self, wb: MemcgId, wb_dirty: u64) -> u64 {
+        let bw = self
+            .writeback
+            .wb(wb)
+            .expect("the wb exists")
+            .avg_write_bandwidth;
+        let t = wb_dirty / (1 + bw / (1 + HZ / 8).next_power_of_two()) + 1;
+        t.min(MAX_PAUSE)
+    }
+
+    /// wb_min_pause(): (the least pause worth sleeping, the next nr_dirtied_pause).
+    fn wb_min_pause(
+        &self,
+        wb: MemcgId,
+        max_pause: u64,
+        task_ratelimit: u64,
+        dirty_ratelimit: u64,
+    ) -> (u64, u64) {
+        let w = self.writeback.wb(wb).expect("the wb exists");
+        let hi = w.avg_write_bandwidth.max(1).ilog2() as u64;
+        let lo = w.dirty_ratelimit.max(1).ilog2() as u64;
+        let hz_pow2 = HZ.next_power_of_two();
+        let mut t = (HZ / 100).max(1);
+        if hi > lo {
+            t += (hi - lo) * (10 * HZ) / 1024;
+        }
+        t = t.min(1 + max_pause / 2);
+        let mut pages = dirty_ratelimit * t / hz_pow2;
+        if pages < DIRTY_POLL_THRESH {
+            t = max_pause;
+            pages = dirty_ratelimit * t / hz_pow2;
+            if pages > DIRTY_POLL_THRESH {
+                pages = DIRTY_POLL_THRESH;
+                t = HZ * DIRTY_POLL_THRESH / dirty_ratelimit.max(1);
+            }
+        }
+        let pause = HZ * pages / (task_ratelimit + 1);
+        if pause > max_pause {
+            t = max_pause;
+            pages = task_ratelimit * t / hz_pow2;
+        }
+        let min_pause = if pages >= DIRTY_POLL_THRESH {
+            1 + t / 2
+        } else {
+            t
+        };
+        (min_pause, pages)
+    }
+
+    /// balance_dirty_pages_ratelimited(): called after `pid` dirtied a page of `f`.
+    pub fn balance_dirty_pages_ratelimited(&mut self, pid: Pid, f: u32) {
+        let wb = self.files.v[f as usize].wb;
+        let exceeded = self.writeback.wb(wb).is_some_and(|w| w.dirty_exceeded);
+        let d = &mut self.task_mut(pid).dirty;
+        d.nr_dirtied += 1;
+        let mut ratelimit = d.nr_dirtied_pause;
+        if exceeded {
+            ratelimit = ratelimit.min(DIRTY_POLL_THRESH >> 2);
+        }
+        if d.nr_dirtied >= ratelimit {
+            self.balance_dirty_pages(pid, wb);
+        }
+    }
+
+    /// wb_start_background_writeback().
+    fn wb_start_background_writeback(&mut self, wb: MemcgId) {
+        let w = self.writeback.wb_mut(wb);
+        if !w.bg_queued {
+            w.bg_queued = true;
+            let now = self.now();
+            self.sched.push(now, Event::FlusherWb(wb));
+        }
+    }
+
+    /// writeback_in_progress(): the wb's flusher has work queued or I/O in flight.
+    fn writeback_in_progress(&self, wb: MemcgId) -> bool {
+        let w = self.writeback.wb(wb).expect("the wb exists");
+        w.bg_queued || w.writeback > 0
+    }
+
+    /// balance_dirty_pages(): throttle a writer of the wb `wb` by the stricter of the global
+    /// and its memcg's domain, sleeping in virtual time. The kernel loops while the writer
+    /// has a zero ratelimit; here one pass sleeps at most max_pause and the writer comes
+    /// back after its next page (writeback completes only between the writer's steps).
+    fn balance_dirty_pages(&mut self, pid: Pid, wb: MemcgId) {
+        let now_j = self.jiffies();
+        let pages_dirtied = self.task(pid).dirty.nr_dirtied;
+        let mut g = self.gdtc(true);
+        let nr_reclaimable = self.global_stat(Stat::FileDirty);
+        let mut m = (wb != ROOT_MEMCG).then(|| self.mdtc(wb, &g, true));
+        let g_free = g.dirty <= dirty_freerun_ceiling(g.thresh, g.bg_thresh);
+        let m_free = m.is_none_or(|m| m.dirty <= dirty_freerun_ceiling(m.thresh, m.bg_thresh));
+        if g_free && m_free {
+            let intv = dirty_poll_interval(g.dirty, g.thresh);
+            let m_intv = m.map_or(u64::MAX, |m| dirty_poll_interval(m.dirty, m.thresh));
+            let d = &mut self.task_mut(pid).dirty;
+            d.paused_when = now_j;
+            d.nr_dirtied = 0;
+            d.nr_dirtied_pause = intv.min(m_intv);
+            if nr_reclaimable > g.bg_thresh && !self.writeback_in_progress(wb) {
+                self.wb_start_background_writeback(wb);
+            }
+            return;
+        }
+        if !self.writeback_in_progress(wb) {
+            self.wb_start_background_writeback(wb);
+        }
+        self.wb_dirty_limits(wb, &mut g);
+        let mut exceeded = g.wb_dirty > g.wb_thresh && g.dirty > g.thresh;
+        self.wb_position_ratio(wb, &mut g);
+        let mut sdtc = g;
+        if let Some(m) = m.as_mut() {
+            self.wb_dirty_limits(wb, m);
+            exceeded |= m.wb_dirty > m.wb_thresh && m.dirty > m.thresh;
+            self.wb_position_ratio(wb, m);
+            if m.pos_ratio < g.pos_ratio {
+                sdtc = *m;
+            }
+        }
+        if exceeded {
+            self.writeback.wb_mut(wb).dirty_exceeded = true;
+        }
+        let bw_stamp = self.writeback.wb(wb).expect("the wb exists").bw_time_stamp;
+        if now_j >= bw_stamp + BANDWIDTH_INTERVAL {
+            self.wb_update_bandwidth(wb, Some((&g, m.as_ref())));
+        }
+        let dirty_ratelimit = self
+            .writeback
+            .wb(wb)
+            .expect("the wb exists")
+            .dirty_ratelimit;
+        let task_ratelimit =
+            ((dirty_ratelimit as u128 * sdtc.pos_ratio as u128) >> RATELIMIT_CALC_SHIFT) as u64;
+        let max_pause = self.wb_max_pause(wb, sdtc.wb_dirty);
+        let (min_pause, nr_dirtied_pause) =
+            self.wb_min_pause(wb, max_pause, task_ratelimit, dirty_ratelimit);
+        let pause = if let Some(period) = (HZ * pages_dirtied).checked_div(task_ratelimit) {
+            let d = self.task(pid).dirty;
+            let mut pause = period as i64;
+            if d.paused_when != 0 {
+                pause -= now_j as i64 - d.paused_when as i64;
+            }
+            if pause < min_pause as i64 {
                 let d = &mut self.task_mut(pid).dirty;
-                if since - period > NS_PER_SEC {
-                    d.paused_when = now;
-                } else {
+                if pause < -(HZ as i64) {
+                    d.paused_when = now_j;
+                    d.nr_dirtied = 0;
+                } else if period > 0 {
                     d.paused_when += period;
+                    d.nr_dirtied = 0;
+                } else if d.nr_dirtied_pause <= pages_dirtied {
+                    d.nr_dirtied_pause += pages_dirtied;
                 }
-                d.nr_dirtied = 0;
-                d.nr_dirtied_pause = next_pause;
                 return;
             }
-            (period - since).min(max_pause)
+            (pause as u64).min(max_pause)
         } else {
             max_pause
         };
-        self.spend_wait(pause);
+        let ns = pause * NS_PER_JIFFY;
+        self.spend_wait(ns);
         let t = self.task_mut(pid);
-        t.stats.io_wait_ns += pause;
-        t.dirty.paused_when = now + pause;
+        t.stats.io_wait_ns += ns;
+        t.dirty.paused_when = now_j + pause;
         t.dirty.nr_dirtied = 0;
-        t.dirty.nr_dirtied_pause = next_pause;
+        t.dirty.nr_dirtied_pause = nr_dirtied_pause;
+    }
+
+    /// wb_over_bg_thresh(): should background writeback of `wb` go on? Like
+    /// balance_dirty_pages, but without the pages already under writeback.
+    pub fn wb_over_bg_thresh(&mut self, wb: MemcgId) -> bool {
+        let g = self.gdtc(false);
+        if g.dirty > g.bg_thresh {
+            return true;
+        }
+        let reclaimable = self.writeback.wb(wb).expect("the wb exists").reclaimable;
+        if reclaimable > self.wb_calc_thresh(wb, false, g.bg_thresh) {
+            return true;
+        }
+        if wb != ROOT_MEMCG {
+            let m = self.mdtc(wb, &g, false);
+            if m.dirty > m.bg_thresh {
+                return true;
+            }
+            if reclaimable > self.wb_calc_thresh(wb, false, m.bg_thresh) {
+                return true;
+            }
+        }
+        false
     }
 
     /// Ask the flusher to write back everything now (wakeup_flusher_threads()).
@@ -232,51 +1042,79 @@ impl Machine {
         }
     }
 
-    /// The flusher's work: write back expired inodes, or all when over the background
-    /// threshold or kicked.
-    pub fn flusher_run(&mut self, periodic: bool) {
-        let now = self.sched.clock;
-        if periodic {
-            self.sched
-                .push(now + DIRTY_WRITEBACK_INTERVAL_NS, Event::Flusher);
-        }
-        let dirty = self.global_stat(Stat::FileDirty);
-        if dirty == 0 {
-            self.writeback.kicked = false;
-            return;
-        }
-        let dirtyable = self.nr_free_pages()
-            + self.global_stat(Stat::InactiveFile)
-            + self.global_stat(Stat::ActiveFile);
-        let all = self.writeback.kicked || dirty * 100 > dirtyable * DIRTY_BACKGROUND_RATIO;
-        self.writeback.kicked = false;
-        let mut batch: Vec<Pfn> = Vec::new();
-        for f in 0..self.files.v.len() {
-            let file = &self.files.v[f];
-            let Some(when) = file.dirtied_when else {
+    /// writeback_chunk_size() of background writeback.
+    fn background_chunk(&self, wb: MemcgId) -> u64 {
+        let w = self.writeback.wb(wb).expect("the wb exists");
+        let pages = (w.avg_write_bandwidth / 2).min(self.writeback.dom.dirty_limit / DIRTY_SCOPE);
+        (pages + MIN_WRITEBACK_PAGES) / MIN_WRITEBACK_PAGES * MIN_WRITEBACK_PAGES
+    }
+
+    /// Write back up to `max` dirty pages of file `f`, from its first page; returns how many.
+    fn writeback_inode(&mut self, f: usize, max: u64, batch: &mut Vec<Pfn>) -> u64 {
+        let mut n = 0;
+        for idx in 0..self.files.v[f].entries.len() {
+            if n >= max || self.files.v[f].nr_dirty == 0 {
+                break;
+            }
+            let Some(pfn) = crate::filemap::resident(self.files.v[f].entries[idx]) else {
                 continue;
             };
-            if !all && now < when + DIRTY_EXPIRE_NS {
+            if !self.frames.test(pfn, pf::DIRTY) || self.frames.test(pfn, pf::WRITEBACK) {
                 continue;
             }
-            for idx in 0..self.files.v[f].entries.len() {
-                let e = self.files.v[f].entries[idx];
-                if e & (1 << 62) == 0 {
-                    continue;
-                }
-                let pfn = (e & 0xffff_ffff) as Pfn;
-                if !self.frames.test(pfn, pf::DIRTY) || self.frames.test(pfn, pf::WRITEBACK) {
-                    continue;
-                }
-                // folio_clear_dirty_for_io() + folio_start_writeback()
-                self.account_clean(pfn);
-                self.frames.set(pfn, pf::WRITEBACK);
-                let memcg = self.frames.memcg(pfn);
-                self.mod_stat(memcg, Stat::Writeback, 1);
-                batch.push(pfn);
-                if batch.len() >= WB_BATCH {
-                    self.submit_writeback(std::mem::take(&mut batch));
-                }
+            self.start_page_writeback(pfn);
+            batch.push(pfn);
+            n += 1;
+            if batch.len() >= WB_BATCH {
+                self.submit_writeback(std::mem::take(batch));
+            }
+        }
+        n
+    }
+
+    /// The flusher's work for one wb: `All` writes every dirty page, `Kupdate` the inodes
+    /// dirtied longer than dirty_expire ago, `Background` chunks while wb_over_bg_thresh().
+    fn wb_writeback(&mut self, wb: MemcgId, work: WbWork) {
+        let now = self.sched.clock;
+        let expire_ns = self.writeback.sysctl.expire_cs * 10_000_000;
+        let mut batch = Vec::new();
+        // Bound: every pass writes at least one page of the wb's dirty pages.
+        let mut guard = self.writeback.wb(wb).map_or(0, |w| w.reclaimable) + 1;
+        loop {
+            guard -= 1;
+            if guard == 0 {
+                break;
+            }
+            let Some(w) = self.writeback.wb(wb) else {
+                break;
+            };
+            let inodes: Vec<(u64, u32)> = match work {
+                WbWork::Kupdate => w
+                    .b_dirty
+                    .iter()
+                    .take_while(|(when, _)| when + expire_ns <= now)
+                    .copied()
+                    .collect(),
+                _ => w.b_dirty.iter().copied().collect(),
+            };
+            if inodes.is_empty() {
+                break;
+            }
+            let mut wrote = 0;
+            for (_, f) in inodes {
+                let max = match work {
+                    WbWork::Background => {
+                        if !self.wb_over_bg_thresh(wb) {
+                            break;
+                        }
+                        self.background_chunk(wb)
+                    }
+                    _ => u64::MAX,
+                };
+                wrote += self.writeback_inode(f as usize, max, &mut batch);
+            }
+            if wrote == 0 || work != WbWork::Background || !self.wb_over_bg_thresh(wb) {
+                break;
             }
         }
         if !batch.is_empty() {
@@ -284,11 +1122,57 @@ impl Machine {
         }
     }
 
+    /// The periodic flusher (wb_workfn on its timer): kupdate-style writeback of expired
+    /// inodes for every wb, then background writeback where a wb is over its threshold.
+    pub fn flusher_run(&mut self) {
+        let now = self.sched.clock;
+        self.writeback.periodic_armed = false;
+        self.schedule_periodic_flush(now);
+        for wb in self.dirty_wbs() {
+            self.wb_writeback(wb, WbWork::Kupdate);
+            if self.wb_over_bg_thresh(wb) {
+                self.wb_writeback(wb, WbWork::Background);
+            }
+        }
+    }
+
+    /// wakeup_flusher_threads(): every wb writes everything.
+    pub fn flusher_kick(&mut self) {
+        self.writeback.kicked = false;
+        for wb in self.dirty_wbs() {
+            self.wb_writeback(wb, WbWork::All);
+        }
+    }
+
+    /// Queued background writeback of one wb.
+    pub fn flusher_wb(&mut self, wb: MemcgId) {
+        let Some(w) = self
+            .writeback
+            .wbs
+            .get_mut(wb as usize)
+            .and_then(|w| w.as_deref_mut())
+        else {
+            return;
+        };
+        w.bg_queued = false;
+        if self.wb_over_bg_thresh(wb) {
+            self.wb_writeback(wb, WbWork::Background);
+        }
+    }
+
+    fn dirty_wbs(&self) -> Vec<MemcgId> {
+        self.writeback
+            .wbs
+            .iter()
+            .flatten()
+            .filter(|w| !w.b_dirty.is_empty())
+            .map(|w| w.memcg)
+            .collect()
+    }
+
     fn submit_writeback(&mut self, pages: Vec<Pfn>) {
         let now = self.sched.clock;
-        let done = self
-            .device
-            .submit(now, pages.len() as u64 * crate::config::PAGE_SIZE);
+        let done = self.device.submit(now, pages.len() as u64 * PAGE_SIZE);
         let id = match self.writeback.free_ids.pop() {
             Some(id) => {
                 self.writeback.inflight[id as usize] = Some(pages);
@@ -303,27 +1187,52 @@ impl Machine {
         self.sched.push(done, Event::WritebackDone(id));
     }
 
-    /// folio_end_writeback() for a completed batch.
+    /// folio_end_writeback() for a completed batch; the wbs that finished their I/O update
+    /// their bandwidth and go on with background writeback while over the threshold.
     pub fn writeback_done(&mut self, id: u32) {
         let Some(pages) = self.writeback.inflight[id as usize].take() else {
             return;
         };
         self.writeback.free_ids.push(id);
         self.writeback.inflight_batches -= 1;
+        let mut wbs: Vec<MemcgId> = Vec::new();
         for pfn in pages {
             // The page may have been truncated (freed) meanwhile.
             if !self.frames.test(pfn, pf::WRITEBACK) {
                 continue;
             }
-            self.frames.clear(pfn, pf::WRITEBACK);
-            let memcg = self.frames.memcg(pfn);
-            self.mod_stat(memcg, Stat::Writeback, -1);
+            let wb = self.files.v[file_of(self, pfn)].wb;
+            if !wbs.contains(&wb) {
+                wbs.push(wb);
+            }
+            self.end_page_writeback(pfn, true);
             self.file_mark_ondisk(pfn);
             if self.frames.test_clear(pfn, pf::RECLAIM) {
                 self.lru_rotate_to_tail(pfn);
             }
         }
+        let now_j = self.jiffies();
+        for wb in wbs {
+            let Some(w) = self.writeback.wb(wb) else {
+                continue;
+            };
+            if now_j >= w.bw_time_stamp + BANDWIDTH_INTERVAL {
+                self.wb_update_bandwidth(wb, None);
+            }
+            let w = self.writeback.wb(wb).expect("the wb exists");
+            if w.writeback == 0 && !w.bg_queued && self.wb_over_bg_thresh(wb) {
+                self.wb_start_background_writeback(wb);
+            }
+        }
     }
+}
+
+/// What a flusher pass writes (struct wb_writeback_work's reason).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WbWork {
+    All,
+    Kupdate,
+    Background,
 }
 
 #[cfg(test)]
@@ -440,5 +1349,118 @@ mod tests {
         // Now clean, they can be reclaimed.
         let freed = m.try_to_free_mem_cgroup_pages(a, 1000, true, false, None);
         assert!(freed >= 900, "freed {freed}");
+    }
+
+    /// Run until `pid` is no longer runnable (or `limit_ns`), calling `each` every 100 ms.
+    fn run_watching(
+        m: &mut Machine,
+        pid: crate::program::Pid,
+        limit_ns: u64,
+        mut each: impl FnMut(&Machine),
+    ) -> u64 {
+        let mut t = 0;
+        while m.task(pid).state == crate::task::TaskState::Runnable && t < limit_ns {
+            t += 100_000_000;
+            m.run_until(t, |_| false);
+            each(m);
+        }
+        t
+    }
+
+    #[test]
+    fn a_writer_in_a_small_group_is_held_by_its_memcg_domain() {
+        let mut cfg = MachineConfig::default();
+        cfg.set("memory", "1G").unwrap();
+        let mut m = Machine::new(cfg).unwrap();
+        m.check_invariants = true;
+        let a = m.memcg_create(ROOT_MEMCG).unwrap();
+        m.write_memory_max(a, 256 << 8); // 256M in pages
+                                         // 1G written through a 256M group.
+        let w = Writer {
+            pages: 262_144,
+            next: 0,
+            file: None,
+        };
+        let pid = m.spawn(a, "writer".into(), 0, Box::new(w));
+        let mut worst = 0u64;
+        run_watching(&mut m, pid, 60_000_000_000, |m| {
+            let dirty = m.stat_total(a, Stat::FileDirty) + m.stat_total(a, Stat::Writeback);
+            let (g, _) = m.global_dirty_limits();
+            let gd = m.gdtc(true);
+            let md = m.mdtc(a, &gd, true);
+            let limit = md.thresh.max(m.writeback.wb(a).unwrap().dom.dirty_limit);
+            worst = worst.max(dirty.saturating_sub(limit));
+            assert!(
+                md.thresh < g,
+                "the memcg domain is the stricter: {} vs {g}",
+                md.thresh
+            );
+        });
+        // It completes, without an OOM kill, its dirty pages held near the memcg domain's
+        // limit (a pause's worth over it at most), far below the global one.
+        assert_eq!(
+            m.task(pid).state,
+            crate::task::TaskState::Holding,
+            "the writer must finish"
+        );
+        assert_eq!(
+            m.memcg(a).events_local[crate::memcontrol::MemcgEvent::OomKill as usize],
+            0
+        );
+        assert!(
+            worst <= 2048,
+            "dirty went {worst} pages over the memcg limit"
+        );
+        assert!(m.writeback.wb(a).is_some());
+        assert!(m.writeback.nr_written > 0 && m.writeback.nr_dirtied >= 262_144);
+    }
+
+    #[test]
+    fn a_writer_elsewhere_is_not_throttled_by_a_full_memcg_domain() {
+        let mut cfg = MachineConfig::default();
+        cfg.set("memory", "1G").unwrap();
+        cfg.set("disk_bandwidth", "50M").unwrap();
+        let mut m = Machine::new(cfg).unwrap();
+        let a = m.memcg_create(ROOT_MEMCG).unwrap();
+        let b = m.memcg_create(ROOT_MEMCG).unwrap();
+        m.write_memory_max(a, 128 << 8);
+        // A streams 1G at a 50M/s disk: it lives at its memcg domain's limit.
+        let wa = Writer {
+            pages: 262_144,
+            next: 0,
+            file: None,
+        };
+        let pa = m.spawn(a, "writer".into(), 0, Box::new(wa));
+        m.run_until(3_000_000_000, |_| false);
+        assert!(
+            m.task(pa).stats.io_wait_ns > 1_000_000_000,
+            "A is throttled"
+        );
+        // B writes 8M into another file: well below both of its limits, it runs free.
+        struct Small(u64, Option<FileId>);
+        impl Program for Small {
+            fn name(&self) -> &str {
+                "small"
+            }
+            fn step(&mut self, cx: &mut TaskCtx<'_>) -> Step {
+                let f = *self.1.get_or_insert_with(|| cx.open("other"));
+                while self.0 < 2048 && cx.has_time() {
+                    if cx.write(f, self.0).is_err() {
+                        return Step::Continue;
+                    }
+                    self.0 += 1;
+                }
+                if self.0 < 2048 {
+                    Step::Continue
+                } else {
+                    Step::Exit(0)
+                }
+            }
+        }
+        let pb = m.spawn(b, "small".into(), 0, Box::new(Small(0, None)));
+        m.run_until(4_000_000_000, |_| false);
+        assert!(m.task(pb).state != crate::task::TaskState::Runnable);
+        assert_eq!(m.task(pb).stats.io_wait_ns, 0, "B never paused");
+        assert_eq!(m.files.v[m.files.by_name["other"] as usize].wb, b);
     }
 }

@@ -19,8 +19,12 @@ pub enum Event {
     /// Run a task (with the generation it was scheduled for).
     TaskRun(Pid, u64),
     Kswapd,
+    /// The periodic flusher wakeup (dirty_writeback_interval).
     Flusher,
+    /// wakeup_flusher_threads(): write everything.
     FlusherKick,
+    /// Background writeback of one memcg's wb.
+    FlusherWb(u16),
     WritebackDone(u32),
 }
 
@@ -131,8 +135,9 @@ impl Machine {
                     self.sched.push(next, Event::Kswapd);
                 }
             }
-            Event::Flusher => self.flusher_run(true),
-            Event::FlusherKick => self.flusher_run(false),
+            Event::Flusher => self.flusher_run(),
+            Event::FlusherKick => self.flusher_kick(),
+            Event::FlusherWb(wb) => self.flusher_wb(wb),
             Event::WritebackDone(id) => self.writeback_done(id),
         }
         self.after_step_check();
