@@ -153,8 +153,16 @@ fn seed000_stream_leaves_the_mem_eater_alone() {
         let r = run("experiments/seed000/stream/small.toml", v);
         assert_eq!(task(&r, "dd").outcome, "exit 0");
         assert_eq!(task(&r, "mem_eater").outcome, "holding");
-        assert_eq!(cgroup_stat(&r, "/B", |c| c.usage_end), 960 << 20, "{v}");
-        assert_eq!(cgroup_stat(&r, "/B", |c| c.swap_peak), 0, "{v}");
+        // At most a few of B's pages swapped (by the base's normal pass after soft reclaim).
+        assert!(
+            cgroup_stat(&r, "/B", |c| c.usage_end) > (960 << 20) - (1 << 20),
+            "{v}"
+        );
+        assert!(cgroup_stat(&r, "/B", |c| c.swap_peak) < 1 << 20, "{v}");
+        if v == "rework" {
+            assert_eq!(cgroup_stat(&r, "/B", |c| c.usage_end), 960 << 20);
+            assert_eq!(cgroup_stat(&r, "/B", |c| c.swap_peak), 0);
+        }
         // All of the stream's reclaim is soft-limit reclaim of A.
         assert!(
             reclaim(&r, "soft_reclaimed") * 100 > cgroup_stat(&r, "machine", |c| c.pgsteal) * 95

@@ -41,6 +41,8 @@ pub struct Machine {
     /// write from outside), to which CPU and wait time are charged.
     pub cur: Option<ExecCtx>,
     pub kswapd: Kswapd,
+    /// The reclaim wait queues (reclaim_throttle()).
+    pub reclaim_wait: crate::vmscan::ReclaimWait,
     pub writeback: Writeback,
     pub device: Device,
     pub rng: Rng,
@@ -80,6 +82,7 @@ impl Machine {
             sched: Sched::new(cfg.cpus),
             cur: None,
             kswapd: Kswapd::default(),
+            reclaim_wait: Default::default(),
             writeback: Writeback::default(),
             device: Device::new(cfg.device.clone()),
             rng: Rng::new(cfg.seed),

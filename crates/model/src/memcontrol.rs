@@ -128,6 +128,17 @@ pub enum IterVisit {
     SkipTree,
 }
 
+/// try_charge_memcg()'s retry loop state.
+struct ChargeLoop {
+    /// The memcg being charged.
+    memcg: MemcgId,
+    nr_retries: u32,
+    drained: bool,
+    passed_oom: bool,
+    /// Resuming after a sleep in reclaim: what that reclaim reclaimed.
+    resumed: Option<u64>,
+}
+
 /// Why a charge failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChargeError {
@@ -135,6 +146,8 @@ pub enum ChargeError {
     NoMem,
     /// The charging task itself was killed.
     Killed,
+    /// The charging task went to sleep in reclaim; it retries when it wakes.
+    Blocked,
 }
 
 impl Machine {
@@ -427,7 +440,8 @@ impl Machine {
         self.cur.as_ref().map(|c| c.cpu as usize).unwrap_or(0)
     }
 
-    fn current_pid(&self) -> Option<Pid> {
+    /// The task whose context is running, if any (not kswapd, not a control-file write).
+    pub(crate) fn current_pid(&self) -> Option<Pid> {
         self.cur.as_ref().and_then(|c| c.pid)
     }
 
@@ -444,9 +458,32 @@ impl Machine {
         } else {
             nr
         };
-        let mut nr_retries = MAX_RECLAIM_RETRIES;
-        let mut drained = false;
-        let mut passed_oom = false;
+        // A task that slept in this charge's reclaim goes on where its retry loop stood.
+        let mut lp = ChargeLoop {
+            memcg,
+            nr_retries: MAX_RECLAIM_RETRIES,
+            drained: false,
+            passed_oom: false,
+            resumed: None,
+        };
+        if let Some(pid) = self.current_pid() {
+            if let Some(crate::task::AllocRetry::Charge {
+                memcg: m,
+                nr_retries,
+                drained,
+                passed_oom,
+                reclaimed,
+            }) = self.task(pid).alloc_retry
+            {
+                self.task_mut(pid).alloc_retry = None;
+                if m == memcg {
+                    lp.nr_retries = nr_retries;
+                    lp.drained = drained;
+                    lp.passed_oom = passed_oom;
+                    lp.resumed = Some(reclaimed);
+                }
+            }
+        }
         let v1 = self.is_v1();
         // Bound: each pass either consumes a retry, an OOM kill, or makes reclaim progress.
         for _pass in 0..100_000u32 {
@@ -485,14 +522,7 @@ impl Machine {
                 batch = nr;
                 continue;
             }
-            if let Some(r) = self.charge_slowpath(
-                over,
-                nr,
-                may_swap,
-                &mut nr_retries,
-                &mut drained,
-                &mut passed_oom,
-            ) {
+            if let Some(r) = self.charge_slowpath(over, nr, may_swap, &mut lp) {
                 return r;
             }
         }
@@ -506,32 +536,48 @@ impl Machine {
         over: MemcgId,
         nr: u64,
         may_swap: bool,
-        nr_retries: &mut u32,
-        drained: &mut bool,
-        passed_oom: &mut bool,
+        lp: &mut ChargeLoop,
     ) -> Option<Result<(), ChargeError>> {
         if self.current_is_dying() {
             // A killed task does not reclaim; the fault fails and the task exits.
             return Some(Err(ChargeError::Killed));
         }
-        self.memcg_memory_event(over, MemcgEvent::Max);
-        let reclaimed = self.try_to_free_mem_cgroup_pages(over, nr, may_swap, false, None);
+        let reclaimed = match lp.resumed.take() {
+            // The reclaim before the sleep already ran; the loop goes on after it.
+            Some(reclaimed) => reclaimed,
+            None => {
+                self.memcg_memory_event(over, MemcgEvent::Max);
+                let (reclaimed, throttle) = self.charge_reclaim(over, nr, may_swap);
+                if let (Some(w), Some(pid)) = (throttle, self.current_pid()) {
+                    self.task_mut(pid).alloc_retry = Some(crate::task::AllocRetry::Charge {
+                        memcg: lp.memcg,
+                        nr_retries: lp.nr_retries,
+                        drained: lp.drained,
+                        passed_oom: lp.passed_oom,
+                        reclaimed,
+                    });
+                    self.block_current(pid, w);
+                    return Some(Err(ChargeError::Blocked));
+                }
+                reclaimed
+            }
+        };
         if self.mem_cgroup_margin(over) >= nr {
             return None;
         }
-        if !*drained {
+        if !lp.drained {
             self.drain_all_stock(over);
-            *drained = true;
+            lp.drained = true;
             return None;
         }
         if reclaimed > 0 && nr <= COSTLY_PAGES {
             return None;
         }
-        if *nr_retries > 0 {
-            *nr_retries -= 1;
+        if lp.nr_retries > 0 {
+            lp.nr_retries -= 1;
             return None;
         }
-        if *passed_oom && self.current_is_dying() {
+        if lp.passed_oom && self.current_is_dying() {
             return Some(Err(ChargeError::Killed));
         }
         // mem_cgroup_oom()
@@ -546,8 +592,8 @@ impl Machine {
             if self.current_is_dying() {
                 return Some(Err(ChargeError::Killed));
             }
-            *passed_oom = true;
-            *nr_retries = MAX_RECLAIM_RETRIES;
+            lp.passed_oom = true;
+            lp.nr_retries = MAX_RECLAIM_RETRIES;
             return None;
         }
         Some(Err(ChargeError::NoMem))

@@ -42,8 +42,11 @@ impl Vmas {
 }
 
 impl From<ChargeError> for Fault {
-    fn from(_: ChargeError) -> Fault {
-        Fault::Killed
+    fn from(e: ChargeError) -> Fault {
+        match e {
+            ChargeError::Blocked => Fault::Blocked,
+            ChargeError::NoMem | ChargeError::Killed => Fault::Killed,
+        }
     }
 }
 

@@ -2,12 +2,14 @@
 //! calculate_min_free_kbytes() and __setup_per_zone_wmarks() derive them (one zone), the fast
 //! path that wakes kswapd below the low watermark, and the slow path that enters direct
 //! reclaim below min and the global OOM killer after MAX_RECLAIM_RETRIES rounds without
-//! progress.
+//! progress. A task can sleep in its direct reclaim (reclaim_throttle(), vmscan.rs); the
+//! allocation then fails with `ChargeError::Blocked` and resumes its loop when it wakes.
 
 use crate::config::MachineConfig;
 use crate::machine::Machine;
 use crate::memcontrol::{ChargeError, MAX_RECLAIM_RETRIES};
 use crate::page_cgroup::{pf, Pfn};
+use crate::task::AllocRetry;
 
 /// Zone watermarks in pages.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,8 +47,22 @@ impl Machine {
         if self.nr_free_pages() > self.wmark.min {
             return Ok(self.take_free_frame());
         }
-        // __alloc_pages_slowpath()
+        // __alloc_pages_slowpath(); a task that slept in its reclaim goes on where its
+        // retry loop stood.
         let mut no_progress = 0u32;
+        let mut resumed = None;
+        let pid = self.current_pid();
+        if let Some(pid) = pid {
+            if let Some(AllocRetry::Page {
+                no_progress: n,
+                reclaimed,
+            }) = self.task(pid).alloc_retry
+            {
+                self.task_mut(pid).alloc_retry = None;
+                no_progress = n;
+                resumed = Some(reclaimed);
+            }
+        }
         for _ in 0..10_000u32 {
             if self.current_is_dying() {
                 // OOM victims may dip into the reserves.
@@ -55,7 +71,21 @@ impl Machine {
                 }
                 return Err(ChargeError::Killed);
             }
-            let reclaimed = self.try_to_free_pages();
+            let reclaimed = match resumed.take() {
+                Some(r) => r,
+                None => {
+                    let (r, throttle) = self.try_to_free_pages();
+                    if let (Some(w), Some(pid)) = (throttle, pid) {
+                        self.task_mut(pid).alloc_retry = Some(AllocRetry::Page {
+                            no_progress,
+                            reclaimed: r,
+                        });
+                        self.block_current(pid, w);
+                        return Err(ChargeError::Blocked);
+                    }
+                    r
+                }
+            };
             if self.nr_free_pages() > self.wmark.min {
                 return Ok(self.take_free_frame());
             }

@@ -497,6 +497,7 @@ impl Machine {
     /// truncated (the model ends its writeback at once).
     pub fn end_page_writeback(&mut self, pfn: Pfn, written: bool) {
         self.frames.clear(pfn, pf::WRITEBACK);
+        self.acct_reclaim_writeback(pfn);
         let memcg = self.frames.memcg(pfn);
         self.mod_stat(memcg, Stat::Writeback, -1);
         let wb = self.files.v[file_of(self, pfn)].wb;
@@ -976,8 +977,13 @@ impl Machine {
         let task_ratelimit =
             ((dirty_ratelimit as u128 * sdtc.pos_ratio as u128) >> RATELIMIT_CALC_SHIFT) as u64;
         let max_pause = self.wb_max_pause(wb, sdtc.wb_dirty);
-        let (min_pause, nr_dirtied_pause) =
+        let (min_pause, mut nr_dirtied_pause) =
             self.wb_min_pause(wb, max_pause, task_ratelimit, dirty_ratelimit);
+        if task_ratelimit == 0 {
+            // The kernel loops in here, pausing, until the ratelimit is positive again; the
+            // writer comes back after its next page.
+            nr_dirtied_pause = 1;
+        }
         let pause = if let Some(period) = (HZ * pages_dirtied).checked_div(task_ratelimit) {
             let d = self.task(pid).dirty;
             let mut pause = period as i64;
@@ -1120,6 +1126,12 @@ impl Machine {
         if !batch.is_empty() {
             self.submit_writeback(batch);
         }
+        // do_writepages(): under constant writeback the bandwidth estimate still moves.
+        if let Some(w) = self.writeback.wb(wb) {
+            if self.jiffies() >= w.bw_time_stamp + BANDWIDTH_INTERVAL {
+                self.wb_update_bandwidth(wb, None);
+            }
+        }
     }
 
     /// The periodic flusher (wb_workfn on its timer): kupdate-style writeback of expired
@@ -1216,11 +1228,18 @@ impl Machine {
             let Some(w) = self.writeback.wb(wb) else {
                 continue;
             };
+            if w.writeback > 0 {
+                continue;
+            }
+            // wb_inode_writeback_end(): the wb's writeback went idle; its bandwidth estimate
+            // catches up (the kernel batches this in a work item BANDWIDTH_INTERVAL later).
+            // While writeback goes on, the estimates move from balance_dirty_pages() and
+            // from the flusher's submissions (do_writepages()).
             if now_j >= w.bw_time_stamp + BANDWIDTH_INTERVAL {
                 self.wb_update_bandwidth(wb, None);
             }
             let w = self.writeback.wb(wb).expect("the wb exists");
-            if w.writeback == 0 && !w.bg_queued && self.wb_over_bg_thresh(wb) {
+            if !w.bg_queued && self.wb_over_bg_thresh(wb) {
                 self.wb_start_background_writeback(wb);
             }
         }
@@ -1349,6 +1368,42 @@ mod tests {
         // Now clean, they can be reclaimed.
         let freed = m.try_to_free_mem_cgroup_pages(a, 1000, true, false, None);
         assert!(freed >= 900, "freed {freed}");
+    }
+
+    /// A writer in a cgroup v1 group much smaller than the global dirty limit: v1 has no
+    /// memcg dirty domain, so the group fills with dirty pages; its limit reclaim kicks the
+    /// flusher, sleeps in reclaim_throttle() and waits on pages under writeback
+    /// (shrink_folio_list()'s case 3) instead of OOM-killing the writer.
+    #[test]
+    fn a_writer_in_a_small_v1_group_sleeps_in_reclaim_instead_of_oom() {
+        let mut cfg = MachineConfig::default();
+        cfg.set("memory", "1G").unwrap();
+        cfg.set("cgroup", "v1").unwrap();
+        let mut m = Machine::new(cfg).unwrap();
+        m.check_invariants = true;
+        let a = m.memcg_create(ROOT_MEMCG).unwrap();
+        m.write_memory_max(a, 64 << 8);
+        let w = Writer {
+            pages: 65_536,
+            next: 0,
+            file: None,
+        };
+        let pid = m.spawn(a, "writer".into(), 0, Box::new(w));
+        let mut slept = false;
+        run_watching(&mut m, pid, 60_000_000_000, |m| {
+            slept |= m.task(pid).block.is_some();
+            assert!(m.memory.get(a as usize).usage <= 64 << 8);
+        });
+        assert_eq!(m.task(pid).state, crate::task::TaskState::Holding);
+        assert_eq!(
+            m.memcg(a).events_local[crate::memcontrol::MemcgEvent::OomKill as usize],
+            0
+        );
+        assert!(slept, "the writer never slept in reclaim");
+        assert!(m.task(pid).stats.reclaim_ns > 0);
+        // Nobody is left on the wait queues.
+        assert!(m.reclaim_wait.sleepers.is_empty());
+        assert!(m.task(pid).block.is_none() && m.task(pid).alloc_retry.is_none());
     }
 
     /// Run until `pid` is no longer runnable (or `limit_ns`), calling `each` every 100 ms.

@@ -70,6 +70,10 @@ pub enum Fault {
     Killed,
     /// The access was outside any mapping (a bug in the program).
     Segv,
+    /// The task went to sleep inside the operation (reclaim throttling, or a wait for a
+    /// page's writeback); nothing was done. Return from `step` at once: the scheduler runs
+    /// the task again when the sleep ends, and the next step retries the same operation.
+    Blocked,
 }
 
 /// A program run by a simulated task.

@@ -6,19 +6,26 @@
 //! is used, it sleeps, holds or exits, and is rescheduled after the CPU and wait time it
 //! consumed. kswapd and the flusher are event-driven kernel threads; kswapd runs one
 //! balance_pgdat() priority step per event and does not occupy a simulated CPU.
+//!
+//! A task can sleep inside an allocation (reclaim_throttle() and folio_wait_writeback(),
+//! vmscan.rs): the allocation fails with `Fault::Blocked`, the program returns, and the task
+//! is not run again until the sleep's timeout or a wakeup, whichever comes first; a wakeup
+//! supersedes the timeout's run event through the task's generation.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::machine::Machine;
 use crate::program::{Pid, Step, TaskOutcome};
-use crate::task::{TaskCtx, TaskState};
+use crate::task::{Block, TaskCtx, TaskState};
+use crate::vmscan::Wait;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Event {
     /// Run a task (with the generation it was scheduled for).
     TaskRun(Pid, u64),
-    Kswapd,
+    /// A kswapd step (with the generation it was scheduled for).
+    Kswapd(u64),
     /// The periodic flusher wakeup (dirty_writeback_interval).
     Flusher,
     /// wakeup_flusher_threads(): write everything.
@@ -119,7 +126,11 @@ impl Machine {
         self.sched.nr_events += 1;
         match ev {
             Event::TaskRun(pid, gen) => self.run_task(pid, gen),
-            Event::Kswapd => {
+            Event::Kswapd(gen) => {
+                if gen != self.kswapd.gen {
+                    return;
+                }
+                self.kswapd_end_throttle();
                 self.cur = Some(ExecCtx {
                     pid: None,
                     cpu: 0,
@@ -130,9 +141,9 @@ impl Machine {
                 let more = self.kswapd_step();
                 let ctx = self.cur.take().expect("kswapd context");
                 self.kswapd.cpu_ns += ctx.cpu_ns;
-                if more.is_some() {
-                    let next = t + (ctx.cpu_ns + ctx.wait_ns).max(1_000);
-                    self.sched.push(next, Event::Kswapd);
+                if let Some(sleep) = more {
+                    let next = t + (ctx.cpu_ns + ctx.wait_ns).max(1_000) + sleep;
+                    self.sched.push(next, Event::Kswapd(self.kswapd.gen));
                 }
             }
             Event::Flusher => self.flusher_run(),
@@ -151,6 +162,7 @@ impl Machine {
                 return;
             }
         }
+        self.end_block(pid);
         if self.task(pid).frozen {
             self.task_mut(pid).parked = true;
             return;
@@ -208,6 +220,9 @@ impl Machine {
             if self.now() == before {
                 self.spend_cpu(1);
             }
+            if self.task(pid).block.is_some() {
+                break;
+            }
             match step {
                 Step::Continue => {
                     if self.now() >= quantum_end {
@@ -230,6 +245,16 @@ impl Machine {
         if self.task(pid).exited() {
             self.task_mut(pid).stats.end_ns = end;
             return;
+        }
+        if let Some(b) = self.task(pid).block {
+            if matches!(outcome, Some(Step::Exit(_) | Step::Hold)) {
+                // The program gave up the operation it slept in.
+                self.end_block(pid);
+            } else {
+                self.task_mut(pid).program = Some(prog);
+                self.sleep_blocked(pid, b, end);
+                return;
+            }
         }
         match outcome {
             Some(Step::Exit(code)) => {
@@ -254,6 +279,75 @@ impl Machine {
                 let g = task.gen;
                 self.sched.push(end, Event::TaskRun(pid, g));
             }
+        }
+    }
+}
+
+impl Machine {
+    /// The running task goes to sleep in its allocation; the allocation returns
+    /// `Blocked` and the sleep begins when the task's step ends.
+    pub(crate) fn block_current(&mut self, pid: Pid, wait: Wait) {
+        debug_assert!(
+            self.task(pid).block.is_none(),
+            "a task sleeps once at a time"
+        );
+        self.task_mut(pid).block = Some(Block {
+            wait,
+            from: None,
+            woken: false,
+        });
+        self.reclaim_wait.sleepers.push(pid);
+        if wait == Wait::Writeback {
+            self.writeback_throttled_inc();
+        }
+    }
+
+    /// The step that blocked has ended at `end`: the sleep begins, until its timeout or an
+    /// earlier wakeup.
+    fn sleep_blocked(&mut self, pid: Pid, mut b: Block, end: u64) {
+        b.from = Some(end);
+        let task = self.task_mut(pid);
+        task.block = Some(b);
+        let g = task.gen;
+        if b.woken {
+            self.sched.push(end, Event::TaskRun(pid, g));
+        } else if let Some(timeout) = b.wait.timeout_ns() {
+            self.sched.push(end + timeout, Event::TaskRun(pid, g));
+        }
+    }
+
+    /// wake_up() of a task asleep in an allocation: it runs again at once (or when its
+    /// sleep begins, if the step that blocked has not ended yet).
+    pub(crate) fn wake_blocked(&mut self, pid: Pid) {
+        let now = self.now();
+        let task = self.task_mut(pid);
+        let Some(b) = task.block.as_mut() else {
+            return;
+        };
+        if b.woken {
+            return;
+        }
+        b.woken = true;
+        if let Some(from) = b.from {
+            task.gen += 1;
+            let g = task.gen;
+            self.sched.push(from.max(now), Event::TaskRun(pid, g));
+        }
+    }
+
+    /// The sleep is over (the task runs again, or exits): it leaves the wait queue, and the
+    /// time asleep counts as direct-reclaim stall.
+    pub(crate) fn end_block(&mut self, pid: Pid) {
+        let Some(b) = self.task_mut(pid).block.take() else {
+            return;
+        };
+        self.reclaim_wait.sleepers.retain(|&p| p != pid);
+        if b.wait == Wait::Writeback {
+            self.reclaim_wait.nr_writeback_throttled -= 1;
+        }
+        if let Some(from) = b.from {
+            let slept = self.sched.clock.saturating_sub(from);
+            self.task_mut(pid).stats.reclaim_ns += slept;
         }
     }
 }

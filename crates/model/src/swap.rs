@@ -31,6 +31,9 @@ pub struct Lruvec {
     pub nonresident_age: u64,
     /// Snapshot of WORKINGSET_ACTIVATE_{ANON,FILE} at the end of the last reclaim cycle.
     pub refaults: [u64; 2],
+    /// LRUVEC_CONGESTED: reclaim found every dirty page queued and marked for immediate
+    /// reclaim.
+    pub congested: bool,
 }
 
 impl Default for Lruvec {
@@ -43,6 +46,7 @@ impl Default for Lruvec {
             file_cost: 0,
             nonresident_age: 0,
             refaults: [0; 2],
+            congested: false,
         }
     }
 }

@@ -75,7 +75,37 @@ pub struct Task {
     pub gen: u64,
     /// The CPU it last ran on.
     pub cpu: u32,
+    /// Asleep inside an allocation (reclaim_throttle(), or a wait on a page's writeback).
+    pub block: Option<Block>,
+    /// Where the retry loop of the allocation it sleeps in stood.
+    pub alloc_retry: Option<AllocRetry>,
     pub stats: TaskStats,
+}
+
+/// A sleep inside an allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Block {
+    pub wait: crate::vmscan::Wait,
+    /// When the sleep began (the end of the step that blocked); None while that step runs.
+    pub from: Option<u64>,
+    /// Woken before the step that blocked had ended.
+    pub woken: bool,
+}
+
+/// The state of an allocation's retry loop, kept across a sleep in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllocRetry {
+    /// try_charge_memcg(): the memcg charged, its retry counters, and what the reclaim
+    /// before the sleep reclaimed (the loop goes on from there).
+    Charge {
+        memcg: MemcgId,
+        nr_retries: u32,
+        drained: bool,
+        passed_oom: bool,
+        reclaimed: u64,
+    },
+    /// __alloc_pages_slowpath(): no_progress_loops and the reclaim before the sleep.
+    Page { no_progress: u32, reclaimed: u64 },
 }
 
 impl Task {
@@ -137,6 +167,8 @@ impl Machine {
             parked: false,
             gen: 0,
             cpu: (pid.0 - FIRST_PID) % self.cfg.cpus,
+            block: None,
+            alloc_retry: None,
             stats: TaskStats {
                 start_ns: now,
                 ..TaskStats::default()
@@ -163,6 +195,8 @@ impl Machine {
         if self.task(pid).exited() {
             return;
         }
+        self.end_block(pid);
+        self.task_mut(pid).alloc_retry = None;
         let vmas = std::mem::take(&mut self.task_mut(pid).vmas);
         for v in vmas {
             self.munmap(v);

@@ -16,10 +16,28 @@
 //! * memcg limit reclaim (`try_to_free_mem_cgroup_pages()`), global direct reclaim
 //!   (`try_to_free_pages()`), and kswapd's `balance_pgdat()` run one priority step per event.
 //!
+//! * reclaim_throttle(): the dirty and writeback bookkeeping of shrink_folio_list()
+//!   (nr.dirty, unqueued_dirty, congested, writeback, immediate), PGDAT_WRITEBACK and
+//!   LRUVEC_CONGESTED, and the sleeps they cause: VMSCAN_THROTTLE_WRITEBACK (HZ/10, woken
+//!   once SWAP_CLUSTER_MAX pages per sleeper finished writeback; kswapd cycling through
+//!   pages marked for immediate reclaim, and cgroup v1 limit reclaim finding only unqueued
+//!   dirty pages), VMSCAN_THROTTLE_CONGESTED (a jiffy; direct reclaim of a congested
+//!   lruvec), VMSCAN_THROTTLE_NOPROGRESS (a jiffy; global direct reclaim that freed nothing
+//!   at priority 1, woken by reclaim above 12 % efficiency; both skipped as
+//!   skip_throttle_noprogress() says), and cgroup v1's folio_wait_writeback() on a page met
+//!   twice under writeback.
+//!
+//! A task's reclaim is atomic in virtual time, so a sleep cannot happen in the middle of it:
+//! when reclaim would sleep, it stops there, the allocation fails with `Fault::Blocked`
+//! and the task sleeps (sched.rs); when it wakes, the allocation goes on from where its
+//! retry loop was (the retry counters travel with the task) and reclaims afresh from
+//! DEF_PRIORITY. Reclaim from a control-file write or memory.high's return-to-user path does
+//! not sleep.
+//!
 //! Simplifications (docs/FIDELITY.md): swap writes are synchronous, as on a
 //! SWP_SYNCHRONOUS_IO device, so an anon page is written and freed in one pass; dirty file
 //! pages are never written from reclaim (the flusher cleans them, as in the newest kernels);
-//! reclaim_throttle() and too_many_isolated() are not modelled; no slab shrinkers.
+//! too_many_isolated() is not modelled; no slab shrinkers.
 
 use crate::config::SoftLimitPolicy;
 use crate::machine::Machine;
@@ -69,10 +87,57 @@ pub struct ScanControl {
     pub nr_reclaimed: u64,
     pub nr_dirty: u64,
     pub nr_unqueued_dirty: u64,
+    pub nr_congested: u64,
     pub nr_writeback: u64,
     pub nr_immediate: u64,
     pub nr_taken: u64,
     pub nr_file_taken: u64,
+    /// The reclaimer is a task's allocation that can sleep (reclaim_throttle()); reclaim
+    /// from elsewhere never sleeps.
+    pub may_block: bool,
+    /// The sleep reclaim asked for; reclaim stops at once when it is set.
+    pub throttle: Option<Wait>,
+}
+
+/// Why a reclaimer sleeps: enum vmscan_throttle_state, and folio_wait_writeback().
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// VMSCAN_THROTTLE_WRITEBACK.
+    Writeback,
+    /// VMSCAN_THROTTLE_CONGESTED.
+    Congested,
+    /// VMSCAN_THROTTLE_NOPROGRESS.
+    NoProgress,
+    /// folio_wait_writeback() on this page.
+    PageWriteback(Pfn),
+}
+
+impl Wait {
+    /// The sleep's timeout in ns (reclaim_throttle()'s), or None to sleep until woken.
+    pub fn timeout_ns(self) -> Option<u64> {
+        let jiffy = 1_000_000_000 / crate::memcontrol::HZ;
+        match self {
+            Wait::Writeback => Some(crate::memcontrol::HZ / 10 * jiffy),
+            Wait::Congested | Wait::NoProgress => Some(jiffy),
+            Wait::PageWriteback(_) => None,
+        }
+    }
+}
+
+/// The reclaim wait queues of the node (pgdat->reclaim_wait[], nr_writeback_throttled,
+/// nr_reclaim_start and NR_THROTTLED_WRITTEN).
+#[derive(Clone, Debug, Default)]
+pub struct ReclaimWait {
+    /// The tasks asleep in reclaim.
+    pub sleepers: Vec<crate::program::Pid>,
+    /// Sleepers on VMSCAN_THROTTLE_WRITEBACK, kswapd included.
+    pub nr_writeback_throttled: u64,
+    /// NR_THROTTLED_WRITTEN when the first of them went to sleep.
+    pub nr_reclaim_start: u64,
+    /// NR_THROTTLED_WRITTEN: pages that finished writeback while someone was throttled.
+    pub throttled_written: u64,
+    /// PGDAT_WRITEBACK: kswapd found every page it isolated under writeback.
+    pub pgdat_writeback: bool,
 }
 
 impl ScanControl {
@@ -101,10 +166,13 @@ impl ScanControl {
             nr_reclaimed: 0,
             nr_dirty: 0,
             nr_unqueued_dirty: 0,
+            nr_congested: 0,
             nr_writeback: 0,
             nr_immediate: 0,
             nr_taken: 0,
             nr_file_taken: 0,
+            may_block: false,
+            throttle: None,
         }
     }
 }
@@ -120,6 +188,10 @@ pub struct Kswapd {
     pub failures: u32,
     /// Total CPU time kswapd used.
     pub cpu_ns: u64,
+    /// Asleep in reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK).
+    pub throttled: bool,
+    /// Generation of kswapd's pending event (a wakeup supersedes the timeout's event).
+    pub gen: u64,
 }
 
 impl Default for Kswapd {
@@ -130,6 +202,8 @@ impl Default for Kswapd {
             nr_reclaimed: 0,
             failures: 0,
             cpu_ns: 0,
+            throttled: false,
+            gen: 0,
         }
     }
 }
@@ -175,11 +249,29 @@ impl Machine {
         self.do_try_to_free_pages(&mut sc)
     }
 
-    /// try_to_free_pages(): global direct reclaim of SWAP_CLUSTER_MAX pages.
-    pub fn try_to_free_pages(&mut self) -> u64 {
+    /// try_to_free_mem_cgroup_pages() from try_charge_memcg(): the charging task may sleep
+    /// in reclaim_throttle(); the sleep it asked for comes back with what it reclaimed.
+    pub fn charge_reclaim(
+        &mut self,
+        memcg: MemcgId,
+        nr_pages: u64,
+        may_swap: bool,
+    ) -> (u64, Option<Wait>) {
+        let mut sc = ScanControl::new(memcg, nr_pages.max(SWAP_CLUSTER_MAX), true);
+        sc.may_swap = may_swap;
+        sc.may_block = self.current_pid().is_some();
+        let reclaimed = self.do_try_to_free_pages(&mut sc);
+        (reclaimed, sc.throttle)
+    }
+
+    /// try_to_free_pages(): global direct reclaim of SWAP_CLUSTER_MAX pages, with the
+    /// sleep it asked for.
+    pub fn try_to_free_pages(&mut self) -> (u64, Option<Wait>) {
         let mut sc = ScanControl::new(ROOT_MEMCG, SWAP_CLUSTER_MAX, false);
+        sc.may_block = self.current_pid().is_some();
         self.mod_stat(ROOT_MEMCG, Stat::Allocstall, 1);
-        self.do_try_to_free_pages(&mut sc)
+        let reclaimed = self.do_try_to_free_pages(&mut sc);
+        (reclaimed, sc.throttle)
     }
 
     /// do_try_to_free_pages(), charging the time it takes to the task that entered it (its
@@ -206,7 +298,10 @@ impl Machine {
                     sc.nr_scanned += scanned;
                 }
                 self.shrink_node(sc);
-                if sc.nr_reclaimed >= sc.nr_to_reclaim {
+                if !sc.kswapd {
+                    self.consider_reclaim_throttle(sc);
+                }
+                if sc.nr_reclaimed >= sc.nr_to_reclaim || sc.throttle.is_some() {
                     break;
                 }
                 if sc.priority < DEF_PRIORITY - 2 {
@@ -218,7 +313,10 @@ impl Machine {
                 }
             }
             self.snapshot_refaults(sc.target);
-            if sc.nr_reclaimed > 0 {
+            if sc.cgroup_reclaim {
+                self.memcg_mut(sc.target).lruvec[NID0].congested = false;
+            }
+            if sc.nr_reclaimed > 0 || sc.throttle.is_some() {
                 return sc.nr_reclaimed;
             }
             if sc.skipped_deactivate {
@@ -303,6 +401,7 @@ impl Machine {
     pub fn shrink_node(&mut self, sc: &mut ScanControl) {
         sc.nr_dirty = 0;
         sc.nr_unqueued_dirty = 0;
+        sc.nr_congested = 0;
         sc.nr_writeback = 0;
         sc.nr_immediate = 0;
         sc.nr_taken = 0;
@@ -326,9 +425,138 @@ impl Machine {
             // Any progress makes the node reclaimable again.
             self.kswapd.failures = 0;
         }
-        if sc.nr_unqueued_dirty > 0 && sc.nr_unqueued_dirty == sc.nr_file_taken {
-            // All isolated file pages were dirty and not queued: kick the flusher.
-            self.wakeup_flusher();
+        self.shrink_node_throttle(sc);
+    }
+
+    /// The end of shrink_node(): what the pages reclaim met under writeback say about the
+    /// node and the target lruvec, and the sleeps that follow.
+    fn shrink_node_throttle(&mut self, sc: &mut ScanControl) {
+        if sc.kswapd {
+            if sc.nr_writeback > 0 && sc.nr_writeback == sc.nr_taken {
+                self.reclaim_wait.pgdat_writeback = true;
+            }
+            // Pages marked for immediate reclaim came round again still under writeback:
+            // they cycle faster than they are written.
+            if sc.nr_immediate > 0 {
+                self.reclaim_throttle(sc, Wait::Writeback);
+            }
+        }
+        // Every dirty page met was already queued for writeback and marked for immediate
+        // reclaim: the lruvec is congested. Legacy (v1) limit reclaim stalls on the pages
+        // instead.
+        let sane = self.writeback_throttling_sane(sc);
+        if (sc.kswapd || (sc.cgroup_reclaim && sane))
+            && sc.nr_dirty > 0
+            && sc.nr_dirty == sc.nr_congested
+        {
+            self.memcg_mut(sc.target).lruvec[NID0].congested = true;
+        }
+        if !sc.kswapd && self.memcg(sc.target).lruvec[NID0].congested {
+            self.reclaim_throttle(sc, Wait::Congested);
+        }
+    }
+
+    /// writeback_throttling_sane(): global reclaim, or limit reclaim on cgroup v2, where
+    /// balance_dirty_pages() keeps the dirty pages in check.
+    fn writeback_throttling_sane(&self, sc: &ScanControl) -> bool {
+        !sc.cgroup_reclaim || !self.is_v1()
+    }
+
+    /// consider_reclaim_throttle(), after each shrink_node() of direct reclaim.
+    fn consider_reclaim_throttle(&mut self, sc: &mut ScanControl) {
+        if sc.nr_reclaimed > sc.nr_scanned >> 3 {
+            self.wake_throttled(|w| w == Wait::NoProgress);
+            return;
+        }
+        if sc.cgroup_reclaim {
+            return;
+        }
+        if sc.priority == 1 && sc.nr_reclaimed == 0 {
+            self.reclaim_throttle(sc, Wait::NoProgress);
+        }
+    }
+
+    /// skip_throttle_noprogress(): no point sleeping when kswapd gave up (the node is near
+    /// OOM), or when at most half the reclaimable pages wait for writeback (throttling
+    /// happens when they come round the LRU again).
+    fn skip_throttle_noprogress(&self) -> bool {
+        if self.kswapd.failures >= crate::memcontrol::MAX_RECLAIM_RETRIES {
+            return true;
+        }
+        let mut reclaimable =
+            self.global_stat(Stat::ActiveFile) + self.global_stat(Stat::InactiveFile);
+        if self.swap.nr_free() > 0 {
+            reclaimable +=
+                self.global_stat(Stat::ActiveAnon) + self.global_stat(Stat::InactiveAnon);
+        }
+        let write_pending = self.global_stat(Stat::FileDirty) + self.global_stat(Stat::Writeback);
+        2 * write_pending <= reclaimable
+    }
+
+    /// reclaim_throttle(): ask for a sleep. kswapd sleeps between its events; a task's
+    /// reclaim stops and the task sleeps (the first sleep asked for counts); reclaim that
+    /// cannot sleep goes on.
+    fn reclaim_throttle(&mut self, sc: &mut ScanControl, w: Wait) {
+        if matches!(w, Wait::Congested | Wait::NoProgress) && self.skip_throttle_noprogress() {
+            return;
+        }
+        if sc.kswapd {
+            if w == Wait::Writeback {
+                sc.throttle = Some(w);
+            }
+            return;
+        }
+        if sc.may_block && sc.throttle.is_none() {
+            sc.throttle = Some(w);
+        }
+    }
+
+    /// wake_up() on the reclaim wait queues: every sleeper whose wait `pred` accepts.
+    pub(crate) fn wake_throttled(&mut self, pred: impl Fn(Wait) -> bool) {
+        if pred(Wait::Writeback) && self.kswapd.throttled {
+            self.kswapd.throttled = false;
+            self.reclaim_wait.nr_writeback_throttled -= 1;
+            self.kswapd.gen += 1;
+            let now = self.now();
+            self.sched
+                .push(now, crate::sched::Event::Kswapd(self.kswapd.gen));
+        }
+        if self.reclaim_wait.sleepers.is_empty() {
+            return;
+        }
+        let sleepers = self.reclaim_wait.sleepers.clone();
+        for pid in sleepers {
+            let Some(b) = self.task(pid).block else {
+                continue;
+            };
+            if pred(b.wait) {
+                self.wake_blocked(pid);
+            }
+        }
+    }
+
+    /// acct_reclaim_writeback() and the wakeup of folio_wait_writeback(): a page finished
+    /// writeback.
+    pub(crate) fn acct_reclaim_writeback(&mut self, pfn: Pfn) {
+        let rw = &mut self.reclaim_wait;
+        if rw.nr_writeback_throttled > 0 {
+            rw.throttled_written += 1;
+            let written = rw.throttled_written - rw.nr_reclaim_start;
+            if written > SWAP_CLUSTER_MAX * rw.nr_writeback_throttled {
+                self.wake_throttled(|w| w == Wait::Writeback);
+            }
+        }
+        if !self.reclaim_wait.sleepers.is_empty() {
+            self.wake_throttled(|w| w == Wait::PageWriteback(pfn));
+        }
+    }
+
+    /// Count a new sleeper on VMSCAN_THROTTLE_WRITEBACK.
+    pub(crate) fn writeback_throttled_inc(&mut self) {
+        let rw = &mut self.reclaim_wait;
+        rw.nr_writeback_throttled += 1;
+        if rw.nr_writeback_throttled == 1 {
+            rw.nr_reclaim_start = rw.throttled_written;
         }
     }
 
@@ -385,6 +613,9 @@ impl Machine {
                 }
             }
             self.shrink_lruvec(memcg, sc);
+            if sc.throttle.is_some() {
+                break;
+            }
         }
         groups
     }
@@ -501,6 +732,9 @@ impl Machine {
                     nr[l] -= n;
                     reclaimed += self.shrink_list(l, n, memcg, sc);
                 }
+            }
+            if sc.throttle.is_some() {
+                break;
             }
             if reclaimed < nr_to_reclaim || scan_adjusted {
                 continue;
@@ -634,7 +868,13 @@ impl Machine {
         let mut nr_reclaimed = 0u64;
         let mut nr_pageout = 0u64;
         let mut nr_activate = 0i64;
+        let unqueued_before = sc.nr_unqueued_dirty;
         for &pfn in &pages {
+            if sc.throttle.is_some() {
+                // The task sleeps on a page's writeback: the rest go back untouched.
+                self.lru_add(pfn);
+                continue;
+            }
             let v = self.shrink_folio(pfn, memcg, sc, &mut nr_pageout);
             match v {
                 Verdict::Freed => nr_reclaimed += 1,
@@ -668,6 +908,14 @@ impl Machine {
             nr_reclaimed as i64,
         );
         self.lru_note_cost(memcg, file, nr_pageout, 0);
+        // Every page taken was dirty and not queued for writeback: the flushers are behind.
+        // Legacy memcg has no dirty throttling of its own; its reclaim sleeps here.
+        if sc.nr_unqueued_dirty - unqueued_before == taken {
+            self.wakeup_flusher();
+            if !self.writeback_throttling_sane(sc) {
+                self.reclaim_throttle(sc, Wait::Writeback);
+            }
+        }
         nr_reclaimed
     }
 
@@ -688,16 +936,38 @@ impl Machine {
         if !sc.may_unmap && flags & pf::MAPPED != 0 {
             return Verdict::Keep;
         }
-        if !anon && flags & pf::DIRTY != 0 {
+        // folio_check_dirty_writeback(): file pages only (swap writes are synchronous).
+        let dirty = !anon && flags & pf::DIRTY != 0;
+        let writeback = flags & pf::WRITEBACK != 0;
+        let marked = flags & pf::RECLAIM != 0;
+        if dirty || writeback {
             sc.nr_dirty += 1;
-            if flags & pf::WRITEBACK == 0 {
-                sc.nr_unqueued_dirty += 1;
-            }
         }
-        if flags & pf::WRITEBACK != 0 {
-            self.frames.set(pfn, pf::RECLAIM);
-            sc.nr_writeback += 1;
-            return Verdict::Activate;
+        if dirty && !writeback {
+            sc.nr_unqueued_dirty += 1;
+        }
+        // Marked for immediate reclaim and met again still under writeback: the pages
+        // cycle through the LRU faster than they are written.
+        if writeback && marked {
+            sc.nr_congested += 1;
+        }
+        if writeback {
+            if sc.kswapd && marked && self.reclaim_wait.pgdat_writeback {
+                // Case 1: kswapd sees pages cycling under writeback.
+                sc.nr_immediate += 1;
+                return Verdict::Activate;
+            }
+            if self.writeback_throttling_sane(sc) || !marked || !sc.may_block {
+                // Case 2: mark it, let it finish, and reclaim it when it comes round.
+                self.frames.set(pfn, pf::RECLAIM);
+                sc.nr_writeback += 1;
+                return Verdict::Activate;
+            }
+            // Case 3: legacy memcg limit reclaim waits for this page's writeback, then
+            // retries it (the model retries the allocation; the page went back at the head
+            // and its end of writeback rotates it to the tail).
+            self.reclaim_throttle(sc, Wait::PageWriteback(pfn));
+            return Verdict::Keep;
         }
         // folio_check_references()
         let referenced_ptes = self.page_referenced(pfn);
@@ -744,10 +1014,9 @@ impl Machine {
             if reclaim_clean {
                 return Verdict::Keep;
             }
-            // Reclaim does not write file pages; mark for rotation when the flusher has
-            // written it.
+            // Reclaim does not write file pages (not even kswapd, here); mark the page for
+            // immediate reclaim once the flusher has written it (NR_VMSCAN_IMMEDIATE).
             self.frames.set(pfn, pf::RECLAIM);
-            sc.nr_immediate += 1;
             return Verdict::Activate;
         }
         let _ = memcg;
@@ -766,18 +1035,27 @@ impl Machine {
         self.kswapd.awake = true;
         self.kswapd.priority = DEF_PRIORITY;
         self.kswapd.nr_reclaimed = 0;
+        self.kswapd.gen += 1;
         let now = self.now();
-        self.sched.push(now, crate::sched::Event::Kswapd);
+        self.sched
+            .push(now, crate::sched::Event::Kswapd(self.kswapd.gen));
     }
 
     fn pgdat_balanced(&self) -> bool {
         self.nr_free_pages() > self.wmark.high
     }
 
-    /// One priority step of balance_pgdat(). Returns the time kswapd used, or None when it
-    /// goes back to sleep.
+    /// clear_pgdat_congested(): the node is balanced again.
+    fn clear_pgdat_congested(&mut self) {
+        self.memcg_mut(ROOT_MEMCG).lruvec[NID0].congested = false;
+        self.reclaim_wait.pgdat_writeback = false;
+    }
+
+    /// One priority step of balance_pgdat(). Returns how long kswapd sleeps before its next
+    /// step (reclaim_throttle()), or None when it goes back to sleep.
     pub fn kswapd_step(&mut self) -> Option<u64> {
         if self.pgdat_balanced() {
+            self.clear_pgdat_congested();
             self.kswapd.awake = false;
             return None;
         }
@@ -810,6 +1088,14 @@ impl Machine {
             self.kswapd.priority -= 1;
         }
         self.snapshot_refaults(ROOT_MEMCG);
+        let sleep = match sc.throttle {
+            Some(w) => {
+                self.kswapd.throttled = true;
+                self.writeback_throttled_inc();
+                w.timeout_ns().expect("kswapd sleeps with a timeout")
+            }
+            None => 0,
+        };
         if self.kswapd.priority < 1 {
             // balance_pgdat() ends without balancing the node.
             if self.kswapd.nr_reclaimed == 0 {
@@ -818,11 +1104,20 @@ impl Machine {
             self.kswapd.priority = DEF_PRIORITY;
             self.kswapd.nr_reclaimed = 0;
             if self.kswapd.failures >= crate::memcontrol::MAX_RECLAIM_RETRIES {
+                self.kswapd_end_throttle();
                 self.kswapd.awake = false;
                 return None;
             }
         }
-        Some(0)
+        Some(sleep)
+    }
+
+    /// kswapd's throttle sleep is over (timeout, or it stops).
+    pub(crate) fn kswapd_end_throttle(&mut self) {
+        if self.kswapd.throttled {
+            self.kswapd.throttled = false;
+            self.reclaim_wait.nr_writeback_throttled -= 1;
+        }
     }
 
     /// Free a frame that is off the LRU and out of every mapping.

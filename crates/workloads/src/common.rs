@@ -16,13 +16,14 @@ pub(crate) fn pages(bytes: u64) -> u64 {
     bytes.div_ceil(PAGE_SIZE)
 }
 
-/// What a program returns when a page operation fails: on `Killed` it returns at once (the
-/// scheduler ends the task; if the task was not killed, e.g. a charge failed while another
-/// task was OOM-killed, the next step retries the same page), on `Segv` it dies with
-/// SIGSEGV's status.
+/// What a program returns when a page operation fails: on `Killed` or `Blocked` it returns
+/// at once (the scheduler ends a killed task, or runs a blocked one again when its sleep
+/// ends; if the task was not killed, e.g. a charge failed while another task was
+/// OOM-killed, the next step retries the same page), on `Segv` it dies with SIGSEGV's
+/// status.
 pub(crate) fn fault_step(f: Fault) -> Step {
     match f {
-        Fault::Killed => Step::Continue,
+        Fault::Killed | Fault::Blocked => Step::Continue,
         Fault::Segv => Step::Exit(139),
     }
 }

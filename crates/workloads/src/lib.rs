@@ -248,7 +248,7 @@ impl Program for Anon {
             };
             match r {
                 Ok(()) => self.next += 1,
-                Err(Fault::Killed) => return Step::Continue,
+                Err(Fault::Killed | Fault::Blocked) => return Step::Continue,
                 Err(Fault::Segv) => return Step::Exit(139),
             }
             if !cx.has_time() {
@@ -322,7 +322,7 @@ impl Program for PageCache {
         while self.next < stop {
             match cx.read(f, self.next) {
                 Ok(()) => self.next += 1,
-                Err(Fault::Killed) => return Step::Continue,
+                Err(Fault::Killed | Fault::Blocked) => return Step::Continue,
                 Err(Fault::Segv) => return Step::Exit(1),
             }
             if !cx.has_time() {
