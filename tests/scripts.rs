@@ -205,6 +205,9 @@ script_tests! {
     dirty_high => "dirty/high.mcg",
     dirty_cat_limit => "dirty/cat_limit.mcg",
     dirty_beside_dd => "dirty/beside_dd.mcg",
+    // Seed 001's per-memcg dirty limits (dirty=seed001; never merged, no oracle).
+    seed001_files => "seed001/files.mcg",
+    seed001_held => "seed001/held.mcg",
     // Seed reports.
     seed002_pagetest_400m => "seed002/pagetest_400M.mcg",
     seed002_scan_split => "seed002/scan_split.mcg",

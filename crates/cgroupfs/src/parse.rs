@@ -21,6 +21,25 @@ pub fn page_counter_memparse(buf: &str, max_token: &str) -> Result<u64, Errno> {
     Ok((bytes / PAGE_SIZE).min(PAGE_COUNTER_MAX))
 }
 
+/// res_counter_memparse_write_strategy() of 2.6.36 (seed 001's byte files): "-1" is
+/// unlimited (the largest u64), anything else a memparse() size rounded up to whole pages.
+pub fn res_counter_memparse(buf: &str) -> Result<u64, Errno> {
+    let buf = buf.trim();
+    if let Some(rest) = buf.strip_prefix('-') {
+        let (v, left, _) = simple_strtoull(rest);
+        return if v == 1 && left.is_empty() {
+            Ok(u64::MAX)
+        } else {
+            Err(Errno::EINVAL)
+        };
+    }
+    let (bytes, rest) = memparse(buf);
+    if !rest.is_empty() {
+        return Err(Errno::EINVAL);
+    }
+    Ok(bytes.div_ceil(PAGE_SIZE).saturating_mul(PAGE_SIZE))
+}
+
 /// kstrtoull(s, 0): the whole (stripped) string must be a number.
 pub fn kstrtoull(buf: &str) -> Result<u64, Errno> {
     let s = buf.trim();
@@ -140,6 +159,16 @@ mod tests {
             page_counter_memparse("9223372036854771712", "-1"),
             Ok(PAGE_COUNTER_MAX)
         );
+    }
+
+    #[test]
+    fn res_counter_memparse_rules() {
+        assert_eq!(res_counter_memparse("400M"), Ok(400 << 20));
+        assert_eq!(res_counter_memparse("1"), Ok(4096));
+        assert_eq!(res_counter_memparse("-1"), Ok(u64::MAX));
+        assert_eq!(res_counter_memparse("-2"), Err(Errno::EINVAL));
+        assert_eq!(res_counter_memparse("1x"), Err(Errno::EINVAL));
+        assert_eq!(res_counter_memparse("0"), Ok(0));
     }
 
     #[test]

@@ -2,6 +2,12 @@
 //! formerly mm/memcontrol.c), with the v1 semantics: limits that return EBUSY when reclaim
 //! cannot make room, "-1" for unlimited, watermark and failcnt resets on any write,
 //! force_empty, use_hierarchy always 1, memory.stat with total_* keys.
+//!
+//! Under `machine dirty=seed001` or `seed001-hier`, seed 001's files as well
+//! (memory.dirty_ratio, memory.dirty_limit_in_bytes, memory.dirty_background_ratio,
+//! memory.dirty_background_limit_in_bytes), and memory.use_hierarchy as 2.6.36 had it:
+//! 0 by default, inherited at mkdir, writable only while the group has no children and its
+//! parent has it clear.
 
 use memcgsim_model::{Errno, Stat, PAGE_COUNTER_MAX, PAGE_SIZE, ROOT_MEMCG};
 
@@ -31,9 +37,24 @@ const FILES: &[&str] = &[
     "memory.memsw.failcnt",
 ];
 
+/// Seed 001's files (dirty=seed001*).
+const DIRTY_FILES: &[&str] = &[
+    "memory.dirty_ratio",
+    "memory.dirty_limit_in_bytes",
+    "memory.dirty_background_ratio",
+    "memory.dirty_background_limit_in_bytes",
+];
+
+fn seed001(m: &memcgsim_model::Machine) -> bool {
+    m.cfg.dirty != memcgsim_model::DirtyPolicy::Mainline
+}
+
 pub(crate) fn files(sys: &System, i: usize) -> Vec<String> {
     let mut v = sys.core_file_names(i);
     v.extend(FILES.iter().map(|s| s.to_string()));
+    if seed001(&sys.machine) {
+        v.extend(DIRTY_FILES.iter().map(|s| s.to_string()));
+    }
     v
 }
 
@@ -75,7 +96,25 @@ pub(crate) fn read(sys: &mut System, i: usize, f: &str) -> Result<String, Errno>
         "memory.kmem.limit_in_bytes" => fmt_bytes(PAGE_COUNTER_MAX),
         "memory.kmem.usage_in_bytes" | "memory.kmem.max_usage_in_bytes" => "0\n".into(),
         "memory.kmem.failcnt" => "0\n".into(),
+        "memory.use_hierarchy" if seed001(m) => {
+            format!("{}\n", m.memcg(memcg).use_hierarchy as u8)
+        }
         "memory.use_hierarchy" => "1\n".into(),
+        "memory.dirty_ratio"
+        | "memory.dirty_limit_in_bytes"
+        | "memory.dirty_background_ratio"
+        | "memory.dirty_background_limit_in_bytes"
+            if seed001(m) =>
+        {
+            let p = m.memcg_dirty_param(memcg);
+            let v = match f {
+                "memory.dirty_ratio" => p.ratio,
+                "memory.dirty_limit_in_bytes" => p.bytes,
+                "memory.dirty_background_ratio" => p.background_ratio,
+                _ => p.background_bytes,
+            };
+            format!("{v}\n")
+        }
         "memory.swappiness" => format!("{}\n", m.memcg_swappiness(memcg)),
         "memory.move_charge_at_immigrate" => "0\n".into(),
         "memory.oom_control" => {
@@ -128,9 +167,55 @@ pub(crate) fn write(sys: &mut System, i: usize, f: &str, data: &str) -> Result<(
             }
             m.force_empty(memcg);
         }
+        "memory.use_hierarchy" if seed001(m) => {
+            // mem_cgroup_hierarchy_write() of 2.6.36.
+            let v = kstrtoull(data)?;
+            let parent_has = m
+                .memcg(memcg)
+                .parent
+                .is_some_and(|p| m.memcg(p).use_hierarchy);
+            if parent_has || v > 1 {
+                return Err(Errno::EINVAL);
+            }
+            if m.memcg(memcg).first_child.is_some() {
+                return Err(Errno::EBUSY);
+            }
+            m.memcg_mut(memcg).use_hierarchy = v == 1;
+        }
         "memory.use_hierarchy" => {
             if kstrtoull(data)? != 1 {
                 return Err(Errno::EINVAL);
+            }
+        }
+        "memory.dirty_ratio" | "memory.dirty_background_ratio" if seed001(m) => {
+            // mem_cgroup_dirty_write(): a u64, at most 100; only a group with limits of its
+            // own (not the root; under dirty=seed001, not with use_hierarchy).
+            let v = kstrtoull(data)?;
+            if !m.memcg_has_dirty_limit(memcg) || v > 100 {
+                return Err(Errno::EINVAL);
+            }
+            let p = &mut m.memcg_mut(memcg).dirty_param;
+            if f == "memory.dirty_ratio" {
+                p.ratio = v;
+                p.bytes = 0;
+            } else {
+                p.background_ratio = v;
+                p.background_bytes = 0;
+            }
+        }
+        "memory.dirty_limit_in_bytes" | "memory.dirty_background_limit_in_bytes" if seed001(m) => {
+            // mem_cgroup_dirty_write_string().
+            if !m.memcg_has_dirty_limit(memcg) {
+                return Err(Errno::EINVAL);
+            }
+            let v = crate::parse::res_counter_memparse(data)?;
+            let p = &mut m.memcg_mut(memcg).dirty_param;
+            if f == "memory.dirty_limit_in_bytes" {
+                p.bytes = v;
+                p.ratio = 0;
+            } else {
+                p.background_bytes = v;
+                p.background_ratio = 0;
             }
         }
         "memory.swappiness" => {

@@ -43,6 +43,20 @@ pub enum SoftLimitPolicy {
     ReworkWalk,
 }
 
+/// The dirty-memory design: how balance_dirty_pages() limits a cgroup's dirty pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DirtyPolicy {
+    /// Mainline: the global domain, and on cgroup v2 each memcg's own wb_domain (cgroup
+    /// writeback, 4.2+).
+    Mainline,
+    /// Seed 001's per-memcg dirty limits (2010, cgroup v1, never merged): memory.dirty_ratio
+    /// and friends, checked beside the system's; disabled in a group with use_hierarchy.
+    Seed001,
+    /// Seed 001 with the fix its thread sketches: the ancestor closest to its limit counts,
+    /// for the foreground and the background limit, use_hierarchy or not.
+    Seed001Hier,
+}
+
 /// A storage device: a fixed access latency plus a transfer rate, serving one request at a
 /// time in arrival order.
 #[derive(Clone, Debug, PartialEq)]
@@ -109,6 +123,8 @@ pub struct MachineConfig {
     pub lru: LruPolicy,
     /// Soft-limit reclaim design. Default the mainline tree.
     pub softlimit: SoftLimitPolicy,
+    /// Dirty-memory design. Default mainline.
+    pub dirty: DirtyPolicy,
     pub device: DeviceConfig,
     pub costs: Costs,
 }
@@ -131,6 +147,7 @@ impl Default for MachineConfig {
             nodes: 1,
             lru: LruPolicy::Split,
             softlimit: SoftLimitPolicy::Tree,
+            dirty: DirtyPolicy::Mainline,
             device: DeviceConfig {
                 latency_ns: 100_000,
                 bandwidth_bps: 500_000_000,
@@ -192,6 +209,7 @@ impl MachineConfig {
         "root_memory",
         "lru",
         "softlimit",
+        "dirty",
         "disk_latency",
         "disk_bandwidth",
         "hit_cost",
@@ -250,6 +268,18 @@ impl MachineConfig {
                         }
                     }
                 }
+                "dirty" => {
+                    self.dirty = match value {
+                        "mainline" => DirtyPolicy::Mainline,
+                        "seed001" => DirtyPolicy::Seed001,
+                        "seed001-hier" => DirtyPolicy::Seed001Hier,
+                        _ => {
+                            return Err(format!(
+                                "expected mainline, seed001 or seed001-hier, got '{value}'"
+                            ))
+                        }
+                    }
+                }
                 "disk_latency" => self.device.latency_ns = parse_duration_ns(value)?,
                 "disk_bandwidth" => self.device.bandwidth_bps = want_size(value)?,
                 "hit_cost" => self.costs.hit_ns = parse_duration_ns(value)?,
@@ -301,6 +331,13 @@ impl MachineConfig {
         }
         if self.device.bandwidth_bps == 0 {
             return Err("disk_bandwidth must be positive".into());
+        }
+        if self.dirty != DirtyPolicy::Mainline && self.cgroup != CgroupVersion::V1 {
+            return Err(
+                "dirty=seed001 and dirty=seed001-hier are cgroup v1 designs: \
+                        set cgroup=v1"
+                    .into(),
+            );
         }
         if self.costs.quantum_ns == 0 {
             return Err("quantum must be positive".into());

@@ -29,6 +29,7 @@ pub mod config;
 pub mod errno;
 pub mod filemap;
 pub mod machine;
+pub mod memcg_dirty;
 pub mod memcontrol;
 pub mod memory;
 pub mod oom_kill;
@@ -49,7 +50,8 @@ pub mod vmscan;
 pub mod workingset;
 
 pub use config::{
-    CgroupVersion, Costs, DeviceConfig, LruPolicy, MachineConfig, SoftLimitPolicy, PAGE_SIZE,
+    CgroupVersion, Costs, DeviceConfig, DirtyPolicy, LruPolicy, MachineConfig, SoftLimitPolicy,
+    PAGE_SIZE,
 };
 pub use errno::Errno;
 pub use machine::Machine;

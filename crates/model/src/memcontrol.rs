@@ -58,6 +58,11 @@ pub const NR_MEMCG_EVENTS: usize = 9;
 /// One memory cgroup.
 #[derive(Clone, Debug)]
 pub struct Memcg {
+    /// Seed 001's dirty limits (dirty=seed001*; memcg_dirty.rs).
+    pub dirty_param: crate::memcg_dirty::DirtyParam,
+    /// v1 memory.use_hierarchy as 2.6.36 kept it (dirty=seed001*; charging is always
+    /// hierarchical in the model).
+    pub use_hierarchy: bool,
     pub id: MemcgId,
     pub online: bool,
     pub parent: Option<MemcgId>,
@@ -107,6 +112,8 @@ impl Memcg {
             nr_tasks: 0,
             soft: Default::default(),
             page_events: Vec::new(),
+            dirty_param: Default::default(),
+            use_hierarchy: false,
         }
     }
 }
@@ -203,7 +210,9 @@ impl Machine {
         if self.free_memcg_ids.is_empty() && self.memcgs.len() > u16::MAX as usize {
             return Err(Errno::ENOSPC);
         }
-        Ok(self.memcg_create_raw(Some(parent)))
+        let id = self.memcg_create_raw(Some(parent));
+        self.memcg_dirty_init(id, parent);
+        Ok(id)
     }
 
     /// Offline and free a memcg with no children and no tasks. Its remaining pages, swap

@@ -106,6 +106,8 @@ pub struct TaskDirty {
     pub nr_dirtied_pause: u64,
     /// When the last pause ended, in jiffies (0: never paused).
     pub paused_when: u64,
+    /// dirty=seed001*: the next pause of 2.6.36's loop, in jiffies (doubles to HZ/10).
+    pub seed_pause: u64,
 }
 
 impl TaskDirty {
@@ -114,6 +116,7 @@ impl TaskDirty {
             nr_dirtied: 0,
             nr_dirtied_pause: DIRTY_POLL_THRESH,
             paused_when: 0,
+            seed_pause: 1,
         }
     }
 }
@@ -368,7 +371,7 @@ impl Writeback {
         self.wbs.get(memcg as usize).and_then(|w| w.as_deref())
     }
 
-    fn wb_mut(&mut self, memcg: MemcgId) -> &mut Wb {
+    pub(crate) fn wb_mut(&mut self, memcg: MemcgId) -> &mut Wb {
         self.wbs[memcg as usize]
             .as_deref_mut()
             .expect("the wb exists")
@@ -903,12 +906,37 @@ impl Machine {
             ratelimit = ratelimit.min(DIRTY_POLL_THRESH >> 2);
         }
         if d.nr_dirtied >= ratelimit {
-            self.balance_dirty_pages(pid, wb);
+            if self.cfg.dirty == crate::config::DirtyPolicy::Mainline {
+                self.balance_dirty_pages(pid, wb);
+            } else {
+                self.seed001_balance_dirty_pages(pid, wb);
+            }
         }
     }
 
+    /// writeback_inodes_wb(): write up to `max` dirty pages of the wb's inodes, oldest
+    /// dirtied first, from the calling context; returns how many.
+    pub(crate) fn writeback_inodes_wb(&mut self, wb: MemcgId, max: u64) -> u64 {
+        let Some(w) = self.writeback.wb(wb) else {
+            return 0;
+        };
+        let inodes: Vec<(u64, u32)> = w.b_dirty.iter().copied().collect();
+        let mut batch = Vec::new();
+        let mut n = 0;
+        for (_, f) in inodes {
+            if n >= max {
+                break;
+            }
+            n += self.writeback_inode(f as usize, max - n, &mut batch);
+        }
+        if !batch.is_empty() {
+            self.submit_writeback(batch);
+        }
+        n
+    }
+
     /// wb_start_background_writeback().
-    fn wb_start_background_writeback(&mut self, wb: MemcgId) {
+    pub(crate) fn wb_start_background_writeback(&mut self, wb: MemcgId) {
         let w = self.writeback.wb_mut(wb);
         if !w.bg_queued {
             w.bg_queued = true;
@@ -1022,6 +1050,10 @@ impl Machine {
         let g = self.gdtc(false);
         if g.dirty > g.bg_thresh {
             return true;
+        }
+        if self.cfg.dirty != crate::config::DirtyPolicy::Mainline {
+            // Seed 001: the flusher goes on while any group is over its background limit.
+            return self.seed001_over_bground_thresh();
         }
         let reclaimable = self.writeback.wb(wb).expect("the wb exists").reclaimable;
         if reclaimable > self.wb_calc_thresh(wb, false, g.bg_thresh) {
