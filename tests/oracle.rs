@@ -29,6 +29,7 @@ const AGREEING: &[&str] = &[
     "tests/dirty/high.mcg",
     "tests/dirty/cat_limit.mcg",
     "tests/dirty/beside_dd.mcg",
+    "tests/dirty/writer_limit.mcg",
 ];
 
 fn oracle_ready() -> Result<(), String> {

@@ -205,6 +205,7 @@ script_tests! {
     dirty_high => "dirty/high.mcg",
     dirty_cat_limit => "dirty/cat_limit.mcg",
     dirty_beside_dd => "dirty/beside_dd.mcg",
+    dirty_writer_limit => "dirty/writer_limit.mcg",
     // Seed 001's per-memcg dirty limits (dirty=seed001; never merged, no oracle).
     seed001_files => "seed001/files.mcg",
     seed001_held => "seed001/held.mcg",
