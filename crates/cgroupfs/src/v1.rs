@@ -194,14 +194,8 @@ pub(crate) fn write(sys: &mut System, i: usize, f: &str, data: &str) -> Result<(
             if !m.memcg_has_dirty_limit(memcg) || v > 100 {
                 return Err(Errno::EINVAL);
             }
-            let p = &mut m.memcg_mut(memcg).dirty_param;
-            if f == "memory.dirty_ratio" {
-                p.ratio = v;
-                p.bytes = 0;
-            } else {
-                p.background_ratio = v;
-                p.background_bytes = 0;
-            }
+            let background = f == "memory.dirty_background_ratio";
+            m.memcg_mut(memcg).dirty_param.set(background, false, v);
         }
         "memory.dirty_limit_in_bytes" | "memory.dirty_background_limit_in_bytes" if seed001(m) => {
             // mem_cgroup_dirty_write_string().
@@ -209,14 +203,8 @@ pub(crate) fn write(sys: &mut System, i: usize, f: &str, data: &str) -> Result<(
                 return Err(Errno::EINVAL);
             }
             let v = crate::parse::res_counter_memparse(data)?;
-            let p = &mut m.memcg_mut(memcg).dirty_param;
-            if f == "memory.dirty_limit_in_bytes" {
-                p.bytes = v;
-                p.ratio = 0;
-            } else {
-                p.background_bytes = v;
-                p.background_ratio = 0;
-            }
+            let background = f == "memory.dirty_background_limit_in_bytes";
+            m.memcg_mut(memcg).dirty_param.set(background, true, v);
         }
         "memory.swappiness" => {
             let v = kstrtoull(data)?;

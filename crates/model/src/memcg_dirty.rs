@@ -45,6 +45,23 @@ pub struct DirtyParam {
     pub background_bytes: u64,
 }
 
+impl DirtyParam {
+    /// Set the foreground or `background` limit as a ratio or (`bytes`) a byte count; the
+    /// other form of the same limit becomes 0, as the series' write handlers do.
+    pub fn set(&mut self, background: bool, bytes: bool, v: u64) {
+        let (ratio_slot, bytes_slot) = if background {
+            (&mut self.background_ratio, &mut self.background_bytes)
+        } else {
+            (&mut self.ratio, &mut self.bytes)
+        };
+        if bytes {
+            (*bytes_slot, *ratio_slot) = (v, 0);
+        } else {
+            (*ratio_slot, *bytes_slot) = (v, 0);
+        }
+    }
+}
+
 /// struct dirty_info: thresholds and counts of one domain, in pages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DirtyInfo {
@@ -131,16 +148,15 @@ impl Machine {
     }
 
     /// The system's dirty info (global_dirty_info()).
-    fn system_dirty_info(&self) -> (DirtyInfo, u64) {
+    fn system_dirty_info(&self) -> DirtyInfo {
         let avail = self.global_dirtyable_memory();
         let (thresh, bg_thresh) = thresholds(&self.system_dirty_param(), avail);
-        let info = DirtyInfo {
+        DirtyInfo {
             thresh,
             bg_thresh,
             dirty: self.global_stat(Stat::FileDirty),
             writeback: self.global_stat(Stat::Writeback),
-        };
-        (info, avail)
+        }
     }
 
     /// mem_cgroup_dirty_info() of one group: its subtree's pages when it has
@@ -226,7 +242,7 @@ impl Machine {
     /// balance_dirty_pages() of the series (2.6.36 with the memcg check), one pass.
     pub(crate) fn seed001_balance_dirty_pages(&mut self, pid: Pid, wb: MemcgId) {
         let memcg = self.task(pid).memcg;
-        let (sys, _) = self.system_dirty_info();
+        let sys = self.system_dirty_info();
         let mc = self.memcg_dirty_info(memcg);
         let (mfg, mbg) = mc.unwrap_or((sys, sys));
         let ratelimit = self.seed001_ratelimit_pages();
@@ -236,15 +252,13 @@ impl Machine {
             self.seed001_done(pid, wb, ratelimit, false, &sys, &mbg);
             return;
         }
-        // One bdi: its share of the system threshold is the whole of it.
-        let bdi_thresh = sys.thresh;
-        let bdi_dirty = sys.dirty;
-        let exceeded = bdi_dirty + sys.writeback > bdi_thresh || sys.exceeded() || mfg.exceeded();
-        if !exceeded {
+        // One bdi: its share of the system threshold is the whole of it, so the bdi's
+        // checks are the system's.
+        if !sys.exceeded() && !mfg.exceeded() {
             self.seed001_done(pid, wb, ratelimit, false, &sys, &mbg);
             return;
         }
-        if bdi_dirty > bdi_thresh {
+        if sys.dirty > sys.thresh {
             // writeback_inodes_wb(): the writer writes a chunk of the bdi's dirty inodes,
             // oldest first, whatever cgroup dirtied them.
             let written = self.writeback_inodes_wb(wb, write_chunk);
@@ -302,38 +316,9 @@ impl Machine {
 #[cfg(test)]
 mod tests {
     use crate::config::MachineConfig;
-    use crate::program::{Program, Step};
+    use crate::page_writeback::tests::Writer;
     use crate::stat::Stat;
-    use crate::task::{FileId, TaskCtx};
     use crate::{Machine, MemcgId, ROOT_MEMCG};
-
-    /// Writes `pages` pages of its own file, then exits.
-    struct Writer {
-        pages: u64,
-        next: u64,
-        file: Option<FileId>,
-    }
-
-    impl Program for Writer {
-        fn name(&self) -> &str {
-            "writer"
-        }
-        fn step(&mut self, cx: &mut TaskCtx<'_>) -> Step {
-            let name = format!("w{}", cx.pid());
-            let f = *self.file.get_or_insert_with(|| cx.open(&name));
-            while self.next < self.pages && cx.has_time() {
-                if cx.write(f, self.next).is_err() {
-                    return Step::Continue;
-                }
-                self.next += 1;
-            }
-            if self.next < self.pages {
-                Step::Continue
-            } else {
-                Step::Exit(0)
-            }
-        }
-    }
 
     fn machine(dirty: &str) -> Machine {
         let mut cfg = MachineConfig::default();
@@ -348,11 +333,7 @@ mod tests {
 
     /// Run a 400M writer in `memcg` for 4 s; the most dirty + writeback pages `watch` had.
     fn peak_dirty(m: &mut Machine, memcg: MemcgId, watch: MemcgId) -> u64 {
-        let w = Writer {
-            pages: 102_400,
-            next: 0,
-            file: None,
-        };
+        let w = Writer::exiting(102_400);
         m.spawn(memcg, "writer".into(), 0, Box::new(w));
         let mut peak = 0;
         for i in 1..=40u64 {
@@ -371,8 +352,7 @@ mod tests {
     fn a_group_dirty_limit_holds_its_writer() {
         let mut m = machine("seed001");
         let a = m.memcg_create(ROOT_MEMCG).unwrap();
-        m.memcg_mut(a).dirty_param.bytes = LIMIT * 4096;
-        m.memcg_mut(a).dirty_param.ratio = 0;
+        m.memcg_mut(a).dirty_param.set(false, true, LIMIT * 4096);
         let peak = peak_dirty(&mut m, a, a);
         assert!(peak <= LIMIT + SLACK, "peak {peak}");
         assert!(
@@ -392,12 +372,13 @@ mod tests {
             let mut m = machine(dirty);
             let p = m.memcg_create(ROOT_MEMCG).unwrap();
             m.memcg_mut(p).use_hierarchy = true;
-            m.memcg_mut(p).dirty_param.bytes = LIMIT * 4096;
-            m.memcg_mut(p).dirty_param.ratio = 0;
+            m.memcg_mut(p).dirty_param.set(false, true, LIMIT * 4096);
             // The child inherits use_hierarchy and the parent's limit, then loosens its own.
             let c = m.memcg_create(p).unwrap();
             assert!(m.memcg(c).use_hierarchy);
-            m.memcg_mut(c).dirty_param.bytes = 16 * LIMIT * 4096;
+            m.memcg_mut(c)
+                .dirty_param
+                .set(false, true, 16 * LIMIT * 4096);
             assert_eq!(m.memcg_has_dirty_limit(c), held, "{dirty}");
             let peak = peak_dirty(&mut m, c, p);
             if held {

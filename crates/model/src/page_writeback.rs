@@ -1287,7 +1287,7 @@ enum WbWork {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use crate::config::MachineConfig;
     use crate::program::{Program, Step};
     use crate::stat::Stat;
@@ -1307,11 +1307,33 @@ mod tests {
         assert_eq!(pos_ratio(1500, 1750, 2000), 897);
     }
 
-    /// Writes `pages` pages of a named file, then holds.
-    struct Writer {
+    /// Writes `pages` pages of a file, then holds (the file "data") or exits (a file of
+    /// its own).
+    pub(crate) struct Writer {
         pages: u64,
         next: u64,
         file: Option<FileId>,
+        exit: bool,
+    }
+
+    impl Writer {
+        /// Writes the file "data", then holds its memory.
+        pub(crate) fn new(pages: u64) -> Writer {
+            Writer {
+                pages,
+                next: 0,
+                file: None,
+                exit: false,
+            }
+        }
+
+        /// Writes a file named after its pid, then exits.
+        pub(crate) fn exiting(pages: u64) -> Writer {
+            Writer {
+                exit: true,
+                ..Writer::new(pages)
+            }
+        }
     }
 
     impl Program for Writer {
@@ -1319,7 +1341,17 @@ mod tests {
             "writer"
         }
         fn step(&mut self, cx: &mut TaskCtx<'_>) -> Step {
-            let f = *self.file.get_or_insert_with(|| cx.open("data"));
+            let f = match self.file {
+                Some(f) => f,
+                None => {
+                    let name = if self.exit {
+                        format!("w{}", cx.pid())
+                    } else {
+                        "data".to_string()
+                    };
+                    *self.file.insert(cx.open(&name))
+                }
+            };
             while self.next < self.pages && cx.has_time() {
                 if cx.write(f, self.next).is_err() {
                     return Step::Continue;
@@ -1328,6 +1360,8 @@ mod tests {
             }
             if self.next < self.pages {
                 Step::Continue
+            } else if self.exit {
+                Step::Exit(0)
             } else {
                 Step::Hold
             }
@@ -1342,11 +1376,7 @@ mod tests {
         let mut m = Machine::new(cfg).unwrap();
         let a = m.memcg_create(ROOT_MEMCG).unwrap();
         // 512M written: twice the RAM.
-        let w = Writer {
-            pages: 131_072,
-            next: 0,
-            file: None,
-        };
+        let w = Writer::new(131_072);
         let pid = m.spawn(a, "writer".into(), 0, Box::new(w));
         let mut peak = 0;
         let mut t = 0;
@@ -1380,11 +1410,7 @@ mod tests {
         let mut m = Machine::new(MachineConfig::default()).unwrap();
         m.check_invariants = true;
         let a = m.memcg_create(ROOT_MEMCG).unwrap();
-        let w = Writer {
-            pages: 1000,
-            next: 0,
-            file: None,
-        };
+        let w = Writer::new(1000);
         m.spawn(a, "writer".into(), 0, Box::new(w));
         m.run_until(1_000_000_000, |_| false);
         // Written, dirty, not yet old enough for the flusher (30 s) nor over 10%.
@@ -1415,11 +1441,7 @@ mod tests {
         m.check_invariants = true;
         let a = m.memcg_create(ROOT_MEMCG).unwrap();
         m.write_memory_max(a, 64 << 8);
-        let w = Writer {
-            pages: 65_536,
-            next: 0,
-            file: None,
-        };
+        let w = Writer::new(65_536);
         let pid = m.spawn(a, "writer".into(), 0, Box::new(w));
         let mut slept = false;
         run_watching(&mut m, pid, 60_000_000_000, |m| {
@@ -1463,11 +1485,7 @@ mod tests {
         let a = m.memcg_create(ROOT_MEMCG).unwrap();
         m.write_memory_max(a, 256 << 8); // 256M in pages
                                          // 1G written through a 256M group.
-        let w = Writer {
-            pages: 262_144,
-            next: 0,
-            file: None,
-        };
+        let w = Writer::new(262_144);
         let pid = m.spawn(a, "writer".into(), 0, Box::new(w));
         let mut worst = 0u64;
         run_watching(&mut m, pid, 60_000_000_000, |m| {
@@ -1512,11 +1530,7 @@ mod tests {
         let b = m.memcg_create(ROOT_MEMCG).unwrap();
         m.write_memory_max(a, 128 << 8);
         // A streams 1G at a 50M/s disk: it lives at its memcg domain's limit.
-        let wa = Writer {
-            pages: 262_144,
-            next: 0,
-            file: None,
-        };
+        let wa = Writer::new(262_144);
         let pa = m.spawn(a, "writer".into(), 0, Box::new(wa));
         m.run_until(3_000_000_000, |_| false);
         assert!(
