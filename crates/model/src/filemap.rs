@@ -204,6 +204,35 @@ impl Machine {
         Ok(())
     }
 
+    /// A shared file mapping of page `idx`, one access to it and its unmapping, as one step
+    /// (seed 001's fault benchmark: mmap, `*p = 1` or `x = *p`, munmap). The fault finds or
+    /// reads in the page (filemap_fault()), maps it (file_mapped goes up, as
+    /// page_add_file_rmap() counts it) and, for a write, dirties it (a shared write fault's
+    /// folio_mark_dirty() and balance_dirty_pages_ratelimited()); the munmap drops
+    /// file_mapped again. The page is mapped only for that instant, so reclaim never sees
+    /// it mapped. A fault past the end of the file is SIGBUS (Fault::Segv).
+    pub fn file_fault(&mut self, pid: Pid, f: u32, idx: u64, write: bool) -> Result<(), Fault> {
+        if idx >= self.files.v[f as usize].size {
+            return Err(Fault::Segv);
+        }
+        // A store of one byte: the rest of the page must be read in, as for a read.
+        let pfn = self.file_get_page(pid, f, idx, false)?;
+        self.task_mut(pid).stats.minflt += 1;
+        self.mark_page_accessed(pfn);
+        let memcg = self.frames.memcg(pfn);
+        self.mod_stat(memcg, Stat::FileMapped, 1);
+        if write && !self.frames.test(pfn, pf::DIRTY) {
+            self.account_dirty(pfn);
+            self.balance_dirty_pages_ratelimited(pid, f);
+        }
+        // munmap(), in the same step: nothing can move the page meanwhile.
+        self.mod_stat(memcg, Stat::FileMapped, -1);
+        if self.task(pid).killed {
+            return Err(Fault::Killed);
+        }
+        Ok(())
+    }
+
     /// __remove_mapping() for a clean page-cache page: leave a shadow entry, free the page.
     pub fn remove_mapping_file(&mut self, pfn: Pfn, shadow: u64) {
         let m = self.frames.map[pfn as usize];

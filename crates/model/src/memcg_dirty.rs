@@ -24,10 +24,16 @@
 //!   one closest to its background limit for the background check, counting each group's
 //!   subtree when it has use_hierarchy.
 //!
+//! * 2.6.36's task_dirty_limit(): a task's threshold is the bdi's less up to an eighth of
+//!   it, in proportion to the task's share of recent dirtying (lib/proportions.c's
+//!   prop_local_single over vm_dirties, whose period halves every task's count), so a light
+//!   writer such as tar keeps some headroom above a heavy one such as dd.
+//!
 //! Simplified (docs/FIDELITY.md): the kernel loops in balance_dirty_pages() until the excess
 //! is gone; here each pass sleeps once and the writer comes back after its next page, so the
-//! loop runs across the writer's steps; task_dirty_limit()'s per-task share is not
-//! modelled; the bdi's share of the system threshold is the whole of it (one device).
+//! loop runs across the writer's steps; the bdi's share of the system threshold is the whole
+//! of it (one device); the proportions' period follows the system threshold of the moment
+//! (the kernel sets it from vm.dirty_ratio at boot and on sysctl writes).
 
 use crate::config::{DirtyPolicy, PAGE_SIZE};
 use crate::machine::Machine;
@@ -79,6 +85,9 @@ impl DirtyInfo {
         self.dirty + self.writeback > self.thresh
     }
 }
+
+/// task_dirty_limit() takes at most 1/TASK_LIMIT_FRACTION of the bdi's threshold away.
+const TASK_LIMIT_FRACTION: u64 = 8;
 
 /// The longest pause of 2.6.36's loop (HZ/10), in jiffies.
 const MAX_PAUSE: u64 = HZ / 10;
@@ -239,6 +248,46 @@ impl Machine {
         })
     }
 
+    /// Half the period of vm_dirties, in pages dirtied: calc_period_shift() is
+    /// 2 + ilog2(dirty threshold - 1), and a task's count halves every 2^(shift-1) events.
+    fn dirties_half_period(&self) -> u64 {
+        let thresh = self.system_dirty_info().thresh.max(2);
+        let shift = 2 + (thresh - 1).ilog2();
+        1 << (shift - 1)
+    }
+
+    /// prop_norm_single(): age the task's count by the half periods that have passed.
+    fn task_dirties_norm(&mut self, pid: Pid) {
+        let half = self.dirties_half_period();
+        let global_period = self.writeback.nr_dirtied & !(half - 1);
+        let d = &mut self.task_mut(pid).dirty;
+        if d.dirties_period != global_period {
+            let missed = global_period.saturating_sub(d.dirties_period) / half;
+            d.dirties = if missed < 64 { d.dirties >> missed } else { 0 };
+            d.dirties_period = global_period;
+        }
+    }
+
+    /// task_dirty_inc(): the task dirtied one more page (the global count is nr_dirtied,
+    /// already raised by account_page_dirtied()).
+    pub(crate) fn task_dirty_inc(&mut self, pid: Pid) {
+        self.task_dirties_norm(pid);
+        self.task_mut(pid).dirty.dirties += 1;
+    }
+
+    /// task_dirty_limit(): `bdi_thresh` less the task's share of an eighth of it, never
+    /// below half of it.
+    fn task_dirty_limit(&mut self, pid: Pid, bdi_thresh: u64) -> u64 {
+        self.task_dirties_norm(pid);
+        let half = self.dirties_half_period();
+        let num = self.task(pid).dirty.dirties;
+        let den = half + (self.writeback.nr_dirtied & (half - 1));
+        let cut = (bdi_thresh / TASK_LIMIT_FRACTION) as u128 * num as u128 / den as u128;
+        bdi_thresh
+            .saturating_sub(cut.min(u64::MAX as u128) as u64)
+            .max(bdi_thresh / 2)
+    }
+
     /// balance_dirty_pages() of the series (2.6.36 with the memcg check), one pass.
     pub(crate) fn seed001_balance_dirty_pages(&mut self, pid: Pid, wb: MemcgId) {
         let memcg = self.task(pid).memcg;
@@ -252,13 +301,15 @@ impl Machine {
             self.seed001_done(pid, wb, ratelimit, false, &sys, &mbg);
             return;
         }
-        // One bdi: its share of the system threshold is the whole of it, so the bdi's
-        // checks are the system's.
-        if !sys.exceeded() && !mfg.exceeded() {
+        // One bdi: its share of the system threshold is the whole of it, less the task's
+        // cut.
+        let task_thresh = self.task_dirty_limit(pid, sys.thresh);
+        let bdi_exceeded = sys.dirty + sys.writeback > task_thresh;
+        if !bdi_exceeded && !sys.exceeded() && !mfg.exceeded() {
             self.seed001_done(pid, wb, ratelimit, false, &sys, &mbg);
             return;
         }
-        if sys.dirty > sys.thresh {
+        if sys.dirty > task_thresh {
             // writeback_inodes_wb(): the writer writes a chunk of the bdi's dirty inodes,
             // oldest first, whatever cgroup dirtied them.
             let written = self.writeback_inodes_wb(wb, write_chunk);

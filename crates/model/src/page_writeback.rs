@@ -108,6 +108,10 @@ pub struct TaskDirty {
     pub paused_when: u64,
     /// dirty=seed001*: the next pause of 2.6.36's loop, in jiffies (doubles to HZ/10).
     pub seed_pause: u64,
+    /// dirty=seed001*: the task's share of recent dirtying (tsk->dirties, 2.6.36's
+    /// prop_local_single): its events and the global period they were last aged to.
+    pub dirties: u64,
+    pub dirties_period: u64,
 }
 
 impl TaskDirty {
@@ -117,6 +121,8 @@ impl TaskDirty {
             nr_dirtied_pause: DIRTY_POLL_THRESH,
             paused_when: 0,
             seed_pause: 1,
+            dirties: 0,
+            dirties_period: 0,
         }
     }
 }
@@ -905,10 +911,14 @@ impl Machine {
         if exceeded {
             ratelimit = ratelimit.min(DIRTY_POLL_THRESH >> 2);
         }
-        if d.nr_dirtied >= ratelimit {
-            if self.cfg.dirty == crate::config::DirtyPolicy::Mainline {
+        let due = d.nr_dirtied >= ratelimit;
+        if self.cfg.dirty == crate::config::DirtyPolicy::Mainline {
+            if due {
                 self.balance_dirty_pages(pid, wb);
-            } else {
+            }
+        } else {
+            self.task_dirty_inc(pid);
+            if due {
                 self.seed001_balance_dirty_pages(pid, wb);
             }
         }

@@ -358,4 +358,9 @@ impl TaskCtx<'_> {
     pub fn write(&mut self, f: FileId, idx: u64) -> Result<(), Fault> {
         self.m.file_write(self.pid, f.0, idx)
     }
+
+    /// mmap page `idx` of a file shared, read or write it once, munmap it.
+    pub fn fault_file(&mut self, f: FileId, idx: u64, write: bool) -> Result<(), Fault> {
+        self.m.file_fault(self.pid, f.0, idx, write)
+    }
 }

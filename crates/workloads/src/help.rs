@@ -77,8 +77,8 @@ pub(crate) const DOCS: &[Doc] = &[
     ),
     doc!(
         "tar",
-        "tar SIZE [--files N] [--archive NAME] [--dest PREFIX] [--seed N]",
-        "extract an archive of SIZE into N files (default 1000), reads interleaved with writes"
+        "tar SIZE [--files N] [--gzip] [--archive NAME] [--dest PREFIX] [--seed N]",
+        "extract an archive of SIZE into N files (default 1000), reads interleaved with writes; --gzip: a compressed archive, gunzip's CPU"
     ),
     doc!(
         "kbuild",
@@ -92,8 +92,8 @@ pub(crate) const DOCS: &[Doc] = &[
     ),
     doc!(
         "fault-bench",
-        "fault-bench SIZE [--mode read|write] [--iterations N] [--file NAME]",
-        "N times (default 10) map, write and unmap SIZE (write), or read a file of SIZE (read)"
+        "fault-bench [SIZE] [--mode read|write] [--iterations N] [--file NAME]",
+        "N times (default 10000) mmap a file of SIZE (default 4K) shared, write or read each page, munmap"
     ),
     doc!(
         "hackbench",

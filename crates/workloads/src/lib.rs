@@ -483,6 +483,7 @@ mod tests {
             ("cat", &["--file", "f", "10G"], "cat"),
             ("readonce", &["1G", "--file", "f"], "readonce"),
             ("tar", &["400M"], "tar"),
+            ("tar", &["400M", "--files", "35000", "--gzip"], "tar"),
             (
                 "tar",
                 &[
@@ -515,6 +516,7 @@ mod tests {
                 "pagetest",
             ),
             ("fault-bench", &["4K"], "fault-bench"),
+            ("fault-bench", &[], "fault-bench"),
             (
                 "fault-bench",
                 &[
@@ -661,11 +663,6 @@ mod tests {
                 "fault-bench",
                 &["1M", "--iterations", "0"],
                 "fault-bench: --iterations: bad count '0'",
-            ),
-            (
-                "fault-bench",
-                &["1M", "--file", "f"],
-                "fault-bench: --file needs --mode read",
             ),
             (
                 "hackbench",

@@ -12,16 +12,17 @@
 //!   still visits every page once per pass (a fresh order each pass, from `--seed`, default
 //!   derived from the arguments). Default: 1 pass. Holds with `--hold`, else frees and
 //!   exits 0.
-//! * `fault-bench SIZE [--mode read|write] [--iterations N] [--file NAME]` — seed 001's page
-//!   fault microbenchmark (mmap, `*p = 1` or `x = *p`, munmap, in a loop). Write mode (the
-//!   default) maps SIZE of anonymous memory, writes every page and unmaps it, N times
-//!   (default 10): every iteration takes SIZE of fresh faults, charges and uncharges. Read
-//!   mode reads every page of a file of SIZE with read() N times, since file mmap is not in
-//!   the model: the first iteration brings the pages into the page cache, later ones hit.
-//!   The file is an unnamed temporary one unless `--file` names it (then it stays after
-//!   exit, as the benchmark's per-CPU files do).
+//! * `fault-bench [SIZE] [--mode read|write] [--iterations N] [--file NAME]` — seed 001's
+//!   page-fault microbenchmark: open a file, truncate it to SIZE (default 4K, the seed's one
+//!   page), then N times (default 10000) mmap it shared, read (`x = *p`) or write (`*p = 1`)
+//!   each page and munmap it ([`TaskCtx::fault_file`]; [`MMAP_NS`] of CPU per iteration for
+//!   the two system calls). Writes dirty the page (dirty accounting, balance_dirty_pages);
+//!   later writes find it dirty until writeback cleans it. The seed's parallel modes are
+//!   copies with a file each (`count = 16`, `--file foo.{copy}`). The file is an unnamed
+//!   temporary one unless `--file` names it (then it stays after exit, as the benchmark's
+//!   per-CPU files do).
 
-use memcgsim_model::{FileId, Program, Step, TaskCtx, Vma};
+use memcgsim_model::{FileId, Program, Step, TaskCtx, Vma, PAGE_SIZE};
 
 use crate::args::{parse, Spec};
 use crate::common::{fault_step, pages, Budget, MAX_SIZE};
@@ -146,30 +147,28 @@ impl Program for TouchLoop {
     }
 }
 
+/// CPU of one iteration's mmap() and munmap() system calls.
+pub const MMAP_NS: u64 = 1000;
+
 pub(crate) const FAULT_BENCH_SPEC: Spec = Spec {
     flags: &[],
     options: &["--mode", "--iterations", "--file"],
     positional: &["SIZE"],
-    required: 1,
+    required: 0,
 };
 
 pub(crate) fn build_fault_bench(args: &[String]) -> Result<Box<dyn Program>, String> {
     let a = parse("fault-bench", args, &FAULT_BENCH_SPEC)?;
-    let size = a.pos_size(0, "SIZE", 1, MAX_SIZE)?.expect("required");
+    let size = a.pos_size(0, "SIZE", 1, MAX_SIZE)?.unwrap_or(PAGE_SIZE);
     let mode = a.choice("--mode", &["read", "write"], "write")?;
-    let iterations = a.count("--iterations", 10, 1, 100_000_000)?;
-    let file = a.string("--file");
-    if file.is_some() && mode == "write" {
-        return Err("fault-bench: --file needs --mode read".into());
-    }
+    let iterations = a.count("--iterations", 10_000, 1, 1_000_000_000)?;
     Ok(Box::new(FaultBench {
         pages: pages(size),
         write: mode == "write",
         iterations,
-        file_name: file,
+        file_name: a.string("--file"),
         iter: 0,
         next: 0,
-        vma: None,
         file: None,
     }))
 }
@@ -181,42 +180,15 @@ pub struct FaultBench {
     file_name: Option<String>,
     iter: u64,
     next: u64,
-    vma: Option<Vma>,
     file: Option<FileId>,
 }
 
-impl FaultBench {
-    fn step_write(&mut self, cx: &mut TaskCtx<'_>) -> Step {
-        let mut budget = Budget::new();
-        while self.iter < self.iterations {
-            let vma = match self.vma {
-                Some(v) => v,
-                None => match cx.mmap_anon(self.pages, false) {
-                    Ok(v) => {
-                        self.vma = Some(v);
-                        v
-                    }
-                    Err(_) => return Step::Exit(1),
-                },
-            };
-            while self.next < self.pages {
-                if let Err(f) = cx.touch(vma, self.next) {
-                    return fault_step(f);
-                }
-                self.next += 1;
-                if budget.spent(cx) {
-                    return Step::Continue;
-                }
-            }
-            cx.munmap(vma);
-            self.vma = None;
-            self.next = 0;
-            self.iter += 1;
-        }
-        Step::Exit(0)
+impl Program for FaultBench {
+    fn name(&self) -> &str {
+        "fault-bench"
     }
 
-    fn step_read(&mut self, cx: &mut TaskCtx<'_>) -> Step {
+    fn step(&mut self, cx: &mut TaskCtx<'_>) -> Step {
         let f = match self.file {
             Some(f) => f,
             None => {
@@ -224,17 +196,19 @@ impl FaultBench {
                     Some(n) => cx.open(n),
                     None => cx.tmpfile(),
                 };
-                if cx.file_size(f) < self.pages {
-                    cx.truncate(f, self.pages);
-                }
+                // truncate(f, SIZE): shrink or extend to exactly SIZE.
+                cx.truncate(f, self.pages);
                 self.file = Some(f);
                 f
             }
         };
         let mut budget = Budget::new();
         while self.iter < self.iterations {
+            if self.next == 0 {
+                cx.compute(MMAP_NS);
+            }
             while self.next < self.pages {
-                if let Err(e) = cx.read(f, self.next) {
+                if let Err(e) = cx.fault_file(f, self.next, self.write) {
                     return fault_step(e);
                 }
                 self.next += 1;
@@ -246,19 +220,5 @@ impl FaultBench {
             self.iter += 1;
         }
         Step::Exit(0)
-    }
-}
-
-impl Program for FaultBench {
-    fn name(&self) -> &str {
-        "fault-bench"
-    }
-
-    fn step(&mut self, cx: &mut TaskCtx<'_>) -> Step {
-        if self.write {
-            self.step_write(cx)
-        } else {
-            self.step_read(cx)
-        }
     }
 }

@@ -226,19 +226,25 @@ fn pagetest_touches_every_page_each_pass() {
 
 #[test]
 fn fault_bench_faults_every_iteration() {
+    // Write mode: one page, mapped and written 5 times; it is dirtied once (the flusher
+    // does not run in between) and never stays mapped.
     let mut s = machine("128M");
-    run(&mut s, "fault-bench 1M --iterations 5");
-    assert_eq!(stat(&mut s, "/a/memory.stat", "pgfault"), 5 * 256);
+    let pid = run(&mut s, "fault-bench --iterations 5 --file foo.0");
+    assert_eq!(s.machine.task(pid).stats.minflt, 5);
+    assert_eq!(stat(&mut s, "/a/memory.stat", "file"), 4096);
+    assert_eq!(stat(&mut s, "/a/memory.stat", "file_dirty"), 4096);
+    assert_eq!(stat(&mut s, "/a/memory.stat", "file_mapped"), 0);
     assert_eq!(stat(&mut s, "/a/memory.stat", "anon"), 0);
-    // Read mode: the file's pages are read in once and stay cached.
+    // Read mode: the file's pages are read in once and stay cached, clean.
     let mut s = machine("128M");
-    run(
+    let pid = run(
         &mut s,
         "fault-bench 1M --mode read --iterations 5 --file foo.0",
     );
-    assert_eq!(stat(&mut s, "/a/memory.stat", "pgfault"), 0);
+    assert_eq!(s.machine.task(pid).stats.minflt, 5 * 256);
     assert_eq!(stat(&mut s, "/a/memory.stat", "file"), 1 << 20);
     assert_eq!(stat(&mut s, "/a/memory.stat", "active_file"), 1 << 20);
+    assert_eq!(stat(&mut s, "/a/memory.stat", "file_dirty"), 0);
     // Without --file the temporary file goes away at exit.
     run(&mut s, "fault-bench 1M --mode read --iterations 2");
     assert_eq!(stat(&mut s, "/a/memory.stat", "file"), 1 << 20);
@@ -539,8 +545,8 @@ fn documented_defaults_are_the_defaults() {
         ),
         (
             "fault-bench 256K",
-            "fault-bench 256K --mode write --iterations 10",
-            "fault-bench 256K --iterations 9",
+            "fault-bench 256K --mode write --iterations 10000",
+            "fault-bench 256K --iterations 9999",
         ),
         (
             "hackbench --procs 2 --size 4K",
