@@ -1,6 +1,8 @@
 //! `memcgsim bench`: simulated page events per second for a hit-dominated pattern and for a
-//! fault+reclaim churn, and resident bytes per simulated frame. Wall-clock figures are
-//! measured here, in the front end; the model itself never reads a clock.
+//! fault+reclaim churn, resident bytes per simulated frame, and (seed 001's fault-overhead
+//! table) what per-memcg dirty accounting costs the simulator on the fault benchmark.
+//! Wall-clock figures are measured here, in the front end; the model itself never reads a
+//! clock.
 
 use std::time::Instant;
 
@@ -44,11 +46,36 @@ fn rss_bytes() -> Option<u64> {
     Some(pages * 4096)
 }
 
+/// The parts of the benchmark (`--only`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Part {
+    Hits,
+    Churn,
+    Memory,
+    FaultOverhead,
+}
+
 /// Print the benchmark figures. `scale` multiplies the work (1 = the documented figures).
-pub fn run(scale: u64) -> i32 {
+pub fn run(scale: u64, only: Option<Part>) -> i32 {
     let scale = scale.max(1);
     println!("memcgsim bench (scale {scale})");
+    let part = |p: Part| only.is_none_or(|o| o == p);
+    if part(Part::Hits) {
+        hits(scale);
+    }
+    if part(Part::Churn) {
+        churn(scale);
+    }
+    if part(Part::Memory) {
+        memory();
+    }
+    if part(Part::FaultOverhead) {
+        fault_overhead(scale);
+    }
+    0
+}
 
+fn hits(scale: u64) {
     // 1. Hit-dominated: fault 256 MiB in once, then touch it again and again. The hit rate
     //    is the difference between a run with many passes and a run with one.
     let passes = 400 * scale;
@@ -63,7 +90,9 @@ pub fn run(scale: u64) -> i32 {
         "hit-dominated      {:>12.0} page events/s  ({hits} hits over {} passes of 256 MiB)",
         hit_rate, passes
     );
+}
 
+fn churn(scale: u64) {
     // 2. Fault + reclaim churn: a 400M-limited group touches 1000M twice with swap (the
     //    seed 002 pagetest); events are faults plus pages scanned by reclaim.
     let mut total_events = 0u64;
@@ -80,7 +109,9 @@ pub fn run(scale: u64) -> i32 {
         "fault+reclaim churn{:>12.0} page events/s  ({total_events} faults and scanned pages)",
         total_events as f64 / total_secs.max(1e-9)
     );
+}
 
+fn memory() {
     // 3. Memory: resident bytes per simulated frame of a booted 16 GiB machine.
     let before = rss_bytes();
     let sys = boot("16G", "0");
@@ -96,5 +127,128 @@ pub fn run(scale: u64) -> i32 {
         _ => println!("resident memory    unavailable (no /proc/self/statm)"),
     }
     drop(sys);
-    0
+}
+
+/// One cell of the fault-overhead table: `tasks` copies of fault-bench (a file each) in
+/// `cgroup` of a fresh 16-CPU cgroup v1 machine under `dirty`; returns (wall seconds,
+/// simulated faults).
+fn fault_cell(dirty: &str, cgroup: &str, write: bool, tasks: u64, iterations: u64) -> (f64, u64) {
+    let mut cfg = MachineConfig::default();
+    for (k, v) in [
+        ("memory", "4G"),
+        ("swap", "0"),
+        ("cpus", "16"),
+        ("cgroup", "v1"),
+        ("dirty", dirty),
+    ] {
+        cfg.set(k, v).expect("valid machine key");
+    }
+    let mut sys = System::new(cfg).expect("valid machine");
+    if cgroup != "/" {
+        sys.mkdir(cgroup).expect("mkdir");
+    }
+    let mode = if write { "write" } else { "read" };
+    let t = Instant::now();
+    let pids: Vec<_> = (0..tasks)
+        .map(|i| {
+            let args: Vec<String> = [
+                "--mode",
+                mode,
+                "--iterations",
+                &iterations.to_string(),
+                "--file",
+                &format!("foo.{i}"),
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            let prog = memcgsim_workloads::build("fault-bench", &args).expect("valid workload");
+            sys.spawn(cgroup, SpawnOpts::default(), prog)
+                .expect("spawn")
+        })
+        .collect();
+    for pid in pids {
+        let r = sys.wait(pid, false, HOUR_NS).expect("task finishes");
+        assert_eq!(r, WaitResult::Ended(memcgsim_model::TaskOutcome::Exited(0)));
+    }
+    let secs = t.elapsed().as_secs_f64();
+    (secs, sys.machine.global_stat(Stat::Pgfault))
+}
+
+/// dd of `size` into `cgroup` of the same machine: every page written is newly dirtied
+/// and accounted. Returns (wall seconds, pages written).
+fn dd_cell(dirty: &str, cgroup: &str, size: u64) -> (f64, u64) {
+    let mut cfg = MachineConfig::default();
+    for (k, v) in [
+        ("memory", "4G"),
+        ("swap", "0"),
+        ("cpus", "16"),
+        ("cgroup", "v1"),
+        ("dirty", dirty),
+    ] {
+        cfg.set(k, v).expect("valid machine key");
+    }
+    let mut sys = System::new(cfg).expect("valid machine");
+    if cgroup != "/" {
+        sys.mkdir(cgroup).expect("mkdir");
+    }
+    let args = vec![format!("{size}M")];
+    let prog = memcgsim_workloads::build("dd", &args).expect("valid workload");
+    let t = Instant::now();
+    let pid = sys
+        .spawn(cgroup, SpawnOpts::default(), prog)
+        .expect("spawn");
+    let r = sys.wait(pid, false, HOUR_NS).expect("task finishes");
+    assert_eq!(r, WaitResult::Ended(memcgsim_model::TaskOutcome::Exited(0)));
+    (t.elapsed().as_secs_f64(), size * 256)
+}
+
+/// 4. Seed 001's fault benchmark (s_read, s_write: one task; p_read, p_write: 16 tasks, a
+///    file each) in the root and in a child group, without per-memcg dirty accounting
+///    (`dirty=global`, the seed's "w/ memcg" row) and with it (`dirty=seed001`, "all
+///    patches"): simulated faults per wall-clock second. The two configurations alternate
+///    and each cell keeps its best of three runs, so machine noise hits both alike.
+fn fault_overhead(scale: u64) {
+    println!(
+        "fault overhead: simulated faults (dd: pages written) per wall-clock second, in \
+         millions, best of 3; accounting off = dirty=global, on = dirty=seed001"
+    );
+    println!(
+        "{:<6} {:<8} {:>9} {:>9} {:>7}",
+        "group", "mode", "off", "on", "on/off"
+    );
+    for (group, cgroup) in [("root", "/"), ("child", "/A")] {
+        for (mode, write, tasks) in [
+            ("s_read", false, 1),
+            ("s_write", true, 1),
+            ("p_read", false, 16),
+            ("p_write", true, 16),
+        ] {
+            let iterations = 10_000_000 * scale / tasks;
+            let (mut off, mut on) = (0f64, 0f64);
+            for _ in 0..3 {
+                for (dirty, best) in [("global", &mut off), ("seed001", &mut on)] {
+                    let (secs, faults) = fault_cell(dirty, cgroup, write, tasks, iterations);
+                    *best = best.max(faults as f64 / secs.max(1e-9) / 1e6);
+                }
+            }
+            println!(
+                "{group:<6} {mode:<8} {off:>9.2} {on:>9.2} {:>6.1}%",
+                100.0 * on / off.max(1e-9)
+            );
+        }
+        // Every page newly dirtied: dd of 1G, pages written per wall-clock second.
+        let (mut off, mut on) = (0f64, 0f64);
+        for _ in 0..3 {
+            for (dirty, best) in [("global", &mut off), ("seed001", &mut on)] {
+                let (secs, pages) = dd_cell(dirty, cgroup, 1024 * scale);
+                *best = best.max(pages as f64 / secs.max(1e-9) / 1e6);
+            }
+        }
+        println!(
+            "{group:<6} {:<8} {off:>9.2} {on:>9.2} {:>6.1}%",
+            "dd",
+            100.0 * on / off.max(1e-9)
+        );
+    }
 }

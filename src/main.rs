@@ -82,6 +82,9 @@ struct BenchArgs {
     /// Multiply the amount of work (1 gives the figures in docs/PERFORMANCE.md)
     #[arg(long, default_value_t = 1)]
     scale: u64,
+    /// Run one part only
+    #[arg(long, value_enum)]
+    only: Option<bench::Part>,
 }
 
 /// Options shared by the subcommands that boot a machine.
@@ -131,7 +134,7 @@ fn main() -> ExitCode {
     let status = match cli.command {
         Cmd::Script(args) => cmd_script(&args),
         Cmd::Shell(args) => cmd_shell(&args),
-        Cmd::Bench(args) => bench::run(args.scale),
+        Cmd::Bench(args) => bench::run(args.scale, args.only),
         Cmd::Oracle(args) => oracle::run(&args),
         Cmd::Run(args) => memcgsim_experiment::cli::run(&args),
         Cmd::Compare(args) => memcgsim_experiment::cli::compare_cmd(&args),

@@ -109,7 +109,7 @@ fn full_scale_scenarios_parse() {
         );
         load(&path).unwrap_or_else(|e| panic!("{e}"));
     }
-    for f in ["dirty/scenario"] {
+    for f in ["dirty/scenario", "dirty/small", "fault-overhead/small"] {
         let path = format!(
             "{}/experiments/seed001/{f}.toml",
             env!("CARGO_MANIFEST_DIR")
@@ -251,4 +251,23 @@ fn seed001_dirty_containing_dd_speeds_up_tar() {
     // Linux 6.1 shares one dirty ratelimit among a wb's writers: beside dd, tar gets about
     // half the disk, far slower than under 2.6.36's task_dirty_limit().
     assert!(elapsed("v2-false", "tar") > 2.0 * elapsed("v1-false", "tar"));
+}
+
+#[test]
+fn seed001_fault_overhead_accounting_changes_no_simulated_result() {
+    let f = "experiments/seed001/fault-overhead/small.toml";
+    let (off, on) = (run(f, "off"), run(f, "on"));
+    for r in [&off, &on] {
+        let copies: Vec<_> = r.tasks.iter().filter(|t| t.task == "p_write").collect();
+        assert_eq!(copies.len(), 16);
+        for t in copies {
+            assert_eq!(t.outcome, "exit 0");
+            // One fault per iteration: mmap, *p = 1, munmap of a one-page file.
+            assert_eq!(t.minflt, 20_000);
+        }
+        assert_eq!(cgroup_stat(r, "/A", |c| c.pgfault), 16 * 20_000);
+    }
+    // Dirty accounting is bookkeeping: the simulated run is the same with it and without.
+    let elapsed = |r: &RunResult| r.tasks.iter().map(|t| t.elapsed_ns).collect::<Vec<_>>();
+    assert_eq!(elapsed(&off), elapsed(&on));
 }

@@ -184,8 +184,12 @@ const V1_LRU: &[(&str, Item)] = &[
 /// v1 memory.stat: local values, hierarchical limits, then total_* values.
 pub(crate) fn memory_stat_v1(m: &Machine, memcg: MemcgId) -> String {
     let mut s = String::with_capacity(1500);
+    // Under dirty=global (before seed 001) no memcg counts dirty or writeback pages, and
+    // memory.stat has no such keys.
+    let global = m.cfg.dirty == memcgsim_model::DirtyPolicy::Global;
+    let shown = |name: &&str| !(global && matches!(*name, "dirty" | "writeback"));
     for list in [V1_STATS, V1_EVENTS, V1_LRU] {
-        for (name, item) in list {
+        for (name, item) in list.iter().filter(|(n, _)| shown(n)) {
             let _ = writeln!(s, "{name} {}", value(m, memcg, item, true));
         }
     }
@@ -199,7 +203,7 @@ pub(crate) fn memory_stat_v1(m: &Machine, memcg: MemcgId) -> String {
     let _ = writeln!(s, "hierarchical_memory_limit {}", mem * PAGE_SIZE);
     let _ = writeln!(s, "hierarchical_memsw_limit {}", memsw * PAGE_SIZE);
     for list in [V1_STATS, V1_EVENTS, V1_LRU] {
-        for (name, item) in list {
+        for (name, item) in list.iter().filter(|(n, _)| shown(n)) {
             let _ = writeln!(s, "total_{name} {}", value(m, memcg, item, false));
         }
     }

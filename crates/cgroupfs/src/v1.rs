@@ -46,7 +46,10 @@ const DIRTY_FILES: &[&str] = &[
 ];
 
 fn seed001(m: &memcgsim_model::Machine) -> bool {
-    m.cfg.dirty != memcgsim_model::DirtyPolicy::Mainline
+    matches!(
+        m.cfg.dirty,
+        memcgsim_model::DirtyPolicy::Seed001 | memcgsim_model::DirtyPolicy::Seed001Hier
+    )
 }
 
 pub(crate) fn files(sys: &System, i: usize) -> Vec<String> {

@@ -267,8 +267,9 @@ impl Machine {
                     w[1] += wback as u64;
                 }
                 file_dirty[fi] += dirty as u64;
-                owned[m][4] += dirty as i64;
-                owned[m][5] += wback as i64;
+                let dm = self.dirty_stat_memcg(m as MemcgId) as usize;
+                owned[dm][4] += dirty as i64;
+                owned[dm][5] += wback as i64;
             }
             if pc.flags & pf::MLOCKED != 0 {
                 owned[m][2] += 1;

@@ -49,6 +49,10 @@ pub enum DirtyPolicy {
     /// Mainline: the global domain, and on cgroup v2 each memcg's own wb_domain (cgroup
     /// writeback, 4.2+).
     Mainline,
+    /// Before seed 001 (2.6.36 with memcg, cgroup v1): dirty and writeback pages are counted
+    /// machine-wide only, no memcg counts them or limits them; 2.6.36's
+    /// balance_dirty_pages(). The baseline of the seed's fault benchmark ("mmotm w/ memcg").
+    Global,
     /// Seed 001's per-memcg dirty limits (2010, cgroup v1, never merged): memory.dirty_ratio
     /// and friends, checked beside the system's; disabled in a group with use_hierarchy.
     Seed001,
@@ -271,11 +275,12 @@ impl MachineConfig {
                 "dirty" => {
                     self.dirty = match value {
                         "mainline" => DirtyPolicy::Mainline,
+                        "global" => DirtyPolicy::Global,
                         "seed001" => DirtyPolicy::Seed001,
                         "seed001-hier" => DirtyPolicy::Seed001Hier,
                         _ => {
                             return Err(format!(
-                                "expected mainline, seed001 or seed001-hier, got '{value}'"
+                                "expected mainline, global, seed001 or seed001-hier, got '{value}'"
                             ))
                         }
                     }
@@ -334,7 +339,7 @@ impl MachineConfig {
         }
         if self.dirty != DirtyPolicy::Mainline && self.cgroup != CgroupVersion::V1 {
             return Err(
-                "dirty=seed001 and dirty=seed001-hier are cgroup v1 designs: \
+                "dirty=global, seed001 and seed001-hier are cgroup v1 designs: \
                         set cgroup=v1"
                     .into(),
             );

@@ -215,9 +215,11 @@ impl Machine {
         if idx >= self.files.v[f as usize].size {
             return Err(Fault::Segv);
         }
+        let task_memcg = self.task(pid).memcg;
+        self.mod_stat(task_memcg, Stat::Pgfault, 1);
+        self.task_mut(pid).stats.minflt += 1;
         // A store of one byte: the rest of the page must be read in, as for a read.
         let pfn = self.file_get_page(pid, f, idx, false)?;
-        self.task_mut(pid).stats.minflt += 1;
         self.mark_page_accessed(pfn);
         let memcg = self.frames.memcg(pfn);
         self.mod_stat(memcg, Stat::FileMapped, 1);
@@ -323,10 +325,12 @@ impl Machine {
         } else {
             items.push(Stat::File);
         }
-        if flags & pf::DIRTY != 0 && flags & pf::SWAPBACKED == 0 {
+        // Under dirty=global the root counts every dirty and writeback page.
+        let memcg_dirty = self.dirty_stat_memcg(from) == from;
+        if memcg_dirty && flags & pf::DIRTY != 0 && flags & pf::SWAPBACKED == 0 {
             items.push(Stat::FileDirty);
         }
-        if flags & pf::WRITEBACK != 0 {
+        if memcg_dirty && flags & pf::WRITEBACK != 0 {
             items.push(Stat::Writeback);
         }
         if flags & pf::MLOCKED != 0 {

@@ -140,7 +140,7 @@ impl Machine {
     /// mem_cgroup_has_dirty_limit(): the group has limits of its own.
     pub fn memcg_has_dirty_limit(&self, memcg: MemcgId) -> bool {
         match self.cfg.dirty {
-            DirtyPolicy::Mainline => false,
+            DirtyPolicy::Mainline | DirtyPolicy::Global => false,
             DirtyPolicy::Seed001 => memcg != ROOT_MEMCG && !self.memcg(memcg).use_hierarchy,
             DirtyPolicy::Seed001Hier => memcg != ROOT_MEMCG,
         }
@@ -201,7 +201,7 @@ impl Machine {
     pub fn memcg_dirty_info(&self, memcg: MemcgId) -> Option<(DirtyInfo, DirtyInfo)> {
         let sys_avail = self.global_dirtyable_memory();
         match self.cfg.dirty {
-            DirtyPolicy::Mainline => None,
+            DirtyPolicy::Mainline | DirtyPolicy::Global => None,
             DirtyPolicy::Seed001 => self.memcg_has_dirty_limit(memcg).then(|| {
                 let i = self.one_memcg_dirty_info(memcg, sys_avail);
                 (i, i)

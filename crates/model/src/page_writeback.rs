@@ -453,7 +453,7 @@ impl Machine {
     pub fn account_dirty(&mut self, pfn: Pfn) {
         self.frames.set(pfn, pf::DIRTY);
         let memcg = self.frames.memcg(pfn);
-        self.mod_stat(memcg, Stat::FileDirty, 1);
+        self.mod_stat(self.dirty_stat_memcg(memcg), Stat::FileDirty, 1);
         let f = file_of(self, pfn);
         let wb = self.inode_attach_wb(f, memcg);
         let now = self.now();
@@ -472,11 +472,23 @@ impl Machine {
         self.writeback.nr_dirtied += 1;
     }
 
+    /// The memcg whose file_dirty and file_writeback count a page of `memcg`: itself, or
+    /// under `dirty=global` (no per-memcg dirty accounting) the root, whose hierarchical
+    /// counts are the machine's.
+    #[inline]
+    pub fn dirty_stat_memcg(&self, memcg: MemcgId) -> MemcgId {
+        if self.cfg.dirty == crate::config::DirtyPolicy::Global {
+            ROOT_MEMCG
+        } else {
+            memcg
+        }
+    }
+
     /// The dirty bit goes away, for I/O (folio_clear_dirty_for_io) or without writeback
     /// (truncation: folio_account_cleaned).
     pub fn account_clean(&mut self, pfn: Pfn) {
         self.frames.clear(pfn, pf::DIRTY);
-        let memcg = self.frames.memcg(pfn);
+        let memcg = self.dirty_stat_memcg(self.frames.memcg(pfn));
         self.mod_stat(memcg, Stat::FileDirty, -1);
         let f = file_of(self, pfn);
         let file = &mut self.files.v[f];
@@ -496,7 +508,7 @@ impl Machine {
     fn start_page_writeback(&mut self, pfn: Pfn) {
         self.account_clean(pfn);
         self.frames.set(pfn, pf::WRITEBACK);
-        let memcg = self.frames.memcg(pfn);
+        let memcg = self.dirty_stat_memcg(self.frames.memcg(pfn));
         self.mod_stat(memcg, Stat::Writeback, 1);
         let wb = self.files.v[file_of(self, pfn)].wb;
         self.writeback.wb_mut(wb).writeback += 1;
@@ -507,7 +519,7 @@ impl Machine {
     pub fn end_page_writeback(&mut self, pfn: Pfn, written: bool) {
         self.frames.clear(pfn, pf::WRITEBACK);
         self.acct_reclaim_writeback(pfn);
-        let memcg = self.frames.memcg(pfn);
+        let memcg = self.dirty_stat_memcg(self.frames.memcg(pfn));
         self.mod_stat(memcg, Stat::Writeback, -1);
         let wb = self.files.v[file_of(self, pfn)].wb;
         let now_j = self.jiffies();

@@ -335,3 +335,26 @@ fn completion_on_a_machine() {
     let (_, names) = interp.complete_line("cat memory.cur", 14);
     assert_eq!(names, vec!["memory.current"]);
 }
+
+#[test]
+fn dirty_global_has_no_memcg_dirty_keys() {
+    // dirty=global (2.6.36 with memcg, before seed 001): memory.stat has no dirty or
+    // writeback keys, and the memcg dirty limit files do not exist.
+    let r = run("machine memory=256M swap=0 cgroup=v1 dirty=global\n\
+         mkdir /A\n\
+         run /A dd 8M\n\
+         expect /A/memory.stat:dirty == 0\n\
+         expect /A/memory.stat:total_writeback == 0\n\
+         expect /proc/meminfo:Dirty == 8192\n\
+         echo 32M > /A/memory.dirty_limit_in_bytes\n\
+         expect errno ENOENT\n");
+    assert_eq!(r.status, EXIT_EXPECT_FAILED, "stderr:\n{}", r.err);
+    assert_eq!(
+        r.err,
+        "t.mcg:4: expect failed: /A/memory.stat:dirty == 0 \
+         (/A/memory.stat: no key 'dirty')\n\
+         t.mcg:5: expect failed: /A/memory.stat:total_writeback == 0 \
+         (/A/memory.stat: no key 'total_writeback')\n\
+         t.mcg:7: /A/memory.dirty_limit_in_bytes: No such file or directory\n"
+    );
+}

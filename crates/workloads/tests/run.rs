@@ -231,6 +231,7 @@ fn fault_bench_faults_every_iteration() {
     let mut s = machine("128M");
     let pid = run(&mut s, "fault-bench --iterations 5 --file foo.0");
     assert_eq!(s.machine.task(pid).stats.minflt, 5);
+    assert_eq!(stat(&mut s, "/a/memory.stat", "pgfault"), 5);
     assert_eq!(stat(&mut s, "/a/memory.stat", "file"), 4096);
     assert_eq!(stat(&mut s, "/a/memory.stat", "file_dirty"), 4096);
     assert_eq!(stat(&mut s, "/a/memory.stat", "file_mapped"), 0);
