@@ -129,10 +129,9 @@ fn memory() {
     drop(sys);
 }
 
-/// One cell of the fault-overhead table: `tasks` copies of fault-bench (a file each) in
-/// `cgroup` of a fresh 16-CPU cgroup v1 machine under `dirty`; returns (wall seconds,
-/// simulated faults).
-fn fault_cell(dirty: &str, cgroup: &str, write: bool, tasks: u64, iterations: u64) -> (f64, u64) {
+/// Run `progs` (workload, args) to completion in `cgroup` of a fresh 16-CPU cgroup v1
+/// machine with 4G under `dirty`; returns the wall seconds and the machine.
+fn run_cell(dirty: &str, cgroup: &str, progs: &[(&str, Vec<String>)]) -> (f64, System) {
     let mut cfg = MachineConfig::default();
     for (k, v) in [
         ("memory", "4G"),
@@ -147,22 +146,11 @@ fn fault_cell(dirty: &str, cgroup: &str, write: bool, tasks: u64, iterations: u6
     if cgroup != "/" {
         sys.mkdir(cgroup).expect("mkdir");
     }
-    let mode = if write { "write" } else { "read" };
     let t = Instant::now();
-    let pids: Vec<_> = (0..tasks)
-        .map(|i| {
-            let args: Vec<String> = [
-                "--mode",
-                mode,
-                "--iterations",
-                &iterations.to_string(),
-                "--file",
-                &format!("foo.{i}"),
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-            let prog = memcgsim_workloads::build("fault-bench", &args).expect("valid workload");
+    let pids: Vec<_> = progs
+        .iter()
+        .map(|(w, args)| {
+            let prog = memcgsim_workloads::build(w, args).expect("valid workload");
             sys.spawn(cgroup, SpawnOpts::default(), prog)
                 .expect("spawn")
         })
@@ -171,36 +159,35 @@ fn fault_cell(dirty: &str, cgroup: &str, write: bool, tasks: u64, iterations: u6
         let r = sys.wait(pid, false, HOUR_NS).expect("task finishes");
         assert_eq!(r, WaitResult::Ended(memcgsim_model::TaskOutcome::Exited(0)));
     }
-    let secs = t.elapsed().as_secs_f64();
+    (t.elapsed().as_secs_f64(), sys)
+}
+
+/// One cell of the fault-overhead table: `tasks` copies of fault-bench, a file each;
+/// returns (wall seconds, simulated faults).
+fn fault_cell(dirty: &str, cgroup: &str, write: bool, tasks: u64, iterations: u64) -> (f64, u64) {
+    let mode = if write { "write" } else { "read" };
+    let progs: Vec<_> = (0..tasks)
+        .map(|i| {
+            let args = [
+                "--mode".to_string(),
+                mode.to_string(),
+                "--iterations".to_string(),
+                iterations.to_string(),
+                "--file".to_string(),
+                format!("foo.{i}"),
+            ];
+            ("fault-bench", args.to_vec())
+        })
+        .collect();
+    let (secs, sys) = run_cell(dirty, cgroup, &progs);
     (secs, sys.machine.global_stat(Stat::Pgfault))
 }
 
-/// dd of `size` into `cgroup` of the same machine: every page written is newly dirtied
-/// and accounted. Returns (wall seconds, pages written).
+/// dd of `size` MiB: every page written is newly dirtied and accounted. Returns (wall
+/// seconds, pages written).
 fn dd_cell(dirty: &str, cgroup: &str, size: u64) -> (f64, u64) {
-    let mut cfg = MachineConfig::default();
-    for (k, v) in [
-        ("memory", "4G"),
-        ("swap", "0"),
-        ("cpus", "16"),
-        ("cgroup", "v1"),
-        ("dirty", dirty),
-    ] {
-        cfg.set(k, v).expect("valid machine key");
-    }
-    let mut sys = System::new(cfg).expect("valid machine");
-    if cgroup != "/" {
-        sys.mkdir(cgroup).expect("mkdir");
-    }
-    let args = vec![format!("{size}M")];
-    let prog = memcgsim_workloads::build("dd", &args).expect("valid workload");
-    let t = Instant::now();
-    let pid = sys
-        .spawn(cgroup, SpawnOpts::default(), prog)
-        .expect("spawn");
-    let r = sys.wait(pid, false, HOUR_NS).expect("task finishes");
-    assert_eq!(r, WaitResult::Ended(memcgsim_model::TaskOutcome::Exited(0)));
-    (t.elapsed().as_secs_f64(), size * 256)
+    let (secs, _) = run_cell(dirty, cgroup, &[("dd", vec![format!("{size}M")])]);
+    (secs, size * 256)
 }
 
 /// 4. Seed 001's fault benchmark (s_read, s_write: one task; p_read, p_write: 16 tasks, a
