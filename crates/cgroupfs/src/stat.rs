@@ -1,6 +1,8 @@
 //! memory.stat and memory.numa_stat formats: memory_stat_format() (v2) and
 //! memcg_stat_show() (v1) of Linux 6.1, keys in kernel order. Items the model does not
-//! produce (kernel memory, slab, sockets, THP, zswap, shmem) print 0.
+//! produce (kernel memory, slab, sockets, THP, zswap, shmem) print 0. Values are what a
+//! reader sees under the machine's statistics scheme (`Machine::stat_view`); the caller
+//! flushes first as the kernel does (`Machine::stats_read_flush`).
 
 use std::fmt::Write;
 
@@ -102,9 +104,9 @@ const V2_EVENTS: &[(&str, Item)] = &[
 fn value(m: &Machine, memcg: MemcgId, item: &Item, local: bool) -> u64 {
     let get = |s: Stat| {
         if local {
-            m.stat_local(memcg, s)
+            m.stat_view_local(memcg, s)
         } else {
-            m.stat_total(memcg, s)
+            m.stat_view(memcg, s)
         }
     };
     match item {
@@ -120,7 +122,7 @@ pub(crate) fn memory_stat_v2(m: &Machine, memcg: MemcgId) -> String {
     for (name, item, _) in V2_STATS {
         let _ = writeln!(s, "{name} {}", value(m, memcg, item, false));
     }
-    let t = |st| m.stat_total(memcg, st);
+    let t = |st| m.stat_view(memcg, st);
     let _ = writeln!(
         s,
         "pgscan {}",
@@ -216,9 +218,9 @@ pub(crate) fn memory_numa_stat_v1(m: &Machine, memcg: MemcgId) -> String {
     for hier in [false, true] {
         let g = |st: Stat| {
             if hier {
-                m.stat_total(memcg, st)
+                m.stat_view(memcg, st)
             } else {
-                m.stat_local(memcg, st)
+                m.stat_view_local(memcg, st)
             }
         };
         let file = g(Stat::InactiveFile) + g(Stat::ActiveFile);

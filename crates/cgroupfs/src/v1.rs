@@ -63,16 +63,25 @@ pub(crate) fn files(sys: &System, i: usize) -> Vec<String> {
 
 pub(crate) fn read(sys: &mut System, i: usize, f: &str) -> Result<String, Errno> {
     let memcg = sys.cg(i).memcg.ok_or(Errno::ENOENT)?;
+    let root = memcg == ROOT_MEMCG;
+    // memcg_stat_show() and memcg_numa_stat_show() flush; so does mem_cgroup_usage() for the
+    // root, whose usage comes from the statistics.
+    match f {
+        "memory.stat" | "memory.numa_stat" => sys.machine.stats_read_flush(),
+        "memory.usage_in_bytes" | "memory.memsw.usage_in_bytes" if root => {
+            sys.machine.mem_cgroup_flush_stats()
+        }
+        _ => {}
+    }
     let m = &sys.machine;
     let id = memcg as usize;
     let mem = m.memory.get(id);
     let memsw = m.memsw.get(id);
-    let root = memcg == ROOT_MEMCG;
     let s = match f {
         "memory.usage_in_bytes" => {
             if root {
                 fmt_bytes(
-                    m.stat_total(ROOT_MEMCG, Stat::Anon) + m.stat_total(ROOT_MEMCG, Stat::File),
+                    m.stat_view(ROOT_MEMCG, Stat::Anon) + m.stat_view(ROOT_MEMCG, Stat::File),
                 )
             } else {
                 fmt_bytes(mem.usage)
@@ -81,9 +90,9 @@ pub(crate) fn read(sys: &mut System, i: usize, f: &str) -> Result<String, Errno>
         "memory.memsw.usage_in_bytes" => {
             if root {
                 fmt_bytes(
-                    m.stat_total(ROOT_MEMCG, Stat::Anon)
-                        + m.stat_total(ROOT_MEMCG, Stat::File)
-                        + m.stat_total(ROOT_MEMCG, Stat::Swap),
+                    m.stat_view(ROOT_MEMCG, Stat::Anon)
+                        + m.stat_view(ROOT_MEMCG, Stat::File)
+                        + m.stat_view(ROOT_MEMCG, Stat::Swap),
                 )
             } else {
                 fmt_bytes(memsw.usage)

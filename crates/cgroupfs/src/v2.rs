@@ -72,6 +72,10 @@ pub(crate) fn read(
     peak: Option<Option<u64>>,
 ) -> Result<String, Errno> {
     let memcg = sys.cg(i).memcg.ok_or(Errno::ENOENT)?;
+    // memory_stat_format() and memory_numa_stat_show() flush (6.1's ratelimited flush).
+    if matches!(f, "memory.stat" | "memory.numa_stat") {
+        sys.machine.stats_read_flush();
+    }
     let m = &sys.machine;
     let id = memcg as usize;
     let mem = m.memory.get(id);

@@ -25,7 +25,7 @@
 use crate::machine::Machine;
 use crate::memcontrol::{MemcgId, ROOT_MEMCG};
 use crate::page_cgroup::{pf, LRU_NONE, MAPPING_FILE_BIT, NIL};
-use crate::stat::{lru, Stat};
+use crate::stat::{lru, Stat, NR_STATS};
 use crate::swap::NID0;
 
 impl Machine {
@@ -93,6 +93,63 @@ impl Machine {
 
     /// The wbs against the pages counted by the frame walk: `file_dirty[f]` dirty pages of
     /// each file, `wb_pages[wb]` = [dirty, writeback] pages of each wb's inodes.
+    /// Every update is somewhere (rstat.rs): the exact counters equal what a reader sees
+    /// plus what is still on its way. rstat: a group's hierarchical value plus the pending
+    /// and per-CPU deltas of its subtree; legacy: plus the per-CPU residues of its subtree
+    /// and the residues stranded in removed descendants. Local values: plus the group's own
+    /// per-CPU deltas.
+    fn check_stats_scheme(&self) -> Result<(), String> {
+        use crate::rstat::StatsScheme;
+        let scheme = self.rstat.scheme;
+        if scheme == StatsScheme::Exact {
+            return Ok(());
+        }
+        let n = self.memcgs.len();
+        let mut order: Vec<usize> = (1..n).filter(|&i| self.memcgs[i].online).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(self.memcgs[i].depth));
+        // On the way to a group's hierarchical counter: its subtree's per-CPU deltas, plus
+        // (rstat) the subtree's pending deltas, or (legacy) its own stranded residues.
+        let mut unfolded = vec![[0i64; NR_STATS]; n];
+        for &i in &order {
+            let vm = &self.memcgs[i].vm;
+            for (k, u) in unfolded[i].iter_mut().enumerate() {
+                *u += vm.percpu_sum(k) + vm.pending[k];
+            }
+            let own = unfolded[i];
+            if scheme == StatsScheme::Rstat {
+                if let Some(p) = self.memcgs[i].parent {
+                    for k in 0..NR_STATS {
+                        unfolded[p as usize][k] += own[k];
+                    }
+                }
+            } else if let Some(p) = self.memcgs[i].parent {
+                // Legacy pending is already kept in every ancestor; pass up the per-CPU
+                // residues only.
+                for k in 0..NR_STATS {
+                    unfolded[p as usize][k] += own[k] - vm.pending[k];
+                }
+            }
+            let mc = &self.memcgs[i];
+            for k in 0..NR_STATS {
+                if mc.stats.total[k] != mc.vm.state[k] + unfolded[i][k] {
+                    return Err(format!(
+                        "memcg {i}: stat {k} exact {} but view {} + unfolded {}",
+                        mc.stats.total[k], mc.vm.state[k], unfolded[i][k]
+                    ));
+                }
+                if mc.stats.local[k] != mc.vm.local[k] + mc.vm.percpu_sum(k) {
+                    return Err(format!(
+                        "memcg {i}: local stat {k} exact {} but view {} + per-CPU {}",
+                        mc.stats.local[k],
+                        mc.vm.local[k],
+                        mc.vm.percpu_sum(k)
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn check_writeback(&self, file_dirty: &[u64], wb_pages: &[[u64; 2]]) -> Result<(), String> {
         for (fi, f) in self.files.v.iter().enumerate() {
             if f.nr_dirty != file_dirty[fi] {
@@ -143,6 +200,7 @@ impl Machine {
     /// Check every invariant; Err describes the first violation.
     pub fn check(&self) -> Result<(), String> {
         self.check_soft_limit()?;
+        self.check_stats_scheme()?;
         let n = self.memcgs.len();
         let nr_frames = self.frames.nr_frames() as usize;
         let mut seen = vec![false; nr_frames];

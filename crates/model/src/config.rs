@@ -1,6 +1,6 @@
 //! Machine configuration: RAM, swap, CPUs, cgroup version, sysctls (vm.swappiness,
 //! min_free_kbytes, watermark_scale_factor), mount options (memory_recursiveprot,
-//! memory_localevents), the LRU and soft-limit designs, the storage device and the cost of each simulated operation.
+//! memory_localevents), the LRU, soft-limit, dirty and statistics designs, the storage device and the cost of each simulated operation.
 //!
 //! Every field has a documented default; `MachineConfig::set` takes the `key=value` words of a
 //! script's `machine` line.
@@ -129,6 +129,8 @@ pub struct MachineConfig {
     pub softlimit: SoftLimitPolicy,
     /// Dirty-memory design. Default mainline.
     pub dirty: DirtyPolicy,
+    /// How memcg statistics reach their readers (rstat.rs). Default rstat, as in 6.1.
+    pub stats: crate::rstat::StatsScheme,
     pub device: DeviceConfig,
     pub costs: Costs,
 }
@@ -152,6 +154,7 @@ impl Default for MachineConfig {
             lru: LruPolicy::Split,
             softlimit: SoftLimitPolicy::Tree,
             dirty: DirtyPolicy::Mainline,
+            stats: crate::rstat::StatsScheme::Rstat,
             device: DeviceConfig {
                 latency_ns: 100_000,
                 bandwidth_bps: 500_000_000,
@@ -214,6 +217,7 @@ impl MachineConfig {
         "lru",
         "softlimit",
         "dirty",
+        "stats",
         "disk_latency",
         "disk_bandwidth",
         "hit_cost",
@@ -283,6 +287,14 @@ impl MachineConfig {
                                 "expected mainline, global, seed001 or seed001-hier, got '{value}'"
                             ))
                         }
+                    }
+                }
+                "stats" => {
+                    self.stats = match value {
+                        "rstat" => crate::rstat::StatsScheme::Rstat,
+                        "legacy" => crate::rstat::StatsScheme::Legacy,
+                        "exact" => crate::rstat::StatsScheme::Exact,
+                        _ => return Err(format!("expected rstat, legacy or exact, got '{value}'")),
                     }
                 }
                 "disk_latency" => self.device.latency_ns = parse_duration_ns(value)?,

@@ -19,6 +19,7 @@
 //! | [`page_alloc`] | mm/page_alloc.c: free frames, watermarks, the allocation slow path |
 //! | [`page_writeback`] | mm/page-writeback.c + fs/fs-writeback.c: dirty pages, the flusher |
 //! | [`oom_kill`] | mm/oom_kill.c |
+//! | [`rstat`] | kernel/cgroup/rstat.c + memcg stat batching/flushing (6.1 rstat, 5.10 batches) |
 //! | [`sched`] | the clock, the event queue, simulated CPUs, tasks |
 //! | [`blkdev`] | a block device with latency and bandwidth |
 //! | [`check`] | the invariant checker |
@@ -39,6 +40,7 @@ pub mod page_counter;
 pub mod page_writeback;
 pub mod program;
 pub mod rng;
+pub mod rstat;
 pub mod sched;
 pub mod soft_limit;
 pub mod stat;
@@ -57,6 +59,7 @@ pub use errno::Errno;
 pub use machine::Machine;
 pub use memcontrol::{MemcgEvent, MemcgId, ROOT_MEMCG};
 pub use page_counter::PAGE_COUNTER_MAX;
+pub use rstat::{StatsScheme, StatsWork};
 pub use program::{Fault, Pid, Program, Step, TaskOutcome};
 pub use stat::Stat;
 pub use task::{FileId, TaskCtx, TaskState, Vma};

@@ -58,6 +58,8 @@ pub struct Machine {
     /// The per-node soft-limit tree (one node) and what soft-limit reclaim did.
     pub soft_tree: crate::soft_limit::SoftLimitTree,
     pub soft_stats: crate::soft_limit::SoftStats,
+    /// The statistics scheme's machine-wide state (rstat.rs).
+    pub rstat: crate::rstat::Rstat,
 }
 
 impl Machine {
@@ -93,6 +95,7 @@ impl Machine {
             unified_lru: cfg.lru == crate::config::LruPolicy::Unified,
             soft_tree: Default::default(),
             soft_stats: Default::default(),
+            rstat: crate::rstat::Rstat::new(cfg.stats, cfg.cpus as usize),
             cfg,
         };
         m.memcgs.push(Memcg::new(0, None, 0)); // placeholder for id 0

@@ -72,7 +72,10 @@ pub struct Memcg {
     pub depth: u32,
     /// One lruvec per NUMA node (mem_cgroup_per_node); index with the node id.
     pub lruvec: Vec<Lruvec>,
+    /// Exact counters: what every update changed, at once.
     pub stats: MemcgStats,
+    /// The counters as readers see them under the statistics scheme (rstat.rs).
+    pub vm: crate::rstat::MemcgVmstats,
     pub events_local: [u64; NR_MEMCG_EVENTS],
     pub events: [u64; NR_MEMCG_EVENTS],
     pub oom_group: bool,
@@ -102,6 +105,7 @@ impl Memcg {
             depth,
             lruvec: vec![Lruvec::default(); crate::swap::MAX_NUMNODES_MODELLED],
             stats: MemcgStats::default(),
+            vm: Default::default(),
             events_local: [0; NR_MEMCG_EVENTS],
             events: [0; NR_MEMCG_EVENTS],
             oom_group: false,
@@ -230,6 +234,7 @@ impl Machine {
         self.drain_all_stock(id);
         self.reparent_pages(id, parent);
         self.wb_memcg_offline(id, parent);
+        self.stats_memcg_free(id);
         // Clear protection so the parent's children_*_usage sums lose this child's share.
         self.memory.set_min(id as usize, 0);
         self.memory.set_low(id as usize, 0);
@@ -333,7 +338,8 @@ impl Machine {
 
     // ---------------------------------------------------------------- stats & events
 
-    /// Add `delta` to a statistic of `memcg` (local) and of it and every ancestor (total).
+    /// Add `delta` to a statistic of `memcg` (local) and of it and every ancestor (total),
+    /// and pass it to the statistics scheme, through which readers see it (rstat.rs).
     #[inline]
     pub fn mod_stat(&mut self, memcg: MemcgId, item: Stat, delta: i64) {
         let i = item as usize;
@@ -344,6 +350,7 @@ impl Machine {
             mc.stats.total[i] += delta;
             cur = mc.parent;
         }
+        self.stats_update(memcg, item, delta);
     }
 
     /// Hierarchical value of a statistic (pages or events).
@@ -983,15 +990,6 @@ impl Machine {
         self.after_step_check();
     }
 
-    /// Usage of a memcg as memory.current reports it (page_counter usage).
-    pub fn memcg_usage(&self, memcg: MemcgId) -> u64 {
-        if memcg == ROOT_MEMCG {
-            // The root is never charged directly; v1 reports it from the statistics.
-            return self.stat_total(ROOT_MEMCG, Stat::Anon)
-                + self.stat_total(ROOT_MEMCG, Stat::File);
-        }
-        self.memory.get(memcg as usize).usage
-    }
 }
 
 #[cfg(test)]

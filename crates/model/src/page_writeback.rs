@@ -641,7 +641,7 @@ impl Machine {
     /// mem_cgroup_wb_stats(): (file pages, headroom, dirty, writeback) of a memcg.
     pub fn mem_cgroup_wb_stats(&self, memcg: MemcgId) -> (u64, u64, u64, u64) {
         let file =
-            self.stat_total(memcg, Stat::ActiveFile) + self.stat_total(memcg, Stat::InactiveFile);
+            self.stat_view(memcg, Stat::ActiveFile) + self.stat_view(memcg, Stat::InactiveFile);
         let mut headroom = u64::MAX;
         let mut m = memcg;
         while let Some(p) = self.memcg(m).parent {
@@ -653,8 +653,8 @@ impl Machine {
         (
             file,
             headroom,
-            self.stat_total(memcg, Stat::FileDirty),
-            self.stat_total(memcg, Stat::Writeback),
+            self.stat_view(memcg, Stat::FileDirty),
+            self.stat_view(memcg, Stat::Writeback),
         )
     }
 
@@ -982,6 +982,10 @@ impl Machine {
         let pages_dirtied = self.task(pid).dirty.nr_dirtied;
         let mut g = self.gdtc(true);
         let nr_reclaimable = self.global_stat(Stat::FileDirty);
+        if wb != ROOT_MEMCG {
+            // mem_cgroup_wb_stats() flushes first.
+            self.mem_cgroup_flush_stats();
+        }
         let mut m = (wb != ROOT_MEMCG).then(|| self.mdtc(wb, &g, true));
         let g_free = g.dirty <= dirty_freerun_ceiling(g.thresh, g.bg_thresh);
         let m_free = m.is_none_or(|m| m.dirty <= dirty_freerun_ceiling(m.thresh, m.bg_thresh));
@@ -1082,6 +1086,7 @@ impl Machine {
             return true;
         }
         if wb != ROOT_MEMCG {
+            self.mem_cgroup_flush_stats();
             let m = self.mdtc(wb, &g, false);
             if m.dirty > m.bg_thresh {
                 return true;

@@ -207,12 +207,12 @@ impl Machine {
         }
         let mut cur = Some(memcg);
         while let Some(m) = cur {
+            // lruvec_page_state(): the statistics a reader sees (rstat.rs).
+            let lrusize = self.stat_view(m, Stat::InactiveAnon)
+                + self.stat_view(m, Stat::ActiveAnon)
+                + self.stat_view(m, Stat::InactiveFile)
+                + self.stat_view(m, Stat::ActiveFile);
             let mc = &mut self.memcgs[m as usize];
-            let lrusize = (mc.stats.total[Stat::InactiveAnon as usize]
-                + mc.stats.total[Stat::ActiveAnon as usize]
-                + mc.stats.total[Stat::InactiveFile as usize]
-                + mc.stats.total[Stat::ActiveFile as usize])
-                .max(0) as u64;
             let lv = &mut mc.lruvec[NID0];
             if file {
                 lv.file_cost += cost;

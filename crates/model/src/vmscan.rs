@@ -338,8 +338,8 @@ impl Machine {
     }
 
     fn snapshot_refaults(&mut self, target: MemcgId) {
-        let a = self.stat_total(target, Stat::WorkingsetActivateAnon);
-        let f = self.stat_total(target, Stat::WorkingsetActivateFile);
+        let a = self.stat_view(target, Stat::WorkingsetActivateAnon);
+        let f = self.stat_view(target, Stat::WorkingsetActivateFile);
         self.memcg_mut(target).lruvec[NID0].refaults = [a, f];
     }
 
@@ -350,8 +350,8 @@ impl Machine {
         } else {
             (Stat::InactiveAnon, Stat::ActiveAnon)
         };
-        let inactive = self.stat_total(memcg, ia);
-        let active = self.stat_total(memcg, aa);
+        let inactive = self.stat_view(memcg, ia);
+        let active = self.stat_view(memcg, aa);
         let gb = (inactive + active) >> (30 - crate::config::PAGE_SHIFT);
         let ratio = if gb > 0 { int_sqrt(10 * gb) } else { 1 };
         inactive * ratio < active
@@ -359,6 +359,8 @@ impl Machine {
 
     /// prepare_scan_count() of 6.1 (done once per shrink_node at the reclaim root).
     fn prepare_scan_control(&mut self, sc: &mut ScanControl) {
+        // 6.1 flushes so that the heuristics below read accurate lruvec stats.
+        self.mem_cgroup_flush_stats();
         let t = sc.target;
         sc.anon_cost = self.memcg(t).lruvec[NID0].anon_cost;
         sc.file_cost = self.memcg(t).lruvec[NID0].file_cost;
@@ -367,19 +369,19 @@ impl Machine {
         } else {
             let refaults = self.memcg(t).lruvec[NID0].refaults;
             let mut d = 0;
-            if self.stat_total(t, Stat::WorkingsetActivateAnon) != refaults[0]
+            if self.stat_view(t, Stat::WorkingsetActivateAnon) != refaults[0]
                 || self.inactive_is_low(t, false)
             {
                 d |= DEACTIVATE_ANON;
             }
-            if self.stat_total(t, Stat::WorkingsetActivateFile) != refaults[1]
+            if self.stat_view(t, Stat::WorkingsetActivateFile) != refaults[1]
                 || self.inactive_is_low(t, true)
             {
                 d |= DEACTIVATE_FILE;
             }
             sc.may_deactivate = d;
         }
-        let inactive_file = self.stat_total(t, Stat::InactiveFile);
+        let inactive_file = self.stat_view(t, Stat::InactiveFile);
         sc.cache_trim_mode =
             (inactive_file >> sc.priority) > 0 && sc.may_deactivate & DEACTIVATE_FILE == 0;
         if !sc.cgroup_reclaim {

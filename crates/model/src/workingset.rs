@@ -71,14 +71,15 @@ impl Machine {
             },
             1,
         );
-        let mut ws = self.stat_total(evict_memcg, Stat::ActiveFile);
+        self.mem_cgroup_flush_stats_delayed();
+        let mut ws = self.stat_view(evict_memcg, Stat::ActiveFile);
         if !file {
-            ws += self.stat_total(evict_memcg, Stat::InactiveFile);
+            ws += self.stat_view(evict_memcg, Stat::InactiveFile);
         }
         if self.mem_cgroup_get_nr_swap_pages(evict_memcg) > 0 {
-            ws += self.stat_total(evict_memcg, Stat::ActiveAnon);
+            ws += self.stat_view(evict_memcg, Stat::ActiveAnon);
             if file {
-                ws += self.stat_total(evict_memcg, Stat::InactiveAnon);
+                ws += self.stat_view(evict_memcg, Stat::InactiveAnon);
             }
         }
         if distance > ws {

@@ -14,6 +14,9 @@ const PAGE: u64 = 4096;
 fn machine(memory: &str) -> System {
     let mut cfg = MachineConfig::default();
     cfg.set("memory", memory).unwrap();
+    // These tests count what each workload does, page by page: read the statistics without
+    // rstat's flush ratelimit.
+    cfg.set("stats", "exact").unwrap();
     let mut s = System::new(cfg).unwrap();
     s.set_check_invariants(true);
     s.mkdir("/a").unwrap();
