@@ -20,6 +20,7 @@ const AGREEING: &[&str] = &[
     "tests/selftests/oom_group_score_events.mcg",
     "tests/selftests/low_recursiveprot.mcg",
     "tests/cgroup/core_files.mcg",
+    "tests/cgroup/dying.mcg",
     "tests/dirty/sysctl.mcg",
     "tests/v1/limit_busy.mcg",
     "tests/v1/memsw.mcg",

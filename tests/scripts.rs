@@ -186,6 +186,7 @@ script_tests! {
     selftest_oom_group_score_events => "selftests/oom_group_score_events.mcg",
     // cgroup core files.
     cgroup_core_files => "cgroup/core_files.mcg",
+    cgroup_dying => "cgroup/dying.mcg",
     // Dirty memory.
     dirty_sysctl => "dirty/sysctl.mcg",
     // cgroup v1.

@@ -300,7 +300,9 @@ impl System {
         }
         let (memcg, parent, name) = (c.memcg, c.parent.expect("non-root"), c.name.clone());
         if let Some(m) = memcg {
-            self.machine.memcg_destroy(m)?;
+            self.machine.memcg_offline(m)?;
+            // A group with nothing charged is freed at once; others stay dying.
+            self.machine.release_dying_memcgs();
         }
         self.cg_mut(parent).children.remove(&name);
         self.cgroups[i] = None;
@@ -359,6 +361,9 @@ impl System {
     }
 
     fn read_file(&mut self, i: usize, f: &str, peak: Option<Option<u64>>) -> Result<String, Errno> {
+        // Groups emptied outside an event (by a control-file write) are freed before anyone
+        // looks.
+        self.machine.release_dying_memcgs();
         if let Some(s) = self.read_core(i, f)? {
             return Ok(s);
         }
@@ -606,9 +611,10 @@ impl System {
         }
         self.cg_mut(i).threaded = true;
         // A threaded cgroup gets threaded controllers only: its memcg goes (offlined, its
-        // remaining charges moved to the parent, as when the controller is disabled).
+        // remaining charges stay with it while it is dying, as when the controller is disabled).
         if let Some(m) = self.cg_mut(i).memcg.take() {
-            self.machine.memcg_destroy(m)?;
+            self.machine.memcg_offline(m)?;
+            self.machine.release_dying_memcgs();
         }
         Ok(())
     }
@@ -940,7 +946,11 @@ impl System {
             ),
             "cgroup.stat" => {
                 let n = self.nr_descendants(i);
-                format!("nr_descendants {n}\nnr_dying_descendants 0\n")
+                let dying = self
+                    .cg(i)
+                    .memcg
+                    .map_or(0, |m| self.machine.nr_dying_descendants(m));
+                format!("nr_descendants {n}\nnr_dying_descendants {dying}\n")
             }
             "cgroup.max.depth" | "cgroup.max.descendants" => {
                 let v = if f == "cgroup.max.depth" {
@@ -1082,7 +1092,8 @@ impl System {
                 let m = self.cg_mut(c).memcg.take();
                 self.retarget_tasks(c);
                 if let Some(m) = m {
-                    self.machine.memcg_destroy(m)?;
+                    self.machine.memcg_offline(m)?;
+                    self.machine.release_dying_memcgs();
                 }
             }
         }

@@ -80,9 +80,7 @@ pub(crate) fn read(sys: &mut System, i: usize, f: &str) -> Result<String, Errno>
     let s = match f {
         "memory.usage_in_bytes" => {
             if root {
-                fmt_bytes(
-                    m.stat_view(ROOT_MEMCG, Stat::Anon) + m.stat_view(ROOT_MEMCG, Stat::File),
-                )
+                fmt_bytes(m.stat_view(ROOT_MEMCG, Stat::Anon) + m.stat_view(ROOT_MEMCG, Stat::File))
             } else {
                 fmt_bytes(mem.usage)
             }

@@ -105,7 +105,9 @@ impl Machine {
             return Ok(());
         }
         let n = self.memcgs.len();
-        let mut order: Vec<usize> = (1..n).filter(|&i| self.memcgs[i].online).collect();
+        let mut order: Vec<usize> = (1..n)
+            .filter(|&i| self.memcgs[i].online || self.memcgs[i].dying)
+            .collect();
         order.sort_by_key(|&i| std::cmp::Reverse(self.memcgs[i].depth));
         // On the way to a group's hierarchical counter: its subtree's per-CPU deltas, plus
         // (rstat) the subtree's pending deltas, or (legacy) its own stranded residues.
@@ -130,19 +132,18 @@ impl Machine {
                 }
             }
             let mc = &self.memcgs[i];
-            for k in 0..NR_STATS {
-                if mc.stats.total[k] != mc.vm.state[k] + unfolded[i][k] {
+            for (k, &u) in unfolded[i].iter().enumerate() {
+                if mc.stats.total[k] != mc.vm.state[k] + u {
                     return Err(format!(
-                        "memcg {i}: stat {k} exact {} but view {} + unfolded {}",
-                        mc.stats.total[k], mc.vm.state[k], unfolded[i][k]
+                        "memcg {i}: stat {k} exact {} but view {} + unfolded {u}",
+                        mc.stats.total[k], mc.vm.state[k]
                     ));
                 }
-                if mc.stats.local[k] != mc.vm.local[k] + mc.vm.percpu_sum(k) {
+                let cpu = mc.vm.percpu_sum(k);
+                if mc.stats.local[k] != mc.vm.local[k] + cpu {
                     return Err(format!(
-                        "memcg {i}: local stat {k} exact {} but view {} + per-CPU {}",
-                        mc.stats.local[k],
-                        mc.vm.local[k],
-                        mc.vm.percpu_sum(k)
+                        "memcg {i}: local stat {k} exact {} but view {} + per-CPU {cpu}",
+                        mc.stats.local[k], mc.vm.local[k]
                     ));
                 }
             }
@@ -206,7 +207,7 @@ impl Machine {
         let mut seen = vec![false; nr_frames];
         // LRU lists.
         for (id, mc) in self.memcgs.iter().enumerate() {
-            if id == 0 || !mc.online {
+            if id == 0 || !(mc.online || mc.dying) {
                 continue;
             }
             for l in 0..lru::NR_LRU_LISTS {
@@ -339,9 +340,9 @@ impl Machine {
             swap_owned[o as usize] += 1;
         }
         for (id, mc) in self.memcgs.iter().enumerate() {
-            if id == 0 || !mc.online {
+            if id == 0 || !(mc.online || mc.dying) {
                 if id != 0 && owned[id][3] != 0 {
-                    return Err(format!("offline memcg {id} still owns pages"));
+                    return Err(format!("freed memcg {id} still owns pages"));
                 }
                 continue;
             }
@@ -364,7 +365,9 @@ impl Machine {
         }
         self.check_writeback(&file_dirty, &wb_pages)?;
         // Subtree sums, children before parents.
-        let mut order: Vec<usize> = (1..n).filter(|&i| self.memcgs[i].online).collect();
+        let mut order: Vec<usize> = (1..n)
+            .filter(|&i| self.memcgs[i].online || self.memcgs[i].dying)
+            .collect();
         order.sort_by_key(|&i| std::cmp::Reverse(self.memcgs[i].depth));
         let mut sub_pages = vec![0u64; n];
         let mut sub_swap = vec![0u64; n];

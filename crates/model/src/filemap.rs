@@ -13,7 +13,6 @@ use crate::machine::Machine;
 use crate::page_cgroup::{pf, PageMap, Pfn, MAPPING_FILE_BIT};
 use crate::program::{Fault, Pid};
 use crate::stat::Stat;
-use crate::swap::NID0;
 
 /// Entry tags: a resident page (`PRESENT | pfn`), a shadow entry (bit 63 set, see
 /// workingset.rs), or empty (0). `ONDISK` is kept in any state: the page's data exists on
@@ -256,89 +255,5 @@ impl Machine {
         let f = (m.mapping & !MAPPING_FILE_BIT) as usize;
         self.files.v[f].entries[m.index as usize] |= ONDISK;
         self.frames.set(pfn, pf::ONDISK);
-    }
-
-    /// Reparent every page and swap entry of a dying memcg to its parent.
-    pub fn reparent_pages(
-        &mut self,
-        from: crate::memcontrol::MemcgId,
-        to: crate::memcontrol::MemcgId,
-    ) {
-        let mut moved = 0u64;
-        for l in 0..crate::stat::lru::NR_LRU_LISTS {
-            let mut guard = 0u64;
-            loop {
-                let t = self.memcg(from).lruvec[NID0].tail[l];
-                if t == crate::page_cgroup::NIL {
-                    break;
-                }
-                guard += 1;
-                assert!(guard <= self.frames.nr_frames() as u64, "LRU list cycle");
-                self.lru_del(t);
-                self.move_page_stats(t, from, to);
-                self.frames.pc[t as usize].memcg = to;
-                self.lru_add(t);
-                moved += 1;
-            }
-        }
-        if moved > 0 {
-            self.memory.cancel_local(from as usize, moved);
-            if self.is_v1() {
-                self.memsw.cancel_local(from as usize, moved);
-            }
-        }
-        let swapped = self.swap.reparent(from, to);
-        if swapped > 0 {
-            if self.is_v1() {
-                self.memsw.cancel_local(from as usize, swapped);
-            } else {
-                self.swap_counter.cancel_local(from as usize, swapped);
-            }
-            self.mod_stat(from, Stat::Swap, -(swapped as i64));
-            self.mod_stat(to, Stat::Swap, swapped as i64);
-        }
-        // If the parent is the root, its counter is not charged directly: uncharge the root.
-        if to == crate::memcontrol::ROOT_MEMCG {
-            // The root's usage counts its children only; pages now owned by the root leave it.
-            let c = self.memory.get_mut(to as usize);
-            c.usage = c.usage.saturating_sub(moved);
-            if self.is_v1() {
-                let s = self.memsw.get_mut(to as usize);
-                s.usage = s.usage.saturating_sub(moved + swapped);
-            } else {
-                let s = self.swap_counter.get_mut(to as usize);
-                s.usage = s.usage.saturating_sub(swapped);
-            }
-        }
-    }
-
-    fn move_page_stats(
-        &mut self,
-        pfn: Pfn,
-        from: crate::memcontrol::MemcgId,
-        to: crate::memcontrol::MemcgId,
-    ) {
-        let flags = self.frames.flags(pfn);
-        let mut items = Vec::with_capacity(4);
-        if flags & pf::SWAPBACKED != 0 {
-            items.push(Stat::Anon);
-        } else {
-            items.push(Stat::File);
-        }
-        // Under dirty=global the root counts every dirty and writeback page.
-        let memcg_dirty = self.dirty_stat_memcg(from) == from;
-        if memcg_dirty && flags & pf::DIRTY != 0 && flags & pf::SWAPBACKED == 0 {
-            items.push(Stat::FileDirty);
-        }
-        if memcg_dirty && flags & pf::WRITEBACK != 0 {
-            items.push(Stat::Writeback);
-        }
-        if flags & pf::MLOCKED != 0 {
-            items.push(Stat::Mlock);
-        }
-        for it in items {
-            self.mod_stat(from, it, -1);
-            self.mod_stat(to, it, 1);
-        }
     }
 }

@@ -59,7 +59,7 @@ pub use errno::Errno;
 pub use machine::Machine;
 pub use memcontrol::{MemcgEvent, MemcgId, ROOT_MEMCG};
 pub use page_counter::PAGE_COUNTER_MAX;
-pub use rstat::{StatsScheme, StatsWork};
 pub use program::{Fault, Pid, Program, Step, TaskOutcome};
+pub use rstat::{StatsScheme, StatsWork};
 pub use stat::Stat;
 pub use task::{FileId, TaskCtx, TaskState, Vma};

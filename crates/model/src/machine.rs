@@ -60,6 +60,8 @@ pub struct Machine {
     pub soft_stats: crate::soft_limit::SoftStats,
     /// The statistics scheme's machine-wide state (rstat.rs).
     pub rstat: crate::rstat::Rstat,
+    /// Dying memcgs with nothing left, to be freed between events.
+    pub dying_release: Vec<crate::memcontrol::MemcgId>,
 }
 
 impl Machine {
@@ -96,6 +98,7 @@ impl Machine {
             soft_tree: Default::default(),
             soft_stats: Default::default(),
             rstat: crate::rstat::Rstat::new(cfg.stats, cfg.cpus as usize),
+            dying_release: Vec::new(),
             cfg,
         };
         m.memcgs.push(Memcg::new(0, None, 0)); // placeholder for id 0

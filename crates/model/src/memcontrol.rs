@@ -64,7 +64,13 @@ pub struct Memcg {
     /// hierarchical in the model).
     pub use_hierarchy: bool,
     pub id: MemcgId,
+    /// css online: created and not yet removed.
     pub online: bool,
+    /// Removed (offline) but not freed: pages or swap entries are still charged to it, or a
+    /// dying child is left.
+    pub dying: bool,
+    /// On `Machine::dying_release`.
+    pub release_queued: bool,
     pub parent: Option<MemcgId>,
     pub first_child: Option<MemcgId>,
     pub last_child: Option<MemcgId>,
@@ -98,6 +104,8 @@ impl Memcg {
         Memcg {
             id,
             online: true,
+            dying: false,
+            release_queued: false,
             parent,
             first_child: None,
             last_child: None,
@@ -219,27 +227,75 @@ impl Machine {
         Ok(id)
     }
 
-    /// Offline and free a memcg with no children and no tasks. Its remaining pages, swap
-    /// entries and stock move to the parent (reparenting; see docs/FIDELITY.md).
-    pub fn memcg_destroy(&mut self, id: MemcgId) -> Result<(), Errno> {
+    /// rmdir (css_offline): offline a memcg with no online children and no tasks. As in 6.1
+    /// its pages and swap entries stay charged to it (LRU pages are not reparented); it drains
+    /// its stock, leaves the soft-limit tree, hands its wb's dirty inodes to the parent and
+    /// loses its protection. It stays in the tree as a dying group, where reclaim still
+    /// reaches it, until nothing is charged to it and its children are gone
+    /// (`memcg_try_release`).
+    pub fn memcg_offline(&mut self, id: MemcgId) -> Result<(), Errno> {
         let mc = self.memcg(id);
-        if id == ROOT_MEMCG || mc.first_child.is_some() {
+        if id == ROOT_MEMCG || !mc.online || mc.nr_tasks > 0 {
             return Err(Errno::EBUSY);
         }
-        if mc.nr_tasks > 0 {
-            return Err(Errno::EBUSY);
+        let mut c = mc.first_child;
+        while let Some(x) = c {
+            if self.memcg(x).online {
+                return Err(Errno::EBUSY);
+            }
+            c = self.memcg(x).next_sibling;
         }
         let parent = mc.parent.expect("non-root memcg has a parent");
         self.soft_limit_offline(id);
         self.drain_all_stock(id);
-        self.reparent_pages(id, parent);
         self.wb_memcg_offline(id, parent);
-        self.stats_memcg_free(id);
         // Clear protection so the parent's children_*_usage sums lose this child's share.
         self.memory.set_min(id as usize, 0);
         self.memory.set_low(id as usize, 0);
-        // Fold this memcg's local event/stat history into nothing: hierarchical totals of
-        // ancestors keep what happened (as the kernel's do after a child dies).
+        let mc = self.memcg_mut(id);
+        mc.online = false;
+        mc.dying = true;
+        self.memcg_try_release(id);
+        Ok(())
+    }
+
+    /// Queue a dying memcg for freeing once nothing holds it: no pages or swap entries
+    /// charged, no child left (css_release after the last css_put).
+    pub(crate) fn memcg_try_release(&mut self, id: MemcgId) {
+        let mc = self.memcg(id);
+        if !mc.dying || mc.release_queued || mc.first_child.is_some() {
+            return;
+        }
+        let i = id as usize;
+        let swap = if self.is_v1() {
+            self.memsw.get(i).usage
+        } else {
+            self.swap_counter.get(i).usage
+        };
+        if self.memory.get(i).usage == 0 && swap == 0 {
+            self.memcg_mut(id).release_queued = true;
+            self.dying_release.push(id);
+        }
+    }
+
+    /// Free the dying memcgs queued for release (the css_free work, run between events so
+    /// no walk sees a group vanish under it). Freeing a child may release its dying parent.
+    pub fn release_dying_memcgs(&mut self) {
+        let mut guard = 0usize;
+        while let Some(id) = self.dying_release.pop() {
+            guard += 1;
+            assert!(
+                guard <= self.memcgs.len(),
+                "release loop does not terminate"
+            );
+            self.memcg_free(id);
+        }
+    }
+
+    fn memcg_free(&mut self, id: MemcgId) {
+        let parent = self.memcg(id).parent.expect("non-root memcg has a parent");
+        debug_assert!(self.memcg(id).dying && self.memcg(id).first_child.is_none());
+        self.stats_memcg_free(id);
         // Unlink from the sibling list.
         let next = self.memcg(id).next_sibling;
         if self.memcg(parent).first_child == Some(id) {
@@ -267,11 +323,36 @@ impl Machine {
             self.memcg_mut(parent).last_child = last;
         }
         let mc = self.memcg_mut(id);
-        mc.online = false;
+        mc.dying = false;
+        mc.release_queued = false;
         mc.parent = None;
         mc.next_sibling = None;
         self.free_memcg_ids.push(id);
-        Ok(())
+        self.memcg_try_release(parent);
+    }
+
+    /// A live memcg: online, or dying but not yet freed.
+    #[inline]
+    pub fn memcg_alive(&self, id: MemcgId) -> bool {
+        let mc = self.memcg(id);
+        mc.online || mc.dying
+    }
+
+    /// Dying memcgs below `id` (cgroup.stat nr_dying_descendants).
+    pub fn nr_dying_descendants(&self, id: MemcgId) -> usize {
+        let mut out = Vec::new();
+        self.memcg_walk(
+            id,
+            |m, x| {
+                if m.memcg(x).dying {
+                    IterVisit::Visit
+                } else {
+                    IterVisit::Skip
+                }
+            },
+            &mut out,
+        );
+        out.len()
     }
 
     /// Is `id` `root` or a descendant of it?
@@ -658,6 +739,9 @@ impl Machine {
             if self.is_v1() {
                 self.memsw.uncharge(memcg as usize, 1);
             }
+            if self.memcgs[memcg as usize].dying {
+                self.memcg_try_release(memcg);
+            }
         }
         self.mod_stat(memcg, Stat::Pgpgout, 1);
         self.memcg_check_events(memcg, 1);
@@ -696,6 +780,9 @@ impl Machine {
                 self.memsw.uncharge(memcg as usize, 1);
             } else {
                 self.swap_counter.uncharge(memcg as usize, 1);
+            }
+            if self.memcgs[memcg as usize].dying {
+                self.memcg_try_release(memcg);
             }
         }
         self.mod_stat(memcg, Stat::Swap, -1);
@@ -989,7 +1076,6 @@ impl Machine {
         }
         self.after_step_check();
     }
-
 }
 
 #[cfg(test)]
@@ -1066,5 +1152,36 @@ mod tests {
         assert!((630..=645).contains(&d(110)), "{}", d(110));
         assert!(d(118) >= 2000);
         assert_eq!(d(100), 0);
+    }
+
+    /// A removed group keeps its pages as a dying group, and is freed with its last page; a
+    /// dying parent goes after its last dying child.
+    #[test]
+    fn dying_group_is_freed_with_its_last_page() {
+        let mut m = machine();
+        m.check_invariants = false; // pages are charged without frames here
+        let p = m.memcg_create(ROOT_MEMCG).unwrap();
+        let a = m.memcg_create(p).unwrap();
+        m.memory.try_charge(a as usize, 3).unwrap();
+        m.memcg_offline(a).unwrap();
+        m.release_dying_memcgs();
+        assert!(m.memcg(a).dying && !m.memcg(a).online);
+        assert_eq!(m.nr_dying_descendants(p), 1);
+        assert_eq!(m.nr_dying_descendants(ROOT_MEMCG), 1);
+        // The parent can go while its child is dying, and waits for it.
+        m.memcg_offline(p).unwrap();
+        m.release_dying_memcgs();
+        assert_eq!(m.nr_dying_descendants(ROOT_MEMCG), 2);
+        for left in [2u64, 1, 0] {
+            m.uncharge_page(a);
+            m.release_dying_memcgs();
+            assert_eq!(m.memcg_alive(a), left > 0);
+        }
+        assert!(!m.memcg_alive(p));
+        assert_eq!(m.nr_dying_descendants(ROOT_MEMCG), 0);
+        // An online child keeps its parent from going.
+        let q = m.memcg_create(ROOT_MEMCG).unwrap();
+        m.memcg_create(q).unwrap();
+        assert_eq!(m.memcg_offline(q), Err(Errno::EBUSY));
     }
 }

@@ -168,12 +168,6 @@ impl Counters {
         }
     }
 
-    /// Subtract at one level only (used when a dying memcg's pages move to its parent, which
-    /// already counts them).
-    pub fn cancel_local(&mut self, idx: usize, nr: u64) {
-        self.cancel(idx, nr);
-    }
-
     /// page_counter_set_max() as the v1 limit write uses it: EBUSY if usage is above.
     pub fn set_max_checked(&mut self, idx: usize, nr: u64) -> bool {
         if self.c[idx].usage > nr {

@@ -236,7 +236,10 @@ impl Machine {
         let mut guard = 0usize;
         loop {
             guard += 1;
-            assert!(guard <= self.memcgs.len(), "rstat tree walk does not terminate");
+            assert!(
+                guard <= self.memcgs.len(),
+                "rstat tree walk does not terminate"
+            );
             let vm = &mut self.memcgs[c as usize].vm;
             if vm.updated_next.is_empty() {
                 vm.updated_next = vec![NONE; n];
@@ -353,8 +356,8 @@ impl Machine {
         for cpu in 0..self.rstat.ncpus {
             order.clear();
             self.rstat_updated_list(root, cpu, &mut stack, &mut order);
-            for k in 0..order.len() {
-                self.rstat_flush_one(order[k], cpu);
+            for &m in order.iter() {
+                self.rstat_flush_one(m, cpu);
             }
             self.rstat.work.flush_visits += order.len() as u64;
         }
@@ -404,7 +407,10 @@ impl Machine {
                 out.push(m);
                 continue;
             }
-            assert!(out.len() + stack.len() <= self.memcgs.len(), "rstat list too long");
+            assert!(
+                out.len() + stack.len() <= self.memcgs.len(),
+                "rstat list too long"
+            );
             stack.push((m, true));
             let vm = &mut self.memcgs[m as usize].vm;
             let mut c = vm.updated_children[cpu];
@@ -428,7 +434,7 @@ impl Machine {
         {
             let vm = &mut self.memcgs[m as usize].vm;
             let has_cpu = !vm.percpu.is_empty();
-            for i in 0..NR_STATS {
+            for (i, u) in up.iter_mut().enumerate() {
                 let mut delta = std::mem::take(&mut vm.pending[i]);
                 if has_cpu {
                     let d = std::mem::take(&mut vm.percpu[cpu * NR_STATS + i]);
@@ -437,15 +443,15 @@ impl Machine {
                 }
                 if delta != 0 {
                     vm.state[i] += delta;
-                    up[i] = delta;
+                    *u = delta;
                     any = true;
                 }
             }
         }
         if let (Some(p), true) = (parent, any) {
             let pv = &mut self.memcgs[p as usize].vm;
-            for i in 0..NR_STATS {
-                pv.pending[i] += up[i];
+            for (pp, u) in pv.pending.iter_mut().zip(up) {
+                *pp += u;
             }
         }
     }
@@ -481,8 +487,8 @@ impl Machine {
                 let mut cur = self.memcgs[memcg as usize].parent;
                 while let Some(m) = cur {
                     let mc = &mut self.memcgs[m as usize];
-                    for i in 0..NR_STATS {
-                        mc.vm.pending[i] += res[i];
+                    for (pp, r) in mc.vm.pending.iter_mut().zip(res) {
+                        *pp += r;
                     }
                     cur = mc.parent;
                 }
@@ -630,7 +636,8 @@ mod tests {
             let a = m.memcg_create(ROOT_MEMCG).unwrap();
             let b = m.memcg_create(a).unwrap();
             m.mod_stat(b, Stat::Pgfault, 20);
-            m.memcg_destroy(b).unwrap();
+            m.memcg_offline(b).unwrap();
+            m.release_dying_memcgs();
             m.stats_flush_all();
             assert_eq!(m.stat_view(a, Stat::Pgfault), expect, "{scheme}");
             m.check().unwrap();

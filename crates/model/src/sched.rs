@@ -151,6 +151,9 @@ impl Machine {
             Event::FlusherWb(wb) => self.flusher_wb(wb),
             Event::WritebackDone(id) => self.writeback_done(id),
         }
+        if !self.dying_release.is_empty() {
+            self.release_dying_memcgs();
+        }
         self.after_step_check();
     }
 

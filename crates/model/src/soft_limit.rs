@@ -504,7 +504,7 @@ mod tests {
         assert_eq!(m.memcg(p).soft.children_in_excess, 1);
         // b goes away while contributing.
         m.memory.uncharge(b as usize, 1);
-        m.memcg_destroy(b).unwrap();
+        m.memcg_offline(b).unwrap();
         assert_eq!(m.memcg(p).soft.children_in_excess, 0);
         assert_eq!(m.memcg(ROOT_MEMCG).soft.children_in_excess, 0);
     }

@@ -56,15 +56,4 @@ impl SwapSpace {
     pub fn used_by(&self) -> impl Iterator<Item = MemcgId> + '_ {
         self.owner.iter().copied().filter(|&m| m != 0)
     }
-    /// Move every slot of `from` to `to` (reparenting of a dying memcg).
-    pub fn reparent(&mut self, from: MemcgId, to: MemcgId) -> u64 {
-        let mut n = 0;
-        for o in self.owner.iter_mut() {
-            if *o == from {
-                *o = to;
-                n += 1;
-            }
-        }
-        n
-    }
 }
