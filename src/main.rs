@@ -110,9 +110,22 @@ struct ScriptArgs {
     /// OOM killer or by kill) and the virtual time it ran, as the interactive shell does
     #[arg(long)]
     report: bool,
+    /// Set a machine option on top of each script's `machine` line, e.g. --set stats=legacy
+    /// to run the same script under another design (repeatable)
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_machine_setting)]
+    set: Vec<(String, String)>,
     /// Script files, run in order
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
+}
+
+/// A `KEY=VALUE` machine setting, checked against the machine's options.
+fn parse_machine_setting(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected KEY=VALUE, got '{s}'"))?;
+    memcgsim_model::MachineConfig::default().set(k, v)?;
+    Ok((k.to_string(), v.to_string()))
 }
 
 #[derive(Args)]
@@ -167,6 +180,7 @@ fn cmd_script(args: &ScriptArgs) -> i32 {
         let mut interp = Interpreter::new(&name);
         interp.set_check_invariants(check);
         interp.set_report_tasks(args.report);
+        interp.set_machine_overrides(args.set.clone());
         let status = interp.run(&text, &mut io::stdout(), &mut io::stderr());
         worst = worst.max(status);
     }

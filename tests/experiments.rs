@@ -271,3 +271,42 @@ fn seed001_fault_overhead_accounting_changes_no_simulated_result() {
     let elapsed = |r: &RunResult| r.tasks.iter().map(|t| t.elapsed_ns).collect::<Vec<_>>();
     assert_eq!(elapsed(&off), elapsed(&on));
 }
+
+/// experiments/seed003/vmstat: the root's memory.stat inactive_file against /proc/vmstat's,
+/// under each statistics scheme: legacy drifts and stays off, rstat lags until its periodic
+/// flush, exact never differs.
+#[test]
+fn seed003_vmstat_drift_by_scheme() {
+    let diffs = |scheme: &str| -> Vec<i64> {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_memcgsim"))
+            .args(["script", "--set", &format!("stats={scheme}")])
+            .arg(format!(
+                "{}/experiments/seed003/vmstat/vmstat.mcg",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .output()
+            .expect("memcgsim runs");
+        assert!(out.status.success(), "{scheme}: {out:?}");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split(" difference ").nth(1))
+            .map(|d| d.trim().parse().expect("a number"))
+            .collect()
+    };
+    let legacy = diffs("legacy");
+    assert_eq!(legacy.len(), 2);
+    assert!(
+        legacy[0] != 0 && legacy[1] == legacy[0],
+        "legacy: {legacy:?}"
+    );
+    // 16 groups x 16 CPUs x at most 32 pages of residue each.
+    assert!(
+        legacy[0].unsigned_abs() <= 16 * 16 * 32 * 4096,
+        "{legacy:?}"
+    );
+    let rstat = diffs("rstat");
+    assert_eq!(rstat[1], 0, "rstat after the periodic flush: {rstat:?}");
+    // Lag below the ratelimit: (16 + 1) x 64 page updates.
+    assert!(rstat[0].unsigned_abs() <= 17 * 64 * 4096, "{rstat:?}");
+    assert_eq!(diffs("exact"), vec![0, 0]);
+}

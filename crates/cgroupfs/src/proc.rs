@@ -4,7 +4,8 @@
 //! mm/page-writeback.c (dirty_ratio, dirty_bytes, dirty_background_ratio,
 //! dirty_background_bytes, dirty_expire_centisecs, dirty_writeback_centisecs, with their
 //! handlers' rules: a ratio and its bytes twin exclude each other), and the simulator's own
-//! /proc/memcgsim/reclaim (reclaim-walk and soft-limit reclaim counters).
+//! /proc/memcgsim/reclaim (reclaim-walk and soft-limit reclaim counters) and
+//! /proc/memcgsim/stats (the statistics scheme's work).
 
 use std::fmt::Write;
 
@@ -29,6 +30,7 @@ pub(crate) fn proc_files() -> &'static [&'static str] {
         "sys/vm/dirty_expire_centisecs",
         "sys/vm/dirty_writeback_centisecs",
         "memcgsim/reclaim",
+        "memcgsim/stats",
     ]
 }
 
@@ -258,6 +260,27 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
                 ("reclaim_all_fallbacks", st.fallbacks),
                 ("soft_limit_updates", st.updates),
                 ("memcg_walk_steps", st.walk_steps),
+            ] {
+                let _ = writeln!(s, "{k} {v}");
+            }
+        }
+        "memcgsim/stats" => {
+            // The statistics scheme's work since boot (seed 003; rstat.rs): no kernel file
+            // has these either.
+            let w = &m.rstat.work;
+            let scheme = match m.rstat.scheme {
+                memcgsim_model::StatsScheme::Rstat => "rstat",
+                memcgsim_model::StatsScheme::Legacy => "legacy",
+                memcgsim_model::StatsScheme::Exact => "exact",
+            };
+            let _ = writeln!(s, "scheme {scheme}");
+            for (k, v) in [
+                ("updates", w.updates),
+                ("tree_links", w.tree_links),
+                ("batches_propagated", w.propagated),
+                ("flushes", w.flushes),
+                ("flush_visits", w.flush_visits),
+                ("stat_reads", w.reads),
             ] {
                 let _ = writeln!(s, "{k} {v}");
             }

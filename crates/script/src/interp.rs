@@ -92,6 +92,9 @@ pub struct Interpreter {
     /// Some command other than `machine` or `help` has run: `machine` is no longer allowed.
     started: bool,
     check_invariants: bool,
+    /// `KEY=VALUE` settings applied after the script's `machine` line (or to the default
+    /// machine), so one script runs under several designs.
+    machine_overrides: Vec<(String, String)>,
     wait_limit_ns: u64,
     cwd: String,
     fds: BTreeMap<String, Fd>,
@@ -115,6 +118,7 @@ impl Interpreter {
             sys: None,
             started: false,
             check_invariants: false,
+            machine_overrides: Vec::new(),
             wait_limit_ns: DEFAULT_WAIT_LIMIT_NS,
             cwd: "/".to_string(),
             fds: BTreeMap::new(),
@@ -151,6 +155,11 @@ impl Interpreter {
         if let Some(sys) = self.sys.as_mut() {
             sys.set_check_invariants(on);
         }
+    }
+
+    /// Settings applied on top of the script's `machine` line (`memcgsim script --set`).
+    pub fn set_machine_overrides(&mut self, kv: Vec<(String, String)>) {
+        self.machine_overrides = kv;
     }
 
     /// Change how much virtual time a foreground `run` or a `wait` may take
@@ -197,7 +206,11 @@ impl Interpreter {
     /// The machine, booting the default one if none has booted yet.
     pub fn boot(&mut self) -> Result<&mut System, String> {
         if self.sys.is_none() {
-            self.boot_with(MachineConfig::default())?;
+            let mut cfg = MachineConfig::default();
+            for (k, v) in self.machine_overrides.clone() {
+                cfg.set(&k, &v)?;
+            }
+            self.boot_with(cfg)?;
         }
         self.sys
             .as_mut()
@@ -610,7 +623,7 @@ impl Interpreter {
             return Err("machine must be the first command of a script".into());
         }
         let mut cfg = MachineConfig::default();
-        for (k, v) in words {
+        for (k, v) in words.iter().chain(self.machine_overrides.iter()) {
             cfg.set(k, v)?;
         }
         self.boot_with(cfg)
@@ -744,16 +757,18 @@ impl Interpreter {
         );
     }
 
-    /// Expand every `$(( VALUE [+|- VALUE]... ))` in an echo text to the integer it names,
-    /// as bash arithmetic expansion does. VALUEs are the `expect` forms (numbers with
-    /// suffixes, files, FILE:KEY, @fd); operators are separated by spaces.
+    /// Expand every `$(( VALUE [OP VALUE]... ))` in an echo text to the integer it names,
+    /// as bash arithmetic expansion does: `*` and `/` (integer division, toward zero) bind
+    /// tighter than `+` and `-`. VALUEs are the `expect` forms (numbers with suffixes,
+    /// files, FILE:KEY, @fd); operators are separated by spaces.
     fn expand_arith(&mut self, text: &str) -> Result<String, String> {
         let mut out = String::new();
         for seg in parse_arith(text)? {
             match seg {
                 Segment::Text(t) => out.push_str(&t),
                 Segment::Arith(terms) => {
-                    let mut total: i64 = 0;
+                    // The sum of the finished terms, and the product being built.
+                    let (mut sum, mut term): (i64, i64) = (0, 0);
                     for (op, v) in terms {
                         let n = match self.eval(&v) {
                             Ok(n) => n,
@@ -761,13 +776,21 @@ impl Interpreter {
                                 return Err(format!("in $(( )): {m}"))
                             }
                         };
-                        total = if op == '+' {
-                            total.saturating_add(n)
-                        } else {
-                            total.saturating_sub(n)
-                        };
+                        match op {
+                            '+' | '-' => {
+                                sum = sum.saturating_add(term);
+                                term = if op == '+' { n } else { n.saturating_neg() };
+                            }
+                            '*' => term = term.saturating_mul(n),
+                            _ => {
+                                if n == 0 {
+                                    return Err("in $(( )): division by zero".into());
+                                }
+                                term = term.checked_div(n).unwrap_or(i64::MAX);
+                            }
+                        }
                     }
-                    out.push_str(&total.to_string());
+                    out.push_str(&sum.saturating_add(term).to_string());
                 }
             }
         }

@@ -361,7 +361,7 @@ pub enum Segment {
 }
 
 /// Split an echo text into literal text and `$(( ))` expressions (bash arithmetic
-/// expansion, with `+` and `-` between spaces and VALUEs as in `expect`).
+/// expansion, with `+`, `-`, `*` and `/` between spaces and VALUEs as in `expect`).
 pub fn parse_arith(text: &str) -> Result<Vec<Segment>, String> {
     let mut out = Vec::new();
     let mut rest = text;
@@ -383,11 +383,13 @@ pub fn parse_arith(text: &str) -> Result<Vec<Segment>, String> {
             match (word, op) {
                 ("+", None) => op = Some('+'),
                 ("-", None) => op = Some('-'),
+                ("*", None) => op = Some('*'),
+                ("/", None) => op = Some('/'),
                 (w, Some(o)) => {
                     terms.push((o, parse_value(w).map_err(|e| format!("in $(( )): {e}"))?));
                     op = None;
                 }
-                (w, None) => return Err(format!("in $(( )): expected + or - before '{w}'")),
+                (w, None) => return Err(format!("in $(( )): expected +, -, * or / before '{w}'")),
             }
         }
         if op.is_some() {
@@ -422,6 +424,14 @@ mod arith_tests {
         assert!(parse_arith("$(( 1 -").is_err());
         assert!(parse_arith("$(( 1 2 ))").is_err());
         assert!(parse_arith("$(( 1 - ))").is_err());
+        assert!(parse_arith("$(( 1 * ))").is_err());
+        assert_eq!(
+            parse_arith("$(( 2 * 3 ))").unwrap(),
+            vec![Segment::Arith(vec![
+                ('+', Value::Int(2)),
+                ('*', Value::Int(3))
+            ])]
+        );
         assert_eq!(
             parse_arith("plain").unwrap(),
             vec![Segment::Text("plain".into())]
