@@ -250,44 +250,48 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
             // The simulator's own counters of reclaim walks and soft-limit reclaim; no kernel
             // file has them (the kernel hid soft reclaim from its vmstat counters).
             let st = &m.soft_stats;
-            for (k, v) in [
-                ("soft_reclaim_calls", st.calls),
-                ("soft_reclaim_ns", st.ns),
-                ("soft_groups_walked", st.walked),
-                ("soft_groups_shrunk", st.shrunk),
-                ("soft_scanned", st.scanned),
-                ("soft_reclaimed", st.reclaimed),
-                ("reclaim_all_fallbacks", st.fallbacks),
-                ("soft_limit_updates", st.updates),
-                ("memcg_walk_steps", st.walk_steps),
-            ] {
-                let _ = writeln!(s, "{k} {v}");
-            }
+            counters(
+                &mut s,
+                &[
+                    ("soft_reclaim_calls", st.calls),
+                    ("soft_reclaim_ns", st.ns),
+                    ("soft_groups_walked", st.walked),
+                    ("soft_groups_shrunk", st.shrunk),
+                    ("soft_scanned", st.scanned),
+                    ("soft_reclaimed", st.reclaimed),
+                    ("reclaim_all_fallbacks", st.fallbacks),
+                    ("soft_limit_updates", st.updates),
+                    ("memcg_walk_steps", st.walk_steps),
+                ],
+            );
         }
         "memcgsim/stats" => {
             // The statistics scheme's work since boot (seed 003; rstat.rs): no kernel file
             // has these either.
             let w = &m.rstat.work;
-            let scheme = match m.rstat.scheme {
-                memcgsim_model::StatsScheme::Rstat => "rstat",
-                memcgsim_model::StatsScheme::Legacy => "legacy",
-                memcgsim_model::StatsScheme::Exact => "exact",
-            };
-            let _ = writeln!(s, "scheme {scheme}");
-            for (k, v) in [
-                ("updates", w.updates),
-                ("tree_links", w.tree_links),
-                ("batches_propagated", w.propagated),
-                ("flushes", w.flushes),
-                ("flush_visits", w.flush_visits),
-                ("stat_reads", w.reads),
-            ] {
-                let _ = writeln!(s, "{k} {v}");
-            }
+            let _ = writeln!(s, "scheme {}", m.rstat.scheme.name());
+            counters(
+                &mut s,
+                &[
+                    ("updates", w.updates),
+                    ("tree_links", w.tree_links),
+                    ("batches_propagated", w.propagated),
+                    ("flushes", w.flushes),
+                    ("flush_visits", w.flush_visits),
+                    ("stat_reads", w.reads),
+                ],
+            );
         }
         _ => return Err(Errno::ENOENT),
     }
     Ok(s)
+}
+
+/// `KEY VALUE` lines, one per counter.
+fn counters(s: &mut String, list: &[(&str, u64)]) {
+    for (k, v) in list {
+        let _ = writeln!(s, "{k} {v}");
+    }
 }
 
 pub(crate) fn write(sys: &mut System, f: &str, data: &str) -> Result<(), Errno> {

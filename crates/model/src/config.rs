@@ -290,12 +290,8 @@ impl MachineConfig {
                     }
                 }
                 "stats" => {
-                    self.stats = match value {
-                        "rstat" => crate::rstat::StatsScheme::Rstat,
-                        "legacy" => crate::rstat::StatsScheme::Legacy,
-                        "exact" => crate::rstat::StatsScheme::Exact,
-                        _ => return Err(format!("expected rstat, legacy or exact, got '{value}'")),
-                    }
+                    self.stats = crate::rstat::StatsScheme::from_name(value)
+                        .ok_or_else(|| format!("expected rstat, legacy or exact, got '{value}'"))?
                 }
                 "disk_latency" => self.device.latency_ns = parse_duration_ns(value)?,
                 "disk_bandwidth" => self.device.bandwidth_bps = want_size(value)?,

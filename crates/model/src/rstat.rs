@@ -52,6 +52,23 @@ pub enum StatsScheme {
     Exact,
 }
 
+impl StatsScheme {
+    /// The `stats=` names, in the order of the variants.
+    pub const NAMES: [&'static str; 3] = ["rstat", "legacy", "exact"];
+
+    /// The scheme's `stats=` name.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    /// The scheme a `stats=` name selects.
+    pub fn from_name(name: &str) -> Option<StatsScheme> {
+        [StatsScheme::Rstat, StatsScheme::Legacy, StatsScheme::Exact]
+            .into_iter()
+            .find(|s| s.name() == name)
+    }
+}
+
 /// FLUSH_TIME: the periodic flush worker's interval (2 s).
 pub const FLUSH_TIME_NS: u64 = 2_000_000_000;
 /// MEMCG_CHARGE_BATCH of 6.1, which scales the flush ratelimit.
@@ -466,9 +483,11 @@ impl Machine {
                 self.rstat_flush(memcg);
                 // The flush pushed the group's deltas into the parent's pending; put the
                 // parent on a tree so the next flush folds them.
-                let vm = &self.memcgs[memcg as usize].vm;
-                let pending: i64 = vm.pending.iter().map(|v| v.abs()).sum();
-                debug_assert_eq!(pending, 0);
+                debug_assert!(self.memcgs[memcg as usize]
+                    .vm
+                    .pending
+                    .iter()
+                    .all(|&v| v == 0));
                 if let Some(p) = self.memcgs[memcg as usize].parent {
                     let has = self.memcgs[p as usize].vm.pending.iter().any(|&v| v != 0);
                     if has {
