@@ -160,15 +160,18 @@ fn seed000_stream_leaves_the_mem_eater_alone() {
         let r = run("experiments/seed000/stream/small.toml", v);
         assert_eq!(task(&r, "dd").outcome, "exit 0");
         assert_eq!(task(&r, "mem_eater").outcome, "holding");
-        // At most a few of B's pages swapped (by the base's normal pass after soft reclaim).
-        assert!(
-            cgroup_stat(&r, "/B", |c| c.usage_end) > (960 << 20) - (1 << 20),
-            "{v}"
-        );
-        assert!(cgroup_stat(&r, "/B", |c| c.swap_peak) < 1 << 20, "{v}");
+        // B holds 958M of anon memory and about 2M of page tables and kernel objects. The
+        // rework's soft pass alone finds the stream's pages, so none of B's go; the base's
+        // normal pass after soft reclaim takes a few MiB of B to swap (the seed's TEST 2
+        // direction, at a smaller size).
+        let b_end = cgroup_stat(&r, "/B", |c| c.usage_end);
+        let b_swap = cgroup_stat(&r, "/B", |c| c.swap_peak);
         if v == "rework" {
-            assert_eq!(cgroup_stat(&r, "/B", |c| c.usage_end), 960 << 20);
-            assert_eq!(cgroup_stat(&r, "/B", |c| c.swap_peak), 0);
+            assert!(b_end > (959 << 20) && b_end < (962 << 20), "{v}: {b_end}");
+            assert_eq!(b_swap, 0);
+        } else {
+            assert!(b_swap > 0 && b_swap < 16 << 20, "{v}: {b_swap}");
+            assert!(b_end > (960 << 20) - b_swap - (1 << 20), "{v}: {b_end}");
         }
         // All of the stream's reclaim is soft-limit reclaim of A.
         assert!(

@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -69,6 +70,8 @@
 #define MODEL_MAX_SIZE (1ULL << 40)     /* SIZE: 1 byte to 1T */
 #define MODEL_MAX_BS (1ULL << 30)       /* dd --bs: 1 byte to 1G */
 #define MODEL_MAX_FILES 1000000ULL      /* tar --files: 1 to 1000000 */
+#define MODEL_MAX_LOOKUPS 100000000ULL  /* dcache N: 1 to 100000000 */
+#define MODEL_MAX_THREADS 100000ULL     /* threads N: 1 to 100000 */
 
 /* dd writes its blocks from a read-only mapping of this many zero bytes;
  * a larger --bs block is written with several write(2) calls of this size. */
@@ -204,6 +207,8 @@ static void usage(void)
         "       mcgh dd SIZE [--file NAME] [--bs SIZE]\n"
         "       mcgh cat|readonce --file NAME [SIZE]\n"
         "       mcgh tar SIZE [--files N] [--gzip] [--archive NAME] [--dest PREFIX] [--seed N]\n"
+        "       mcgh dcache N [--hold NAME]\n"
+        "       mcgh threads N [--hold NAME]\n"
         "       mcgh enter CGDIR ADJ -- WORKLOAD ARGS...\n"
         "       mcgh write LINE PATH VALUE\n"
         "       mcgh mkdir LINE PATH\n"
@@ -349,7 +354,8 @@ static int parse_fd(const char *s)
 /* Workloads.                                                                */
 /* ------------------------------------------------------------------------ */
 
-enum wl_kind { WL_ANON, WL_PAGECACHE, WL_MLOCK, WL_DD, WL_CAT, WL_TAR };
+enum wl_kind { WL_ANON, WL_PAGECACHE, WL_MLOCK, WL_DD, WL_CAT, WL_TAR, WL_DCACHE,
+               WL_THREADS };
 
 struct workload {
     enum wl_kind kind;
@@ -363,6 +369,7 @@ struct workload {
     const char *dest;       /* tar: prefix of the extracted files */
     uint64_t seed;          /* tar: seed of the file sizes */
     int gzip;               /* tar: the archive is compressed (--gzip) */
+    uint64_t count;         /* dcache: lookups; threads: threads */
 };
 
 /* FNV-1a over len bytes, continuing from h (0 starts a new hash), as the
@@ -580,6 +587,26 @@ static void parse_tar(int argc, char **argv, struct workload *wl)
     }
 }
 
+/* dcache|threads N [--hold NAME]: the simulator's syntax (a count, then an
+ * optional hold name). */
+static void parse_count(const char *name, int argc, char **argv, uint64_t max,
+                        struct workload *wl)
+{
+    int i;
+
+    if (argc < 1 || is_option_word(argv[0]))
+        arg_error(name, "missing N");
+    if (parse_u64(argv[0], &wl->count) != 0 || wl->count == 0 || wl->count > max)
+        arg_error(name, "N must be 1 to %llu: %s", (unsigned long long)max, argv[0]);
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--hold") != 0)
+            arg_error(name, "unknown option %s", argv[i]);
+        if (i + 1 >= argc || !valid_name(argv[i + 1]))
+            arg_error(name, "--hold needs a NAME");
+        wl->hold = argv[++i];
+    }
+}
+
 /* Parse "WORKLOAD ARGS..." starting at argv[0]: anon|pagecache|mlock SIZE
  * [options] with the selftests' helpers' options, or dd|cat|readonce|tar
  * with the simulator's syntax.  Returns 0, or -1 if argv[0] is not a
@@ -605,6 +632,13 @@ static int parse_workload(int argc, char **argv, struct workload *wl)
     if (strcmp(argv[0], "tar") == 0) {
         wl->kind = WL_TAR;
         parse_tar(argc - 1, argv + 1, wl);
+        return 0;
+    }
+    if (strcmp(argv[0], "dcache") == 0 || strcmp(argv[0], "threads") == 0) {
+        int dc = strcmp(argv[0], "dcache") == 0;
+        wl->kind = dc ? WL_DCACHE : WL_THREADS;
+        parse_count(argv[0], argc - 1, argv + 1,
+                    dc ? MODEL_MAX_LOOKUPS : MODEL_MAX_THREADS, wl);
         return 0;
     }
     if (strcmp(argv[0], "anon") == 0)
@@ -1111,6 +1145,64 @@ static int run_tar(const struct workload *wl)
     return 0;
 }
 
+/* alloc_dcache() of the kernel's test_kmem.c: stat() of N paths that do
+ * not exist, with long names, so that each leaves a negative dentry (and an
+ * external name) in the dentry cache, charged to the caller's cgroup. */
+static int run_dcache(const struct workload *wl)
+{
+    char buf[256];
+    struct stat st;
+    uint64_t i;
+
+    for (i = 0; i < wl->count; i++) {
+        snprintf(buf, sizeof(buf),
+                 MCGH_DATA_DIR "/something-non-existent-with-a-long-name-%64llu-%d",
+                 (unsigned long long)i, (int)getpid());
+        (void)stat(buf, &st);
+    }
+    if (wl->hold != NULL)
+        hold_forever(wl->hold);
+    return 0;
+}
+
+static void *thread_sleep(void *arg)
+{
+    (void)arg;
+    /* Sleeps until the process is killed; intentionally unbounded. */
+    for (;;)
+        pause();
+    return NULL;
+}
+
+static void *thread_exit(void *arg)
+{
+    return arg;
+}
+
+/* test_kmem.c's kernel-stack workload: N threads with default attributes.
+ * With --hold they sleep until the process is killed; without, each thread
+ * exits at once and is joined. */
+static int run_threads(const struct workload *wl)
+{
+    uint64_t i;
+    pthread_t t;
+
+    for (i = 0; i < wl->count; i++) {
+        int err = pthread_create(&t, NULL,
+                                 wl->hold != NULL ? thread_sleep : thread_exit,
+                                 NULL);
+        if (err != 0) {
+            report_err("pthread_create", err);
+            return 1;
+        }
+        if (wl->hold == NULL)
+            (void)pthread_join(t, NULL);
+    }
+    if (wl->hold != NULL)
+        hold_forever(wl->hold);
+    return 0;
+}
+
 static int run_workload(const struct workload *wl)
 {
     /* A stale NAME.ready from an earlier run must not announce this one. */
@@ -1133,6 +1225,10 @@ static int run_workload(const struct workload *wl)
         return run_cat(wl);
     case WL_TAR:
         return run_tar(wl);
+    case WL_DCACHE:
+        return run_dcache(wl);
+    case WL_THREADS:
+        return run_threads(wl);
     }
     return EXIT_USAGE;
 }

@@ -87,19 +87,21 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
             kb(&mut s, "AnonPages", g(Stat::Anon));
             kb(&mut s, "Mapped", g(Stat::FileMapped));
             kb(&mut s, "Shmem", g(Stat::Shmem));
-            for name in [
-                "KReclaimable",
-                "Slab",
-                "SReclaimable",
-                "SUnreclaim",
-                "KernelStack",
-                "PageTables",
-                "SecPageTables",
-                "NFS_Unstable",
-                "Bounce",
-                "WritebackTmp",
+            let k = |st| m.meminfo_kernel_kb(st);
+            let (srec, sunrec) = (k(Stat::SlabReclaimableB), k(Stat::SlabUnreclaimableB));
+            for (name, v) in [
+                ("KReclaimable", srec),
+                ("Slab", srec + sunrec),
+                ("SReclaimable", srec),
+                ("SUnreclaim", sunrec),
+                ("KernelStack", k(Stat::KernelStackKb)),
+                ("PageTables", k(Stat::Pagetables)),
+                ("SecPageTables", 0),
+                ("NFS_Unstable", 0),
+                ("Bounce", 0),
+                ("WritebackTmp", 0),
             ] {
-                kb(&mut s, name, 0);
+                let _ = writeln!(s, "{:<16}{:>8} kB", format!("{name}:"), v);
             }
             kb(
                 &mut s,
@@ -108,10 +110,15 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
             );
             kb(&mut s, "Committed_AS", g(Stat::Anon) + g(Stat::Swap));
             let _ = writeln!(s, "{:<16}{:>8} kB", "VmallocTotal:", 34359738367u64);
+            kb(&mut s, "VmallocUsed", 0);
+            kb(&mut s, "VmallocChunk", 0);
+            let _ = writeln!(
+                s,
+                "{:<16}{:>8} kB",
+                "Percpu:",
+                m.meminfo_kernel_kb(Stat::PercpuB)
+            );
             for name in [
-                "VmallocUsed",
-                "VmallocChunk",
-                "Percpu",
                 "HardwareCorrupted",
                 "AnonHugePages",
                 "ShmemHugePages",
@@ -180,6 +187,16 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
                 ("pgsteal_kswapd", g(Stat::PgstealKswapd)),
             ];
             for (k, v) in lines {
+                let _ = writeln!(s, "{k} {v}");
+            }
+            // Kernel memory in pages (slab), KiB (kernel stacks) and pages (page tables).
+            let kp = |st| m.meminfo_kernel_kb(st) / (PAGE_SIZE / 1024);
+            for (k, v) in [
+                ("nr_slab_reclaimable", kp(Stat::SlabReclaimableB)),
+                ("nr_slab_unreclaimable", kp(Stat::SlabUnreclaimableB)),
+                ("nr_kernel_stack", m.meminfo_kernel_kb(Stat::KernelStackKb)),
+                ("nr_page_table_pages", kp(Stat::Pagetables)),
+            ] {
                 let _ = writeln!(s, "{k} {v}");
             }
             for (k, v) in [

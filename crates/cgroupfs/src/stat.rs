@@ -1,6 +1,6 @@
 //! memory.stat and memory.numa_stat formats: memory_stat_format() (v2) and
 //! memcg_stat_show() (v1) of Linux 6.1, keys in kernel order. Items the model does not
-//! produce (kernel memory, slab, sockets, THP, zswap, shmem) print 0. Values are what a
+//! produce (sockets, vmalloc, THP, zswap, shmem) print 0. Values are what a
 //! reader sees under the machine's statistics scheme (`Machine::stat_view`); the caller
 //! flushes first as the kernel does (`Machine::stats_read_flush`).
 
@@ -11,6 +11,12 @@ use memcgsim_model::{Machine, MemcgId, Stat, PAGE_COUNTER_MAX, PAGE_SIZE};
 /// A memory.stat item: a modelled statistic in pages, a modelled event count, or a constant 0.
 enum Item {
     Pages(Stat),
+    /// Kept in bytes.
+    Bytes(Stat),
+    /// Kept in KiB (NR_KERNEL_STACK_KB).
+    Kb(Stat),
+    /// slab_reclaimable + slab_unreclaimable.
+    Slab,
     Count(Stat),
     Zero,
 }
@@ -20,11 +26,11 @@ const V2_STATS: &[(&str, Item, bool)] = &[
     // (name, item, is a node (lruvec) stat shown in numa_stat)
     ("anon", Item::Pages(Stat::Anon), true),
     ("file", Item::Pages(Stat::File), true),
-    ("kernel", Item::Zero, false),
-    ("kernel_stack", Item::Zero, true),
-    ("pagetables", Item::Zero, true),
+    ("kernel", Item::Pages(Stat::Kmem), false),
+    ("kernel_stack", Item::Kb(Stat::KernelStackKb), true),
+    ("pagetables", Item::Pages(Stat::Pagetables), true),
     ("sec_pagetables", Item::Zero, true),
-    ("percpu", Item::Zero, false),
+    ("percpu", Item::Bytes(Stat::PercpuB), false),
     ("sock", Item::Zero, false),
     ("vmalloc", Item::Zero, false),
     ("shmem", Item::Pages(Stat::Shmem), true),
@@ -42,9 +48,17 @@ const V2_STATS: &[(&str, Item, bool)] = &[
     ("inactive_file", Item::Pages(Stat::InactiveFile), true),
     ("active_file", Item::Pages(Stat::ActiveFile), true),
     ("unevictable", Item::Pages(Stat::Unevictable), true),
-    ("slab_reclaimable", Item::Zero, true),
-    ("slab_unreclaimable", Item::Zero, true),
-    ("slab", Item::Zero, false),
+    (
+        "slab_reclaimable",
+        Item::Bytes(Stat::SlabReclaimableB),
+        true,
+    ),
+    (
+        "slab_unreclaimable",
+        Item::Bytes(Stat::SlabUnreclaimableB),
+        true,
+    ),
+    ("slab", Item::Slab, false),
     (
         "workingset_refault_anon",
         Item::Count(Stat::WorkingsetRefaultAnon),
@@ -111,7 +125,9 @@ fn value(m: &Machine, memcg: MemcgId, item: &Item, local: bool) -> u64 {
     };
     match item {
         Item::Pages(s) => get(*s) * PAGE_SIZE,
-        Item::Count(s) => get(*s),
+        Item::Bytes(s) | Item::Count(s) => get(*s),
+        Item::Kb(s) => get(*s) * 1024,
+        Item::Slab => get(Stat::SlabReclaimableB) + get(Stat::SlabUnreclaimableB),
         Item::Zero => 0,
     }
 }

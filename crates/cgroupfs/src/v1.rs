@@ -104,8 +104,9 @@ pub(crate) fn read(sys: &mut System, i: usize, f: &str) -> Result<String, Errno>
         "memory.failcnt" => format!("{}\n", mem.failcnt),
         "memory.memsw.failcnt" => format!("{}\n", memsw.failcnt),
         "memory.kmem.limit_in_bytes" => fmt_bytes(PAGE_COUNTER_MAX),
-        "memory.kmem.usage_in_bytes" | "memory.kmem.max_usage_in_bytes" => "0\n".into(),
-        "memory.kmem.failcnt" => "0\n".into(),
+        "memory.kmem.usage_in_bytes" => fmt_bytes(m.kmem.counter.get(memcg as usize).usage),
+        "memory.kmem.max_usage_in_bytes" => fmt_bytes(m.kmem.counter.get(memcg as usize).watermark),
+        "memory.kmem.failcnt" => format!("{}\n", m.kmem.counter.get(memcg as usize).failcnt),
         "memory.use_hierarchy" if seed001(m) => {
             format!("{}\n", m.memcg(memcg).use_hierarchy as u8)
         }
@@ -166,7 +167,8 @@ pub(crate) fn write(sys: &mut System, i: usize, f: &str, data: &str) -> Result<(
         "memory.memsw.max_usage_in_bytes" => m.memsw.reset_watermark(id),
         "memory.failcnt" => m.memory.get_mut(id).failcnt = 0,
         "memory.memsw.failcnt" => m.memsw.get_mut(id).failcnt = 0,
-        "memory.kmem.max_usage_in_bytes" | "memory.kmem.failcnt" => {}
+        "memory.kmem.max_usage_in_bytes" => m.kmem.counter.reset_watermark(id),
+        "memory.kmem.failcnt" => m.kmem.counter.get_mut(id).failcnt = 0,
         "memory.kmem.limit_in_bytes" => {
             // Deprecated: accepted with no effect, as the kernel does.
             page_counter_memparse(data, "-1")?;

@@ -77,7 +77,9 @@ fn small_scenario_summary_is_sane() {
 
     let grp = r.cgroups.iter().find(|c| c.cgroup == "/grp").unwrap();
     assert!(grp.usage_peak.unwrap() >= 8 << 20, "{grp:?}");
-    assert_eq!(grp.usage_end, Some(0));
+    // Its tasks are gone: what stays charged is the per-CPU charge stock, under one batch of
+    // 64 pages (its kernel pages made the charges no longer a multiple of the batch).
+    assert!(grp.usage_end.unwrap() < 64 * 4096, "{grp:?}");
     assert_eq!(grp.oom_kill, Some(0));
     let tight = r.cgroups.iter().find(|c| c.cgroup == "/tight").unwrap();
     assert!(tight.usage_peak.unwrap() <= 6 << 20, "{tight:?}");

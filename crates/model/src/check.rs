@@ -276,6 +276,7 @@ impl Machine {
             }
             free_seen[f] = true;
         }
+        let mut kernel_frames = 0u64;
         for pfn in 0..nr_frames {
             let pc = &self.frames.pc[pfn];
             let allocated = pc.flags & pf::ALLOCATED != 0;
@@ -289,6 +290,13 @@ impl Machine {
                 if pc.memcg != 0 || pc.flags & pf::LRU_MASK != LRU_NONE {
                     return Err(format!("free frame {pfn} is owned or on a list"));
                 }
+                continue;
+            }
+            if pc.flags & pf::KERNEL != 0 {
+                if pc.memcg != 0 || pc.flags & pf::LRU_MASK != LRU_NONE || seen[pfn] {
+                    return Err(format!("kernel frame {pfn} is owned or on a list"));
+                }
+                kernel_frames += 1;
                 continue;
             }
             if pc.memcg == 0 {
@@ -335,6 +343,30 @@ impl Machine {
             }
             owned[m][3] += 1;
         }
+        // Kernel memory: frames = the base system's + every obj_cgroup's pages.
+        let mut sub_kmem = vec![0u64; n];
+        let mut objcg_pages = 0u64;
+        for o in &self.kmem.objcgs {
+            objcg_pages += o.pages;
+            if o.memcg != ROOT_MEMCG && o.pages > 0 {
+                if !(self.memcgs[o.memcg as usize].online || self.memcgs[o.memcg as usize].dying) {
+                    return Err(format!("an obj_cgroup charges freed memcg {}", o.memcg));
+                }
+                sub_kmem[o.memcg as usize] += o.pages;
+            }
+            if o.charged_bytes >= crate::PAGE_SIZE {
+                return Err("an obj_cgroup holds a whole page of charged bytes".into());
+            }
+        }
+        if kernel_frames != self.kmem.frames.len() as u64
+            || kernel_frames != self.kmem.base_pages + objcg_pages
+        {
+            return Err(format!(
+                "{kernel_frames} kernel frames, {} held, base {} + obj_cgroups {objcg_pages}",
+                self.kmem.frames.len(),
+                self.kmem.base_pages
+            ));
+        }
         let mut swap_owned = vec![0i64; n];
         for o in self.swap.used_by() {
             swap_owned[o as usize] += 1;
@@ -377,22 +409,30 @@ impl Machine {
                 sub_stock[s.memcg as usize] += s.nr_pages;
             }
         }
+        let mut sub_kmem_tree = sub_kmem.clone();
         let mut child_usage = vec![0u64; n];
         let mut child_min = vec![0u64; n];
         let mut child_low = vec![0u64; n];
         for &i in &order {
-            sub_pages[i] += owned[i][3] as u64;
+            sub_pages[i] += owned[i][3] as u64 + sub_kmem[i];
             sub_swap[i] += swap_owned[i] as u64;
             let c = self.memory.get(i);
             if i != ROOT_MEMCG as usize {
                 let expect = sub_pages[i] + sub_stock[i];
                 if c.usage != expect {
                     return Err(format!(
-                        "memcg {i}: memory usage {} but owns {} pages + {} stock",
+                        "memcg {i}: memory usage {} but owns {} pages (kernel memory too) + {} stock",
                         c.usage, sub_pages[i], sub_stock[i]
                     ));
                 }
                 if self.is_v1() {
+                    let k = self.kmem.counter.get(i).usage;
+                    if k != sub_kmem_tree[i] {
+                        return Err(format!(
+                            "memcg {i}: kmem usage {k} but its subtree's obj_cgroups hold {}",
+                            sub_kmem_tree[i]
+                        ));
+                    }
                     let s = self.memsw.get(i);
                     if s.usage != expect + sub_swap[i] {
                         return Err(format!(
@@ -425,6 +465,7 @@ impl Machine {
                 sub_pages[p] += sub_pages[i];
                 sub_swap[p] += sub_swap[i];
                 sub_stock[p] += sub_stock[i];
+                sub_kmem_tree[p] += sub_kmem_tree[i];
                 child_usage[p] += c.usage;
                 child_min[p] += c.min_usage;
                 child_low[p] += c.low_usage;

@@ -131,6 +131,17 @@ pub struct MachineConfig {
     pub dirty: DirtyPolicy,
     /// How memcg statistics reach their readers (rstat.rs). Default rstat, as in 6.1.
     pub stats: crate::rstat::StatsScheme,
+    /// Kernel memory charged to cgroups (kmem.rs); off is the kernel's cgroup.memory=nokmem.
+    /// Default on.
+    pub kmem: bool,
+    /// RAM the kernel reserves at boot (struct page for every frame, the image, early
+    /// allocations): MemTotal is RAM minus this. None: as Linux 6.1 on x86-64,
+    /// 49,192 KiB plus 70 bytes per 4 KiB of RAM (with `base`, at most a quarter of RAM).
+    pub reserved_bytes: Option<u64>,
+    /// Memory the base system holds outside any cgroup (init and shell, the kernel's own
+    /// caches and stacks), unreclaimable. None: as a minimal Linux 6.1 system,
+    /// 32,960 KiB plus 13.5 bytes per 4 KiB of RAM (with `reserved`, at most a quarter of RAM).
+    pub base_bytes: Option<u64>,
     pub device: DeviceConfig,
     pub costs: Costs,
 }
@@ -155,6 +166,9 @@ impl Default for MachineConfig {
             softlimit: SoftLimitPolicy::Tree,
             dirty: DirtyPolicy::Mainline,
             stats: crate::rstat::StatsScheme::Rstat,
+            kmem: true,
+            reserved_bytes: None,
+            base_bytes: None,
             device: DeviceConfig {
                 latency_ns: 100_000,
                 bandwidth_bps: 500_000_000,
@@ -200,6 +214,47 @@ fn parse_u64(v: &str) -> Result<u64, String> {
 }
 
 impl MachineConfig {
+    /// Pages of RAM.
+    pub fn ram_pages(&self) -> u64 {
+        self.memory_bytes / PAGE_SIZE
+    }
+
+    /// The default reservations (reserved, base) in bytes: Linux 6.1's, scaled down together
+    /// to a quarter of RAM on machines too small for them (under about 370M).
+    fn default_reservations(&self) -> (u64, u64) {
+        let ram = self.ram_pages();
+        let reserved = 49_192 * 1024 + 70 * ram;
+        let base = 32_960 * 1024 + 27 * ram / 2;
+        let cap = self.memory_bytes / 4;
+        if reserved + base <= cap {
+            (reserved, base)
+        } else {
+            let r = (reserved as u128 * cap as u128 / (reserved + base) as u128) as u64;
+            (r, cap - r)
+        }
+    }
+
+    /// Pages the kernel reserves at boot.
+    pub fn reserved_pages(&self) -> u64 {
+        let bytes = self
+            .reserved_bytes
+            .unwrap_or_else(|| self.default_reservations().0);
+        bytes.div_ceil(PAGE_SIZE).min(self.ram_pages())
+    }
+
+    /// MemTotal in pages: the frames the page allocator manages.
+    pub fn managed_pages(&self) -> u64 {
+        self.ram_pages() - self.reserved_pages()
+    }
+
+    /// Pages the base system holds at boot, out of `managed`.
+    pub fn base_pages(&self, managed: u64) -> u64 {
+        let bytes = self
+            .base_bytes
+            .unwrap_or_else(|| self.default_reservations().1);
+        bytes.div_ceil(PAGE_SIZE).min(managed)
+    }
+
     /// The keys `set` accepts, for help and error texts.
     pub const KEYS: &'static [&'static str] = &[
         "memory",
@@ -218,6 +273,9 @@ impl MachineConfig {
         "softlimit",
         "dirty",
         "stats",
+        "kmem",
+        "reserved",
+        "base",
         "disk_latency",
         "disk_bandwidth",
         "hit_cost",
@@ -231,7 +289,7 @@ impl MachineConfig {
     pub fn key_is_switch(key: &str) -> bool {
         matches!(
             key,
-            "recursiveprot" | "localevents" | "stock" | "root_memory"
+            "recursiveprot" | "localevents" | "stock" | "root_memory" | "kmem"
         )
     }
 
@@ -293,6 +351,9 @@ impl MachineConfig {
                     self.stats = crate::rstat::StatsScheme::from_name(value)
                         .ok_or_else(|| format!("expected rstat, legacy or exact, got '{value}'"))?
                 }
+                "kmem" => self.kmem = parse_bool(value)?,
+                "reserved" => self.reserved_bytes = Some(want_size(value)?),
+                "base" => self.base_bytes = Some(want_size(value)?),
                 "disk_latency" => self.device.latency_ns = parse_duration_ns(value)?,
                 "disk_bandwidth" => self.device.bandwidth_bps = want_size(value)?,
                 "hit_cost" => self.costs.hit_ns = parse_duration_ns(value)?,
@@ -326,6 +387,10 @@ impl MachineConfig {
         }
         if pages > u32::MAX as u64 / 2 {
             return Err("memory must be below 8T (frame numbers are 31-bit)".into());
+        }
+        let managed = self.managed_pages();
+        if managed.saturating_sub(self.base_pages(managed)) < 4096 {
+            return Err("memory less reserved and base must leave at least 16M".into());
         }
         if self.swap_bytes / PAGE_SIZE > u32::MAX as u64 / 2 {
             return Err("swap must be below 8T".into());

@@ -36,6 +36,8 @@ pub struct File {
     /// The memcg whose bdi_writeback the inode is attached to (inode->i_wb); 0 until the
     /// inode is first dirtied.
     pub wb: crate::memcontrol::MemcgId,
+    /// The obj_cgroup its inode and dentry are charged to (kmem.rs).
+    pub inode_objcg: Option<crate::kmem::ObjcgId>,
 }
 
 /// The frame of a resident page-cache entry.
@@ -70,6 +72,7 @@ impl Machine {
             nr_dirty: 0,
             dirtied_when: None,
             wb: 0,
+            inode_objcg: None,
         });
         (self.files.v.len() - 1) as u32
     }

@@ -16,6 +16,7 @@
 //! | [`swapfile`] | mm/swapfile.c + mm/swap_cgroup.c: swap slots and their memcg |
 //! | [`filemap`] | mm/filemap.c: page cache of files |
 //! | [`memory`] | mm/memory.c + mm/rmap.c + mm/mlock.c: anon VMAs, faults, unmap |
+//! | [`kmem`] | obj_cgroup charging, kernel stacks, page tables, per-CPU memory, slab and the dcache shrinker |
 //! | [`page_alloc`] | mm/page_alloc.c: free frames, watermarks, the allocation slow path |
 //! | [`page_writeback`] | mm/page-writeback.c + fs/fs-writeback.c: dirty pages, the flusher |
 //! | [`oom_kill`] | mm/oom_kill.c |
@@ -29,6 +30,7 @@ pub mod check;
 pub mod config;
 pub mod errno;
 pub mod filemap;
+pub mod kmem;
 pub mod machine;
 pub mod memcg_dirty;
 pub mod memcontrol;

@@ -62,13 +62,16 @@ pub struct Machine {
     pub rstat: crate::rstat::Rstat,
     /// Dying memcgs with nothing left, to be freed between events.
     pub dying_release: Vec<crate::memcontrol::MemcgId>,
+    /// Kernel memory: obj_cgroups, kernel frames, node counters (kmem.rs).
+    pub kmem: crate::kmem::Kmem,
 }
 
 impl Machine {
     /// Boot a machine. The configuration must be valid (`MachineConfig::validate`).
     pub fn new(cfg: MachineConfig) -> Result<Machine, String> {
         cfg.validate()?;
-        let nr_frames = (cfg.memory_bytes / PAGE_SIZE) as u32;
+        // The page allocator manages RAM less the kernel's boot reservations (MemTotal).
+        let nr_frames = cfg.managed_pages() as u32;
         let nr_swap = cfg.swap_bytes / PAGE_SIZE;
         let mut m = Machine {
             frames: Frames::new(nr_frames),
@@ -99,8 +102,10 @@ impl Machine {
             soft_stats: Default::default(),
             rstat: crate::rstat::Rstat::new(cfg.stats, cfg.cpus as usize),
             dying_release: Vec::new(),
+            kmem: Default::default(),
             cfg,
         };
+        m.kmem_init();
         m.memcgs.push(Memcg::new(0, None, 0)); // placeholder for id 0
         let root = m.memcg_create_raw(None);
         debug_assert_eq!(root, ROOT_MEMCG);

@@ -97,6 +97,8 @@ pub struct Memcg {
     pub soft: crate::soft_limit::SoftNode,
     /// Per-CPU page events and their ratelimit targets.
     pub page_events: Vec<crate::soft_limit::PageEvents>,
+    /// Its obj_cgroup and dentry list_lru (kmem.rs).
+    pub kmem: crate::kmem::MemcgKmem,
 }
 
 impl Memcg {
@@ -124,6 +126,7 @@ impl Memcg {
             nr_tasks: 0,
             soft: Default::default(),
             page_events: Vec::new(),
+            kmem: Default::default(),
             dirty_param: Default::default(),
             use_hierarchy: false,
         }
@@ -207,6 +210,8 @@ impl Machine {
         self.memory.ensure(id as usize, pidx, true);
         self.swap_counter.ensure(id as usize, pidx, false);
         self.memsw.ensure(id as usize, pidx, false);
+        self.kmem.counter.ensure(id as usize, pidx, false);
+        self.kmem_memcg_online(id);
         if let Some(p) = parent {
             match self.memcg(p).last_child {
                 Some(last) => self.memcg_mut(last).next_sibling = Some(id),
@@ -217,13 +222,18 @@ impl Machine {
         id
     }
 
-    /// Create a child memcg. EAGAIN-like ENOSPC when the 16-bit id space is exhausted.
+    /// Create a child memcg. ENOSPC when the 16-bit id space is exhausted; ENOMEM when no
+    /// free frame is left for its per-CPU memory (`kmem_memcg_percpu`).
     pub fn memcg_create(&mut self, parent: MemcgId) -> Result<MemcgId, Errno> {
         if self.free_memcg_ids.is_empty() && self.memcgs.len() > u16::MAX as usize {
             return Err(Errno::ENOSPC);
         }
+        if !self.kmem_memcg_percpu_fits() {
+            return Err(Errno::ENOMEM);
+        }
         let id = self.memcg_create_raw(Some(parent));
         self.memcg_dirty_init(id, parent);
+        self.kmem_memcg_percpu(id, parent);
         Ok(id)
     }
 
@@ -248,6 +258,7 @@ impl Machine {
         let parent = mc.parent.expect("non-root memcg has a parent");
         self.soft_limit_offline(id);
         self.drain_all_stock(id);
+        self.kmem_memcg_offline(id, parent);
         self.wb_memcg_offline(id, parent);
         // Clear protection so the parent's children_*_usage sums lose this child's share.
         self.memory.set_min(id as usize, 0);
@@ -295,6 +306,7 @@ impl Machine {
     fn memcg_free(&mut self, id: MemcgId) {
         let parent = self.memcg(id).parent.expect("non-root memcg has a parent");
         debug_assert!(self.memcg(id).dying && self.memcg(id).first_child.is_none());
+        self.kmem_memcg_free_percpu(id);
         self.stats_memcg_free(id);
         // Unlink from the sibling list.
         let next = self.memcg(id).next_sibling;

@@ -21,6 +21,12 @@ pub struct VmaData {
     /// VM_LOCKED.
     pub locked: bool,
     pub live: bool,
+    /// The obj_cgroup its vm_area_struct and page tables are charged to (kmem.rs).
+    pub objcg: crate::kmem::ObjcgId,
+    /// One bit per 2 MiB region that has a PTE page.
+    pub pt: Vec<u64>,
+    /// PTE pages allocated.
+    pub pt_pages: u64,
 }
 
 #[derive(Default)]
@@ -58,8 +64,13 @@ impl Machine {
             ptes: vec![0; npages as usize],
             locked,
             live: true,
+            objcg: crate::kmem::ROOT_OBJCG,
+            pt: vec![0; (npages as u64).div_ceil(crate::kmem::PTE_SPAN_PAGES * 64) as usize],
+            pt_pages: 0,
         });
-        self.task_mut(pid).vmas.push(id);
+        let t = self.task_mut(pid);
+        t.vmas.push(id);
+        t.total_vm += npages as u64;
         id
     }
 
@@ -169,7 +180,38 @@ impl Machine {
     }
 
     /// do_anonymous_page(): allocate, charge, map.
+    /// __pmd_alloc() and __pte_alloc() before a fault maps a page: the task's PMD pages (one
+    /// per GiB of its mappings) and the PTE page of the page's 2 MiB region, charged to the
+    /// obj_cgroup of the mapping (the group the task was in when it mapped it). On failure
+    /// the pages allocated so far stay, as the kernel keeps a populated page table.
+    fn pte_alloc(&mut self, pid: Pid, vma: u32, idx: u32) -> Result<(), Fault> {
+        use crate::kmem::{KmemKind, PMD_SPAN_PAGES, PTE_SPAN_PAGES};
+        let objcg = self.vmas.v[vma as usize].objcg;
+        let t = self.task(pid);
+        let want = t.total_vm.div_ceil(PMD_SPAN_PAGES);
+        let mut have = t.pmd_pages;
+        while have < want {
+            if have == 0 {
+                self.task_mut(pid).pmd_objcg = objcg;
+            }
+            let pmd_objcg = self.task(pid).pmd_objcg;
+            self.kmem_charge(pmd_objcg, KmemKind::Pagetable, crate::PAGE_SIZE, false)?;
+            have += 1;
+            self.task_mut(pid).pmd_pages = have;
+        }
+        let region = idx as u64 / PTE_SPAN_PAGES;
+        let (w, bit) = ((region / 64) as usize, 1u64 << (region % 64));
+        if self.vmas.v[vma as usize].pt[w] & bit == 0 {
+            self.kmem_charge(objcg, KmemKind::Pagetable, crate::PAGE_SIZE, false)?;
+            let v = &mut self.vmas.v[vma as usize];
+            v.pt[w] |= bit;
+            v.pt_pages += 1;
+        }
+        Ok(())
+    }
+
     fn do_anonymous_page(&mut self, pid: Pid, vma: u32, idx: u32) -> Result<(), Fault> {
+        self.pte_alloc(pid, vma, idx)?;
         self.spend_cpu(self.cfg.costs.minor_fault_ns);
         let memcg = self.task(pid).memcg;
         self.mod_stat(memcg, Stat::Pgfault, 1);
@@ -269,7 +311,22 @@ impl Machine {
                 self.task_mut(owner).rss_anon -= 1;
             }
         }
+        // free_pgtables(): the mapping's PTE pages, and its vm_area_struct.
+        let v = &mut self.vmas.v[vma as usize];
+        let (objcg, pt_pages) = (v.objcg, v.pt_pages);
+        v.pt = Vec::new();
+        v.pt_pages = 0;
+        for _ in 0..pt_pages {
+            self.kmem_uncharge(objcg, crate::kmem::KmemKind::Pagetable, crate::PAGE_SIZE);
+        }
+        self.kmem_uncharge(
+            objcg,
+            crate::kmem::KmemKind::SlabUnreclaimable,
+            crate::kmem::VMA_SLAB_BYTES,
+        );
         self.vmas.free_ids.push(vma);
-        self.task_mut(owner).vmas.retain(|&x| x != vma);
+        let t = self.task_mut(owner);
+        t.vmas.retain(|&x| x != vma);
+        t.total_vm -= ptes.len() as u64;
     }
 }

@@ -49,6 +49,8 @@ pub mod pf {
     pub const ALLOCATED: u16 = 1 << 13;
     /// The file page's data exists on disk (re-reading it after eviction is a real read).
     pub const ONDISK: u16 = 1 << 14;
+    /// A frame the kernel holds for its own objects (kmem.rs): on no LRU, owned by no memcg.
+    pub const KERNEL: u16 = 1 << 15;
 }
 
 /// LRU value meaning "on no list".

@@ -159,6 +159,14 @@ impl Counters {
         Ok(())
     }
 
+    /// Take `nr` pages off one counter without touching its ancestors, whose charge stays:
+    /// charges that move to the parent when a group goes offline.
+    pub fn drop_local(&mut self, idx: usize, nr: u64) {
+        if nr > 0 {
+            self.cancel(idx, nr);
+        }
+    }
+
     /// page_counter_uncharge(): subtract at every level.
     pub fn uncharge(&mut self, idx: usize, nr: u64) {
         let mut cur = Some(idx);

@@ -204,7 +204,7 @@ impl Machine {
         match self.rstat.scheme {
             StatsScheme::Exact => {}
             StatsScheme::Rstat => self.rstat_update(memcg, item as usize, delta),
-            StatsScheme::Legacy => self.legacy_update(memcg, item as usize, delta),
+            StatsScheme::Legacy => self.legacy_update(memcg, item, delta),
         }
     }
 
@@ -286,7 +286,8 @@ impl Machine {
 
     /// 5.10's __mod_memcg_state() / __count_memcg_events().
     #[inline]
-    fn legacy_update(&mut self, memcg: MemcgId, i: usize, delta: i64) {
+    fn legacy_update(&mut self, memcg: MemcgId, item: Stat, delta: i64) {
+        let i = item as usize;
         let cpu = self.current_cpu();
         if self.memcgs[memcg as usize].vm.percpu.is_empty() {
             self.alloc_percpu(memcg);
@@ -294,7 +295,13 @@ impl Machine {
         let slot = cpu * NR_STATS + i;
         let vm = &mut self.memcgs[memcg as usize].vm;
         let x = vm.percpu[slot] + delta;
-        if x.abs() <= LEGACY_BATCH {
+        // 5.10 scales the batch of byte-sized items by the page size.
+        let batch = if item.in_bytes() {
+            LEGACY_BATCH << 12
+        } else {
+            LEGACY_BATCH
+        };
+        if x.abs() <= batch {
             vm.percpu[slot] = x;
             return;
         }

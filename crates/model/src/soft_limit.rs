@@ -451,12 +451,17 @@ mod tests {
         for x in [p, a, b] {
             m.memcg_mut(x).soft_limit = 0;
         }
+        // p's counter already holds its children's per-CPU memory (charged to the parent's
+        // obj_cgroup at creation, as 6.1's mem_cgroup_alloc() does with __GFP_ACCOUNT).
+        let percpu = m.memory.get(p as usize).usage;
+        let bytes = 2 * crate::kmem::MEMCG_PERCPU_BYTES * m.cfg.cpus as u64;
+        assert_eq!(percpu, bytes.div_ceil(crate::config::PAGE_SIZE));
         charge(&mut m, a, 10);
         charge(&mut m, b, 10);
-        // a's first event put a (1) and p (1) on the tree; b's first put b (1) and re-keyed
-        // p with its usage then (a's 10 and b's 1).
+        // a's first event put a (1) and p on the tree; b's first put b (1) and re-keyed
+        // p with its usage then (its percpu, a's 10 and b's 1).
         let keys: Vec<(u64, MemcgId)> = m.soft_tree.set.iter().map(|&(e, _, x)| (e, x)).collect();
-        assert_eq!(keys, vec![(1, a), (1, b), (11, p)]);
+        assert_eq!(keys, vec![(1, a), (1, b), (11 + percpu, p)]);
         assert_eq!(m.soft_tree_pop_largest(), Some(p));
         assert_eq!(
             m.soft_tree_pop_largest(),

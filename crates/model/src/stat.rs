@@ -2,10 +2,9 @@
 //! /proc/meminfo and /proc/vmstat report (memcg_vmstats in mm/memcontrol.c, vm_stat and
 //! vm_event in mm/vmstat.c).
 //!
-//! Simplification (documented in docs/FIDELITY.md): every update is applied at once to the
-//! memcg's local counter and to the hierarchical counter of the memcg and each ancestor, so a
-//! read is always exact — what the kernel's rstat gives right after a flush. The per-CPU
-//! batching and flush thresholds (seed 003) come later beside this scheme.
+//! These are the exact counters: every update is applied at once to the memcg's local counter
+//! and to the hierarchical counter of the memcg and each ancestor. What readers see goes
+//! through the statistics scheme (rstat.rs).
 
 /// A page-state item (in pages) or an event counter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +36,19 @@ pub enum Stat {
     WorkingsetRestoreAnon,
     WorkingsetRestoreFile,
     WorkingsetNodereclaim,
+    // Kernel memory (kmem.rs).
+    /// MEMCG_KMEM: pages charged for kernel memory of every kind.
+    Kmem,
+    /// NR_KERNEL_STACK_KB (in KiB, as the kernel keeps it).
+    KernelStackKb,
+    /// NR_PAGETABLE (pages).
+    Pagetables,
+    /// NR_SLAB_RECLAIMABLE_B (bytes).
+    SlabReclaimableB,
+    /// NR_SLAB_UNRECLAIMABLE_B (bytes).
+    SlabUnreclaimableB,
+    /// MEMCG_PERCPU_B (bytes).
+    PercpuB,
     // VM events.
     Pgpgin,
     Pgpgout,
@@ -62,6 +74,18 @@ pub enum Stat {
 }
 
 pub const NR_STATS: usize = Stat::OomKill as usize + 1;
+
+impl Stat {
+    /// Items kept in bytes (vmstat_item_in_bytes() and MEMCG_PERCPU_B): their per-CPU
+    /// batches are scaled by the page size.
+    #[inline]
+    pub fn in_bytes(self) -> bool {
+        matches!(
+            self,
+            Stat::SlabReclaimableB | Stat::SlabUnreclaimableB | Stat::PercpuB
+        )
+    }
+}
 
 /// Local and hierarchical counters of one memcg.
 #[derive(Clone, Debug)]

@@ -56,6 +56,16 @@ pub struct Task {
     pub vmas: Vec<u32>,
     /// Unnamed files (O_TMPFILE) the task holds open; deleted when it exits.
     pub tmpfiles: Vec<u32>,
+    /// Pages of all its mappings (mm->total_vm).
+    pub total_vm: u64,
+    /// PMD pages of its page tables, and the obj_cgroup they are charged to (kmem.rs).
+    pub pmd_pages: u64,
+    pub pmd_objcg: crate::kmem::ObjcgId,
+    /// Its threads besides the first: the obj_cgroup each one's kernel stack and slab are
+    /// charged to.
+    pub threads: Vec<crate::kmem::ObjcgId>,
+    /// Its own kernel stack and task_struct were allocated (the root's).
+    pub own_stack: bool,
     pub rss_anon: u64,
     pub rss_file: u64,
     pub swapents: u64,
@@ -156,6 +166,11 @@ impl Machine {
             program: Some(program),
             vmas: Vec::new(),
             tmpfiles: Vec::new(),
+            total_vm: 0,
+            pmd_pages: 0,
+            pmd_objcg: crate::kmem::ROOT_OBJCG,
+            threads: Vec::new(),
+            own_stack: false,
             rss_anon: 0,
             rss_file: 0,
             swapents: 0,
@@ -175,6 +190,14 @@ impl Machine {
             },
         });
         self.memcg_mut(memcg).nr_tasks += 1;
+        // The task is forked by the shell outside any group and then moved in, so its kernel
+        // stack and task_struct are the root's (not charged), as for `cg_run()` in the
+        // kernel's selftests.
+        // (With no free frame at all, it has none.)
+        let own = self
+            .kmem_thread_charge(crate::kmem::ROOT_OBJCG, true)
+            .is_ok();
+        self.task_mut(pid).own_stack = own;
         self.sched.push(now, crate::sched::Event::TaskRun(pid, 0));
         pid
     }
@@ -201,9 +224,27 @@ impl Machine {
         for v in vmas {
             self.munmap(v);
         }
-        // Closing the last fd of an unlinked file frees its page cache.
+        // Closing the last fd of an unlinked file frees its page cache and its inode.
         for f in std::mem::take(&mut self.task_mut(pid).tmpfiles) {
             self.file_truncate(f, 0);
+            self.file_free_inode(f);
+        }
+        // The rest of the page tables, the threads, and the task's own stack.
+        let t = self.task_mut(pid);
+        let (pmd, pmd_objcg) = (t.pmd_pages, t.pmd_objcg);
+        t.pmd_pages = 0;
+        for _ in 0..pmd {
+            self.kmem_uncharge(
+                pmd_objcg,
+                crate::kmem::KmemKind::Pagetable,
+                crate::PAGE_SIZE,
+            );
+        }
+        for objcg in std::mem::take(&mut self.task_mut(pid).threads) {
+            self.kmem_thread_uncharge(objcg);
+        }
+        if std::mem::take(&mut self.task_mut(pid).own_stack) {
+            self.kmem_thread_uncharge(crate::kmem::ROOT_OBJCG);
         }
         let memcg = self.task(pid).memcg;
         self.memcg_mut(memcg).nr_tasks -= 1;
@@ -293,7 +334,53 @@ impl TaskCtx<'_> {
         if pages > self.m.totalram_pages + self.m.total_swap_pages || pages > u32::MAX as u64 / 2 {
             return Err(Fault::Segv);
         }
-        Ok(Vma(self.m.mmap_anon(self.pid, pages as u32, locked)))
+        // vm_area_struct and anon_vma, charged to the task's group.
+        let objcg = self.m.memcg_objcg(self.m.task(self.pid).memcg);
+        self.m.kmem_charge(
+            objcg,
+            crate::kmem::KmemKind::SlabUnreclaimable,
+            crate::kmem::VMA_SLAB_BYTES,
+            false,
+        )?;
+        let v = self.m.mmap_anon(self.pid, pages as u32, locked);
+        self.m.vmas.v[v as usize].objcg = objcg;
+        Ok(Vma(v))
+    }
+
+    /// clone(CLONE_THREAD): a new thread's kernel stack and task_struct, charged to the
+    /// task's group. The thread's user stack is the caller's mapping to make. Segv: clone()
+    /// failed for want of memory.
+    pub fn clone_thread(&mut self) -> Result<(), Fault> {
+        let objcg = self.m.memcg_objcg(self.m.task(self.pid).memcg);
+        match self.m.kmem_thread_charge(objcg, false) {
+            Ok(()) => {}
+            // clone() fails (EAGAIN/ENOMEM); the caller sees Segv.
+            Err(crate::memcontrol::ChargeError::NoMem) => return Err(Fault::Segv),
+            Err(e) => return Err(e.into()),
+        }
+        self.m.task_mut(self.pid).threads.push(objcg);
+        self.m.spend_cpu(crate::kmem::CLONE_NS);
+        Ok(())
+    }
+
+    /// One thread exits (the last one created); its kernel memory is freed.
+    pub fn exit_thread(&mut self) {
+        if let Some(objcg) = self.m.task_mut(self.pid).threads.pop() {
+            self.m.kmem_thread_uncharge(objcg);
+        }
+    }
+
+    /// Path lookups that find nothing (stat() of names that do not exist): each leaves a
+    /// negative dentry, charged to the task's group and reclaimable.
+    pub fn lookup_negative(&mut self, n: u64) -> Result<(), Fault> {
+        let memcg = self.m.task(self.pid).memcg;
+        match self.m.kmem_neg_dentries(memcg, n) {
+            // d_alloc() fails: the lookups return ENOMEM and leave nothing.
+            Ok(()) | Err(crate::memcontrol::ChargeError::NoMem) => {}
+            Err(e) => return Err(e.into()),
+        }
+        self.m.spend_cpu(n * crate::kmem::LOOKUP_NS);
+        Ok(())
     }
 
     /// A user-space access to page `idx` of `vma` (faults it in if needed).
@@ -324,12 +411,18 @@ impl TaskCtx<'_> {
 
     /// Open (or create) a named file.
     pub fn open(&mut self, name: &str) -> FileId {
-        FileId(self.m.file_open(name))
+        let new = !self.m.files.by_name.contains_key(name);
+        let f = self.m.file_open(name);
+        if new {
+            self.m.file_alloc_inode(f, self.m.task(self.pid).memcg);
+        }
+        FileId(f)
     }
 
     /// Create an unnamed temporary file (O_TMPFILE); it is deleted when the task exits.
     pub fn tmpfile(&mut self) -> FileId {
         let f = self.m.file_new(None);
+        self.m.file_alloc_inode(f, self.m.task(self.pid).memcg);
         self.m.task_mut(self.pid).tmpfiles.push(f);
         FileId(f)
     }

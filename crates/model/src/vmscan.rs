@@ -615,6 +615,9 @@ impl Machine {
                 }
             }
             self.shrink_lruvec(memcg, sc);
+            // shrink_slab() for the memcg; what it frees counts as reclaimed
+            // (reclaim_state->reclaimed_slab).
+            sc.nr_reclaimed += self.shrink_slab(memcg, sc.priority);
             if sc.throttle.is_some() {
                 break;
             }

@@ -274,7 +274,7 @@ impl GuestSetup {
                 .args(["-static", "-O2", "-o"])
                 .arg(st.join("bin/mcgh"))
                 .arg(w.join("mcgh.c"))
-                .arg("-lm"),
+                .args(["-lm", "-lpthread"]),
             "gcc -static (is libc6-dev installed?)",
         )?;
         let mut load = Vec::new();

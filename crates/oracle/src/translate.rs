@@ -16,8 +16,17 @@ use memcgsim_script::{operands, parse_line, Command, RunSpec, Target, Value};
 pub const CG: &str = "/sys/fs/cgroup";
 
 /// The workloads the guest helper runs (oracle/guest/mcgh.c); `readonce` is `cat`.
-pub const GUEST_WORKLOADS: &[&str] =
-    &["anon", "pagecache", "mlock", "dd", "cat", "readonce", "tar"];
+pub const GUEST_WORKLOADS: &[&str] = &[
+    "anon",
+    "pagecache",
+    "mlock",
+    "dd",
+    "cat",
+    "readonce",
+    "tar",
+    "dcache",
+    "threads",
+];
 
 /// Workload options that name a file. The model has one flat namespace of files; the guest
 /// keeps them all in its data directory (the ext4 mount, also the shell's working

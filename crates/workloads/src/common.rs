@@ -21,6 +21,16 @@ pub(crate) fn pages(bytes: u64) -> u64 {
 /// ends; if the task was not killed, e.g. a charge failed while another task was
 /// OOM-killed, the next step retries the same page), on `Segv` it dies with SIGSEGV's
 /// status.
+/// What a failed mmap() makes a program do: ENOMEM (the overcommit check) ends it with
+/// status 1; a sleep or a kill in the charge of the mapping's kernel objects retries or ends
+/// it as a fault would.
+pub(crate) fn mmap_fail(f: Fault) -> Step {
+    match f {
+        Fault::Segv => Step::Exit(1),
+        Fault::Killed | Fault::Blocked => Step::Continue,
+    }
+}
+
 pub(crate) fn fault_step(f: Fault) -> Step {
     match f {
         Fault::Killed | Fault::Blocked => Step::Continue,
@@ -75,7 +85,7 @@ impl Region {
             }
             None if self.vma.is_none() => match cx.mmap_anon(self.pages, false) {
                 Ok(v) => self.vma = Some(v),
-                Err(_) => return Err(Step::Exit(1)),
+                Err(f) => return Err(mmap_fail(f)),
             },
             _ => {}
         }

@@ -82,7 +82,7 @@ impl Program for Hackbench {
                 }
                 match cx.mmap_anon(self.pages, false) {
                     Ok(v) => self.vmas.push(v),
-                    Err(_) => return Step::Exit(1),
+                    Err(f) => return crate::common::mmap_fail(f),
                 }
                 self.next = 0;
             }

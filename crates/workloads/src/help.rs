@@ -115,6 +115,16 @@ pub(crate) const DOCS: &[Doc] = &[
         "trace FILE [--format oraclegeneral|csv] [--region SIZE] [--file NAME] [--limit N] [--speed X] [--hold]",
         "replay a cache trace's accesses as page accesses in a region (default 1G)"
     ),
+    doc!(
+        "dcache",
+        "dcache N [--hold]",
+        "N lookups of names that do not exist, each leaving a negative dentry (kernel memory, reclaimable slab)"
+    ),
+    doc!(
+        "threads",
+        "threads N [--hold]",
+        "create N threads, each with a kernel stack, a task_struct and a user stack page; they exit at once unless --hold"
+    ),
 ];
 
 /// The texts of workload `name`.

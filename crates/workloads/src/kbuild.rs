@@ -164,7 +164,7 @@ impl Shared {
         let vma = if self.anon_pages > 0 {
             Some(
                 cx.mmap_anon(self.anon_pages, false)
-                    .map_err(|_| Step::Exit(1))?,
+                    .map_err(crate::common::mmap_fail)?,
             )
         } else {
             None

@@ -33,6 +33,7 @@ mod common;
 mod hackbench;
 mod help;
 mod kbuild;
+mod kernel;
 mod mem_eater;
 pub mod rand;
 mod stream;
@@ -63,6 +64,8 @@ pub const WORKLOADS: &[&str] = &[
     "usemem",
     "access",
     "trace",
+    "dcache",
+    "threads",
 ];
 
 /// The argument syntax of a workload, e.g. `usemem SIZE [--random] [--passes N] ...`: the
@@ -179,6 +182,8 @@ fn build_known(name: &str, args: &[String]) -> Result<Box<dyn Program>, String> 
         "usemem" => touch::build_usemem(args),
         "access" => access::build(args),
         "trace" => trace::build(args),
+        "dcache" => kernel::build_dcache(args),
+        "threads" => kernel::build_threads(args),
         _ => Err(format!("{name}: documented but not built")),
     }
 }
@@ -236,7 +241,7 @@ impl Program for Anon {
                     self.vma = Some(v);
                     v
                 }
-                Err(_) => return Step::Exit(1),
+                Err(f) => return crate::common::mmap_fail(f),
             },
         };
         let end = (self.next + PAGES_PER_STEP).min(self.pages);
@@ -412,6 +417,8 @@ mod tests {
             "usemem" => &touch::USEMEM_SPEC,
             "access" => &access::SPEC,
             "trace" => &trace::SPEC,
+            "dcache" => &kernel::DCACHE_SPEC,
+            "threads" => &kernel::THREADS_SPEC,
             _ => panic!("{name}: no parser"),
         };
         (spec.flags, spec.options, spec.positional)

@@ -80,7 +80,7 @@ impl Program for MemEater {
                         self.cur = Some(v);
                         v
                     }
-                    Err(_) => return Step::Exit(1),
+                    Err(f) => return crate::common::mmap_fail(f),
                 },
             };
             while self.next < len {

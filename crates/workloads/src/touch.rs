@@ -109,7 +109,7 @@ impl Program for TouchLoop {
                     self.vma = Some(v);
                     v
                 }
-                Err(_) => return Step::Exit(1),
+                Err(f) => return crate::common::mmap_fail(f),
             },
         };
         let mut budget = Budget::new();

@@ -494,6 +494,8 @@ fn every_workload_runs_small() {
         "usemem 1M --random",
         "access 1M --pattern zipf",
         &format!("trace {csv} --region 1M"),
+        "dcache 1000",
+        "threads 10",
     ];
     let mut covered = BTreeSet::new();
     let mut s = machine("64M");
