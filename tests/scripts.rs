@@ -1,7 +1,8 @@
 //! Runs the memcgsim scripts kept under `tests/` through the `memcgsim` binary.
 //!
 //! * One `#[test]` per script in `tests/selftests/` (ports of the kernel's
-//!   `tools/testing/selftests/cgroup/test_memcontrol.c`), `tests/cgroup/` (the
+//!   `tools/testing/selftests/cgroup/test_memcontrol.c`), `tests/kmem/` (ports of its
+//!   `test_kmem.c`), `tests/cgroup/` (the
 //!   cgroup core files), `tests/v1/` (cgroup v1 behaviour) and `tests/seed000/`, `tests/seed002/` (seed reports). Each runs
 //!   `memcgsim script --check FILE` and requires exit status 0.
 //! * Tests of the script runner itself, on the small scripts in
@@ -184,6 +185,12 @@ script_tests! {
     selftest_oom_group_leaf_events_localevents => "selftests/oom_group_leaf_events_localevents.mcg",
     selftest_oom_group_parent_events => "selftests/oom_group_parent_events.mcg",
     selftest_oom_group_score_events => "selftests/oom_group_score_events.mcg",
+    // Ports of tools/testing/selftests/cgroup/test_kmem.c.
+    kmem_basic => "kmem/basic.mcg",
+    kmem_kernel_stacks => "kmem/kernel_stacks.mcg",
+    kmem_dead_cgroups => "kmem/dead_cgroups.mcg",
+    kmem_memcg_deletion => "kmem/memcg_deletion.mcg",
+    kmem_percpu_basic => "kmem/percpu_basic.mcg",
     // cgroup core files.
     cgroup_core_files => "cgroup/core_files.mcg",
     cgroup_dying => "cgroup/dying.mcg",

@@ -146,9 +146,10 @@ pub fn compare(
         "{:>5}  {:<52} {:<30} kernel",
         "line", "command", "model"
     );
-    for (n, raw, cmd) in &tr.lines {
-        let Some(cmd) = cmd else { continue };
-        let k = kernel.get(n).unwrap_or(&empty);
+    for l in &tr.lines {
+        let Some(cmd) = &l.cmd else { continue };
+        let (n, raw) = (&l.line, &l.text);
+        let k = kernel.get(&l.key).unwrap_or(&empty);
         // The model's operand values, read before the line runs (reads have no effect).
         let model_vals = match cmd {
             Command::Expect { expr, .. } => interp.operand_values(expr).ok(),
@@ -249,6 +250,30 @@ pub fn compare(
             Command::Wait(name) => {
                 if let Some(st) = k.exit {
                     k_last_fg = Some((name.clone(), outcome_of_status(st)));
+                }
+            }
+            Command::Let { name, .. } => {
+                // The remembered value on each side, compared as a single-value read.
+                r.values += 1;
+                let mv = interp.var(name).unwrap_or(0);
+                match k.out.first().and_then(|s| parse_kernel_value(s).ok()) {
+                    Some(kv) => {
+                        let ok = within(mv, kv, opts);
+                        if !ok {
+                            r.value_disagreements += 1;
+                        }
+                        let mark = if ok { "" } else { "   <-- beyond tolerance" };
+                        row(mv.to_string(), kv.to_string(), mark, &mut r);
+                    }
+                    None => {
+                        r.value_disagreements += 1;
+                        row(
+                            mv.to_string(),
+                            "(unreadable)".into(),
+                            "   <-- differs",
+                            &mut r,
+                        );
+                    }
                 }
             }
             Command::Cat(_) | Command::Echo { target: None, .. } => {

@@ -98,6 +98,29 @@ mod tests {
     }
 
     #[test]
+    fn let_and_repeat_translate_with_expanded_line_keys() {
+        let tr = translate::translate(
+            "mkdir /P\nlet a = /P/memory.current\nrepeat 2\nmkdir /P/c$i\nend\nexpect $a < $(( $a + 1 ))\n",
+        );
+        // expect has no arithmetic: the error names the file's line.
+        assert!(tr.is_err());
+        let tr = translate::translate(
+            "mkdir /P\nlet a = $(( /P/memory.current / 2 ))\nrepeat 2\nmkdir /P/c$i\nend\nexpect $a >= 0\n",
+        )
+        .unwrap();
+        let sh = &tr.shell;
+        assert!(sh.contains(
+            "v_a=$(($(rdv '/sys/fs/cgroup/P/memory.current') / 2)); echo \"@@MCG L2 OUT $v_a\""
+        ));
+        // The two expanded mkdirs are records 3 and 4, both from line 4 of the file.
+        assert!(sh.contains("/bin/mcgh mkdir 3 '/sys/fs/cgroup/P/c0'"));
+        assert!(sh.contains("/bin/mcgh mkdir 4 '/sys/fs/cgroup/P/c1'"));
+        assert_eq!((tr.lines[3].key, tr.lines[3].line), (4, 4));
+        assert!(sh.contains("@@MCG L5 VAL 0 ${v_a}"));
+        assert_eq!(tr.lines[4].line, 6);
+    }
+
+    #[test]
     fn file_workloads_translate_with_their_names_as_written() {
         let tr = translate::translate(
             "machine memory=1G swap=0\nmkdir /A\nmkdir /A/B\ncd /A\n\

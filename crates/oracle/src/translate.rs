@@ -5,12 +5,14 @@
 //! (n = the script line): `OUT <text>` for what `cat`/`echo` print, `VAL <i> <value>` for
 //! each file operand of an `expect`, `ERRNO <name|0>` for writes, mkdir, rmdir, open, kill
 //! and run, `EXIT <status>` when a task's end is observed. `expect` itself is judged on the
-//! host, by the same code that judges the model.
+//! host, by the same code that judges the model. `repeat` blocks are expanded first, as the
+//! interpreter expands them, so n numbers the expanded lines; `let` keeps its value in a
+//! shell variable `v_NAME` and prints it as `OUT <value>`.
 
 use memcgsim_model::{CgroupVersion, MachineConfig};
 use memcgsim_script::path::resolve;
 use memcgsim_script::value::{parse_arith, parse_int, Segment};
-use memcgsim_script::{operands, parse_line, Command, RunSpec, Target, Value};
+use memcgsim_script::{expand_script, operands, parse_line, Command, RunSpec, Target, Value};
 
 /// The guest's cgroupfs mount point.
 pub const CG: &str = "/sys/fs/cgroup";
@@ -63,12 +65,22 @@ fn check_guest_workload(spec: &RunSpec) -> Result<(), String> {
     Ok(())
 }
 
+/// One line of a translated script, after `repeat` blocks are expanded.
+pub struct Line {
+    /// Its number among the expanded lines (1-based): the `L<n>` of its console records.
+    pub key: usize,
+    /// The line of the script file it came from (1-based).
+    pub line: usize,
+    pub text: String,
+    /// The parsed command; None for blank and comment lines.
+    pub cmd: Option<Command>,
+}
+
 /// A translated script.
 pub struct Translation {
     pub cfg: MachineConfig,
     pub shell: String,
-    /// The parsed commands by line (1-based); None for blank and comment lines.
-    pub lines: Vec<(usize, String, Option<Command>)>,
+    pub lines: Vec<Line>,
 }
 
 fn q(s: &str) -> String {
@@ -110,7 +122,21 @@ impl Ctx {
             Value::File(p) => format!("$(rdv {})", q(&gpath(&self.abs(p)))),
             Value::Key(p, k) => format!("$(rdk {} {})", q(&gpath(&self.abs(p))), q(k)),
             Value::Fd(name) => format!("$(/bin/mcgh fdread {} | rdfirst)", self.fd(name)?),
+            Value::Var(name) => format!("${{v_{name}}}"),
         })
+    }
+
+    /// Shell arithmetic for the terms of a `$(( ))`.
+    fn arith_terms(&self, terms: &[(char, Value)]) -> Result<String, String> {
+        let mut out = String::from("$((");
+        for (i, (op, v)) in terms.iter().enumerate() {
+            if i > 0 || *op == '-' {
+                out.push_str(&format!(" {op} "));
+            }
+            out.push_str(&self.value_code(v)?);
+        }
+        out.push_str("))");
+        Ok(out)
     }
     /// Expand `$(( VALUE +|- VALUE ))` of an echo text into shell arithmetic.
     fn arith(&self, text: &str) -> Result<String, String> {
@@ -118,16 +144,7 @@ impl Ctx {
         for seg in parse_arith(text)? {
             match seg {
                 Segment::Text(t) => out.push_str(&t),
-                Segment::Arith(terms) => {
-                    out.push_str("$((");
-                    for (i, (op, v)) in terms.iter().enumerate() {
-                        if i > 0 || *op == '-' {
-                            out.push_str(&format!(" {op} "));
-                        }
-                        out.push_str(&self.value_code(v)?);
-                    }
-                    out.push_str("))");
-                }
+                Segment::Arith(terms) => out.push_str(&self.arith_terms(&terms)?),
             }
         }
         Ok(out)
@@ -153,20 +170,33 @@ pub fn translate(text: &str) -> Result<Translation, String> {
         tasks: Vec::new(),
     };
     let mut next_fd = 3u32;
-    for (i, raw) in text.lines().enumerate() {
+    let expanded = expand_script(text).map_err(|(n, e)| format!("line {n}: {e}"))?;
+    for (i, sl) in expanded.into_iter().enumerate() {
+        // Records are keyed by the expanded line; messages name the file's line.
         let n = i + 1;
-        let cmd = parse_line(raw).map_err(|e| format!("line {n}: {e}"))?;
+        let src = sl.line;
+        let raw = sl.text.as_str();
+        let cmd = parse_line(raw).map_err(|e| format!("line {src}: {e}"))?;
         let Some(cmd) = cmd else {
-            lines.push((n, raw.to_string(), None));
+            lines.push(Line {
+                key: n,
+                line: src,
+                text: sl.text,
+                cmd: None,
+            });
             continue;
         };
         let code = match &cmd {
             Command::Machine(words) => {
                 for (k, v) in words {
-                    cfg.set(k, v).map_err(|e| format!("line {n}: {e}"))?;
+                    cfg.set(k, v).map_err(|e| format!("line {src}: {e}"))?;
                 }
                 String::new()
             }
+            Command::Let { name, terms } => format!(
+                "v_{name}={}; echo \"@@MCG L{n} OUT $v_{name}\"",
+                cx.arith_terms(terms)?
+            ),
             Command::Mkdir(p) => format!("/bin/mcgh mkdir {n} {}", q(&gpath(&cx.abs(p)))),
             Command::Rmdir(p) => format!("/bin/mcgh rmdir {n} {}", q(&gpath(&cx.abs(p)))),
             Command::Cd(p) => {
@@ -220,7 +250,7 @@ pub fn translate(text: &str) -> Result<Translation, String> {
             Command::Open { name, path } => {
                 if next_fd > 9 {
                     return Err(format!(
-                        "line {n}: at most 7 files can be open in the guest"
+                        "line {src}: at most 7 files can be open in the guest"
                     ));
                 }
                 let fd = next_fd;
@@ -236,7 +266,7 @@ pub fn translate(text: &str) -> Result<Translation, String> {
                 format!("exec {fd}>&-")
             }
             Command::Run(spec) => {
-                check_guest_workload(spec).map_err(|e| format!("line {n}: {e}"))?;
+                check_guest_workload(spec).map_err(|e| format!("line {src}: {e}"))?;
                 let name = spec.task_name().to_string();
                 let holds = spec.args.iter().any(|a| a == "--hold");
                 let mut args: Vec<String> = Vec::new();
@@ -303,7 +333,12 @@ pub fn translate(text: &str) -> Result<Translation, String> {
             body.push_str(&code);
             body.push('\n');
         }
-        lines.push((n, raw.to_string(), Some(cmd)));
+        lines.push(Line {
+            key: n,
+            line: src,
+            text: sl.text,
+            cmd: Some(cmd),
+        });
     }
     cfg.validate()?;
     let mut shell = String::from(PRELUDE);

@@ -20,7 +20,7 @@ use memcgsim_cgroupfs::{Fd, SpawnOpts, System, TaskEnd, WaitResult};
 use memcgsim_model::units::fmt_ns;
 use memcgsim_model::{Errno, MachineConfig, Pid, TaskOutcome};
 
-use crate::parser::{parse_line, Command, Expr, RunSpec, Target, COMMANDS, HELP};
+use crate::parser::{expand_script, parse_line, Command, Expr, RunSpec, Target, COMMANDS, HELP};
 use crate::path::{join, resolve};
 use crate::value::{keyed_value, parse_arith, show, single_value, values_close, Segment, Value};
 
@@ -98,6 +98,8 @@ pub struct Interpreter {
     wait_limit_ns: u64,
     cwd: String,
     fds: BTreeMap<String, Fd>,
+    /// Variables set by `let`.
+    vars: BTreeMap<String, i64>,
     tasks: BTreeMap<String, Task>,
     last_fg: Option<(String, TaskOutcome)>,
     last_op: Option<OpStatus>,
@@ -122,6 +124,7 @@ impl Interpreter {
             wait_limit_ns: DEFAULT_WAIT_LIMIT_NS,
             cwd: "/".to_string(),
             fds: BTreeMap::new(),
+            vars: BTreeMap::new(),
             tasks: BTreeMap::new(),
             last_fg: None,
             last_op: None,
@@ -308,8 +311,16 @@ impl Interpreter {
     /// which is printed to `err`. Returns the exit status: [`EXIT_SCRIPT_ERROR`] after a
     /// script error, else [`EXIT_EXPECT_FAILED`] if an `expect` failed, else [`EXIT_OK`].
     pub fn run(&mut self, text: &str, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-        for (i, line) in text.lines().enumerate() {
-            if let Err(e) = self.exec_line(i + 1, line, out, err) {
+        let lines = match expand_script(text) {
+            Ok(lines) => lines,
+            Err((line, message)) => {
+                self.line = line;
+                let _ = writeln!(err, "{}", self.error(message));
+                return EXIT_SCRIPT_ERROR;
+            }
+        };
+        for l in &lines {
+            if let Err(e) = self.exec_line(l.line, &l.text, out, err) {
                 let _ = out.flush();
                 let _ = writeln!(err, "{e}");
                 return EXIT_SCRIPT_ERROR;
@@ -436,6 +447,11 @@ impl Interpreter {
         self.started = true;
         match cmd {
             Command::Help(_) | Command::Clear | Command::Machine(_) => Ok(()),
+            Command::Let { name, terms } => {
+                let v = self.arith_value(terms)?;
+                self.vars.insert(name.clone(), v);
+                Ok(())
+            }
             Command::Pwd => {
                 let _ = writeln!(out, "{}", self.cwd);
                 Ok(())
@@ -766,35 +782,45 @@ impl Interpreter {
         for seg in parse_arith(text)? {
             match seg {
                 Segment::Text(t) => out.push_str(&t),
-                Segment::Arith(terms) => {
-                    // The sum of the finished terms, and the product being built.
-                    let (mut sum, mut term): (i64, i64) = (0, 0);
-                    for (op, v) in terms {
-                        let n = match self.eval(&v) {
-                            Ok(n) => n,
-                            Err(EvalError::Fail(m)) | Err(EvalError::Script(m)) => {
-                                return Err(format!("in $(( )): {m}"))
-                            }
-                        };
-                        match op {
-                            '+' | '-' => {
-                                sum = sum.saturating_add(term);
-                                term = if op == '+' { n } else { n.saturating_neg() };
-                            }
-                            '*' => term = term.saturating_mul(n),
-                            _ => {
-                                if n == 0 {
-                                    return Err("in $(( )): division by zero".into());
-                                }
-                                term = term.checked_div(n).unwrap_or(i64::MAX);
-                            }
-                        }
-                    }
-                    out.push_str(&sum.saturating_add(term).to_string());
-                }
+                Segment::Arith(terms) => out.push_str(&self.arith_value(&terms)?.to_string()),
             }
         }
         Ok(out)
+    }
+
+    /// The value of the terms of one `$(( ))` (or of a `let`): `*` and `/` (integer division,
+    /// toward zero) bind tighter than `+` and `-`; saturating, as no script value nears the
+    /// limits.
+    fn arith_value(&mut self, terms: &[(char, Value)]) -> Result<i64, String> {
+        // The sum of the finished terms, and the product being built.
+        let (mut sum, mut term): (i64, i64) = (0, 0);
+        for (op, v) in terms {
+            let n = match self.eval(v) {
+                Ok(n) => n,
+                Err(EvalError::Fail(m)) | Err(EvalError::Script(m)) => {
+                    return Err(format!("in $(( )): {m}"))
+                }
+            };
+            match op {
+                '+' | '-' => {
+                    sum = sum.saturating_add(term);
+                    term = if *op == '+' { n } else { n.saturating_neg() };
+                }
+                '*' => term = term.saturating_mul(n),
+                _ => {
+                    if n == 0 {
+                        return Err("in $(( )): division by zero".into());
+                    }
+                    term = term.checked_div(n).unwrap_or(i64::MAX);
+                }
+            }
+        }
+        Ok(sum.saturating_add(term))
+    }
+
+    /// The value of a variable set by `let`.
+    pub fn var(&self, name: &str) -> Option<i64> {
+        self.vars.get(name).copied()
     }
 
     fn eval(&mut self, v: &Value) -> Result<i64, EvalError> {
@@ -814,6 +840,11 @@ impl Interpreter {
                 let s = read(self, p)?;
                 keyed_value(&s, key).map_err(|e| EvalError::Fail(format!("{p}: {e}")))
             }
+            Value::Var(name) => self.vars.get(name).copied().ok_or_else(|| {
+                EvalError::Script(format!(
+                    "no variable ${name} (set it with let {name} = ...)"
+                ))
+            }),
             Value::Fd(name) => {
                 let fd = self.fd(name).map_err(EvalError::Script)?;
                 let sys = self.boot().map_err(EvalError::Script)?;
@@ -1118,6 +1149,79 @@ mod tests {
             interp.complete_line("machine memory=1G sw", 20),
             (18, vec!["swap=".into(), "swappiness=".into()])
         );
+    }
+
+    #[test]
+    fn let_remembers_a_value_and_repeat_expands_blocks() {
+        let text = "machine memory=256M\n\
+                    let base = 3\n\
+                    repeat 4\n\
+                    mkdir /c$i\n\
+                    echo $(( $i * 10 + $base ))\n\
+                    end\n\
+                    let n = $(( 7 / 2 - 1 ))\n\
+                    expect $n == 2\n\
+                    expect $base > $n\n";
+        let (status, out, err) = run(text);
+        assert_eq!(out, "3\n13\n23\n33\n", "{err}");
+        assert_eq!(status, EXIT_OK, "{err}");
+        let (status, out, _) = run("repeat 3\nmkdir /g$i\nend\nls /\n");
+        assert_eq!(status, EXIT_OK);
+        for g in ["g0/", "g1/", "g2/"] {
+            assert!(out.contains(g), "{out}");
+        }
+        // $i only where no name goes on after it; a second `$i` on the line too.
+        assert_eq!(
+            run("repeat 2\necho $i$i $index\nend\n").1,
+            "00 $index\n11 $index\n"
+        );
+    }
+
+    #[test]
+    fn let_and_repeat_errors_name_their_line() {
+        for (text, want) in [
+            (
+                "echo 1\nrepeat 2\necho x\n",
+                "t.mcg:2: error: repeat without end",
+            ),
+            ("end\n", "t.mcg:1: error: end without repeat"),
+            (
+                "repeat 2\nrepeat 2\nend\nend\n",
+                "t.mcg:2: error: repeat: blocks do not nest",
+            ),
+            (
+                "repeat -1\nend\n",
+                "t.mcg:1: error: repeat: '-1' is not a count",
+            ),
+            (
+                "repeat 100001\nend\n",
+                "t.mcg:1: error: repeat: '100001' is not a count",
+            ),
+            ("repeat\nend\n", "t.mcg:1: error: usage: repeat N"),
+            ("\nexpect $nope == 1\n", "t.mcg:2: error: no variable $nope"),
+            ("let x = 1 2\n", "t.mcg:1: error: usage: let NAME"),
+            (
+                "let 1x = 1\n",
+                "t.mcg:1: error: let: '1x' is not a variable name",
+            ),
+            (
+                "let x = $(( 1 / 0 ))\n",
+                "t.mcg:1: error: in $(( )): division by zero",
+            ),
+            ("let x 1\n", "t.mcg:1: error: usage: let NAME"),
+            (
+                "let x = $(n)\n",
+                "t.mcg:1: error: '$(n)': a variable is $NAME",
+            ),
+        ] {
+            let (status, _, err) = run(text);
+            assert_eq!(status, EXIT_SCRIPT_ERROR, "{text:?}: {err}");
+            assert!(err.starts_with(want), "{text:?}: {err}");
+        }
+        // A repeat that would expand past the bound is refused before anything runs.
+        let (status, _, err) = run("repeat 100000\necho 1\necho 2\necho 3\necho 4\necho 5\necho 6\necho 7\necho 8\necho 9\necho 10\necho 11\nend\n");
+        assert_eq!(status, EXIT_SCRIPT_ERROR);
+        assert!(err.contains("more than 1000000 lines"), "{err}");
     }
 
     #[test]

@@ -21,6 +21,8 @@ pub use interp::{
     judge, operands, run_script, Interpreter, ScriptError, DEFAULT_WAIT_LIMIT_NS,
     EXIT_EXPECT_FAILED, EXIT_OK, EXIT_SCRIPT_ERROR,
 };
-pub use parser::{parse_line, Command, Expr, RunSpec, Target, COMMANDS, HELP};
+pub use parser::{
+    expand_script, parse_line, Command, Expr, RunSpec, ScriptLine, Target, COMMANDS, HELP,
+};
 pub use shell::{is_exit_line, run_shell_input, shell_line};
 pub use value::{values_close, CmpOp, Value};

@@ -4,7 +4,7 @@
 use memcgsim_model::{units, Errno};
 
 use crate::lexer::{tokenize, Word};
-use crate::value::{parse_int, parse_value, CmpOp, Value};
+use crate::value::{is_var_name, parse_arith, parse_int, parse_value, CmpOp, Segment, Value};
 
 /// Where `echo` writes or `cat` reads.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -111,12 +111,18 @@ pub enum Command {
     Help(Option<String>),
     /// `clear`: clear the terminal in the interactive shell; nothing elsewhere
     Clear,
+    /// `let NAME = VALUE` or `let NAME = $(( ... ))`: the terms with their operators, as in
+    /// an echo's arithmetic.
+    Let {
+        name: String,
+        terms: Vec<(char, Value)>,
+    },
 }
 
 /// Every command name, for completion in the shell.
 pub const COMMANDS: &[&str] = &[
-    "cat", "cd", "clear", "close", "echo", "expect", "help", "kill", "ls", "machine", "mkdir",
-    "open", "pwd", "rmdir", "run", "sleep", "wait",
+    "cat", "cd", "clear", "close", "echo", "expect", "help", "kill", "let", "ls", "machine",
+    "mkdir", "open", "pwd", "rmdir", "run", "sleep", "wait",
 ];
 
 /// The one-line summary of every command, printed by `help`.
@@ -142,9 +148,11 @@ Commands:
   expect close(A, B, PCT)      A and B within PCT percent (kernel values_close)
   expect exit N | killed       how the last foreground task ended
   expect errno NAME | 0        how the last write/mkdir/rmdir/open/close/run ended
+  let NAME = VALUE | $(( ... ))  remember a value now, as $NAME
+  repeat N ... end             the lines between, N times, $i counting from 0 (scripts only)
   help [WORKLOAD]              this text, or what a workload does and its arguments
   clear                        clear the terminal (interactive shell only)
-Values: 4096, 30M, -1, max, FILE, FILE:KEY, @NAME
+Values: 4096, 30M, -1, max, FILE, FILE:KEY, @NAME, $NAME
 ";
 
 fn arity(cmd: &str, args: &[Word], min: usize, max: usize, usage: &str) -> Result<(), String> {
@@ -253,6 +261,12 @@ pub fn parse_words(words: &[Word]) -> Result<Option<Command>, String> {
             let (expr, text) = parse_expect(&parts)?;
             Command::Expect { expr, text }
         }
+        "let" => parse_let(args)?,
+        "repeat" | "end" => {
+            return Err(format!(
+                "'{cmd}' works only in a script file, where repeat N ... end is expanded before it runs"
+            ))
+        }
         _ => return Err(format!("unknown command '{cmd}' (try 'help')")),
     };
     Ok(Some(c))
@@ -305,6 +319,147 @@ fn parse_echo(args: &[Word]) -> Result<Command, String> {
         text: text_words.join(" "),
         target,
     })
+}
+
+/// `let NAME = VALUE` or `let NAME = $(( VALUE OP VALUE ... ))`.
+fn parse_let(args: &[Word]) -> Result<Command, String> {
+    const USAGE: &str = "usage: let NAME = VALUE | $(( ... ))";
+    if args.len() < 3 || args[1].text != "=" {
+        return Err(USAGE.into());
+    }
+    let name = args[0].text.clone();
+    if !is_var_name(&name) {
+        return Err(format!(
+            "let: '{name}' is not a variable name (letters, digits and _, not starting with a digit)"
+        ));
+    }
+    let rest: Vec<&str> = args[2..].iter().map(|w| w.text.as_str()).collect();
+    let rest = rest.join(" ");
+    let terms = if rest.starts_with("$((") {
+        match parse_arith(&rest)?.as_slice() {
+            [Segment::Arith(terms)] => terms.clone(),
+            _ => return Err(format!("let: expected one $(( ... )), got '{rest}'")),
+        }
+    } else if args.len() == 3 {
+        vec![('+', parse_value(&rest)?)]
+    } else {
+        return Err(USAGE.into());
+    };
+    Ok(Command::Let { name, terms })
+}
+
+/// The largest count of a `repeat`, and of lines a script may expand to.
+pub const MAX_REPEAT: u64 = 100_000;
+pub const MAX_EXPANDED_LINES: usize = 1_000_000;
+
+/// One line of a script after `repeat` blocks are expanded: its text, with `$i` replaced by
+/// the iteration inside a block, and the line of the file it came from (1-based).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScriptLine {
+    pub line: usize,
+    pub text: String,
+}
+
+/// The first word of a line if it is unquoted `repeat` or `end`, with the remaining words.
+fn block_word(line: &str) -> Option<(String, Vec<Word>)> {
+    let words = tokenize(line).ok()?;
+    let (first, rest) = words.split_first()?;
+    if first.quoted || (first.text != "repeat" && first.text != "end") {
+        return None;
+    }
+    Some((first.text.clone(), rest.to_vec()))
+}
+
+/// Replace `$i` (not followed by a letter, digit or `_`) with `n`.
+fn substitute_i(text: &str, n: u64) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut rest = text;
+    while let Some(pos) = rest.find("$i") {
+        let after = &rest[pos + 2..];
+        let ident = after
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        out.push_str(&rest[..pos]);
+        if ident {
+            out.push_str("$i");
+        } else {
+            out.push_str(&n.to_string());
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Expand the `repeat N` ... `end` blocks of a script: the lines between run N times, `$i`
+/// standing for 0, 1, ..., N-1. Blocks do not nest. Err: (line, message).
+pub fn expand_script(text: &str) -> Result<Vec<ScriptLine>, (usize, String)> {
+    let mut out = Vec::new();
+    let mut block: Option<(usize, u64, Vec<ScriptLine>)> = None;
+    for (i, raw) in text.lines().enumerate() {
+        let n = i + 1;
+        match (block_word(raw), &mut block) {
+            (Some((w, args)), None) if w == "repeat" => {
+                let [count] = args.as_slice() else {
+                    return Err((
+                        n,
+                        "usage: repeat N (then the lines to repeat, then end)".into(),
+                    ));
+                };
+                let count = parse_int(&count.text)
+                    .ok()
+                    .and_then(|c| u64::try_from(c).ok())
+                    .filter(|&c| c <= MAX_REPEAT)
+                    .ok_or_else(|| {
+                        (
+                            n,
+                            format!(
+                                "repeat: '{}' is not a count from 0 to {MAX_REPEAT}",
+                                count.text
+                            ),
+                        )
+                    })?;
+                block = Some((n, count, Vec::new()));
+            }
+            (Some((w, _)), Some(_)) if w == "repeat" => {
+                return Err((n, "repeat: blocks do not nest".into()));
+            }
+            (Some((w, args)), Some(_)) if w == "end" => {
+                if !args.is_empty() {
+                    return Err((n, "usage: end".into()));
+                }
+                let (_, count, body) = block.take().expect("inside a block");
+                for k in 0..count {
+                    if out.len() + body.len() > MAX_EXPANDED_LINES {
+                        return Err((
+                            n,
+                            format!("repeat: the script expands to more than {MAX_EXPANDED_LINES} lines"),
+                        ));
+                    }
+                    out.extend(body.iter().map(|l| ScriptLine {
+                        line: l.line,
+                        text: substitute_i(&l.text, k),
+                    }));
+                }
+            }
+            (Some((w, _)), None) if w == "end" => {
+                return Err((n, "end without repeat".into()));
+            }
+            (_, Some((_, _, body))) => body.push(ScriptLine {
+                line: n,
+                text: raw.to_string(),
+            }),
+            (_, None) => out.push(ScriptLine {
+                line: n,
+                text: raw.to_string(),
+            }),
+        }
+    }
+    if let Some((start, _, _)) = block {
+        return Err((start, "repeat without end".into()));
+    }
+    Ok(out)
 }
 
 fn parse_run(args: &[Word]) -> Result<RunSpec, String> {

@@ -17,6 +17,15 @@ pub enum Value {
     Key(String, String),
     /// A file read through the fd bound to this name by `open` (`@NAME`).
     Fd(String),
+    /// A variable set by `let` (`$NAME`).
+    Var(String),
+}
+
+/// Whether `name` is a variable name: a letter or `_`, then letters, digits and `_`.
+pub fn is_var_name(name: &str) -> bool {
+    let mut c = name.chars();
+    matches!(c.next(), Some(f) if f.is_ascii_alphabetic() || f == '_')
+        && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
 }
 
 /// A comparison operator of `expect A OP B`.
@@ -125,6 +134,14 @@ pub fn parse_value(word: &str) -> Result<Value, String> {
             return Err("'@' needs an fd name".into());
         }
         return Ok(Value::Fd(name.to_string()));
+    }
+    if let Some(name) = word.strip_prefix('$') {
+        if !is_var_name(name) {
+            return Err(format!(
+                "'{word}': a variable is $NAME, NAME of letters, digits and _ not starting with a digit"
+            ));
+        }
+        return Ok(Value::Var(name.to_string()));
     }
     if looks_numeric(word) {
         return parse_int(word).map(Value::Int);
@@ -258,6 +275,10 @@ mod tests {
         );
         assert!(parse_value("30MB").is_err());
         assert!(parse_value("@").is_err());
+        assert_eq!(parse_value("$slab0").unwrap(), Value::Var("slab0".into()));
+        assert!(parse_value("$").is_err());
+        assert!(parse_value("$0x").is_err());
+        assert!(parse_value("$a-b").is_err());
         assert!(parse_value(":anon").is_err());
         assert!(parse_value("memory.stat:").is_err());
         assert!(parse_value("").is_err());
