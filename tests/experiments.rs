@@ -313,3 +313,42 @@ fn seed003_vmstat_drift_by_scheme() {
     assert!(rstat[0].unsigned_abs() <= 17 * 64 * 4096, "{rstat:?}");
     assert_eq!(diffs("exact"), vec![0, 0]);
 }
+
+/// experiments/seed003/drift: test_kmem_memcg_deletion's sums after 100 deleted children.
+/// Under legacy the parent's items far exceed memory.current (the kernel stack alone does,
+/// as in the seed's failing run); under rstat they are within the test's tolerance, and
+/// equal to exact's.
+#[test]
+fn seed003_drift_legacy_exceeds_current_rstat_does_not() {
+    let run = |scheme: &str| -> std::collections::BTreeMap<String, i64> {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_memcgsim"))
+            .args(["script", "--set", &format!("stats={scheme}")])
+            .arg(format!(
+                "{}/experiments/seed003/drift/drift.mcg",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .output()
+            .expect("memcgsim runs");
+        assert!(out.status.success(), "{scheme}: {out:?}");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_once(" = "))
+            .map(|(k, v)| (k.to_string(), v.trim().parse().expect("a number")))
+            .collect()
+    };
+    let legacy = run("legacy");
+    let current = legacy["memory.current"];
+    let tolerance = legacy["tolerance 64 pages x 8 CPUs"];
+    assert!(current > 0);
+    assert!(legacy["kernel_stack"] > current, "{legacy:?}");
+    assert!(
+        legacy["slab + anon + file + kernel_stack"] > 2 * current,
+        "{legacy:?}"
+    );
+    assert!(legacy["anon + file + kernel + sock"] - current > tolerance);
+    let rstat = run("rstat");
+    assert_eq!(rstat["memory.current"], current, "the charges do not depend on the scheme");
+    assert!((rstat["anon + file + kernel + sock"] - current).abs() < tolerance);
+    assert_eq!(rstat["kernel_stack"], 0, "every thread has exited");
+    assert_eq!(rstat, run("exact"));
+}

@@ -479,6 +479,22 @@ impl Machine {
         self.kmem_uncharge(objcg, KmemKind::Stack, THREAD_STACK_BYTES);
     }
 
+    /// A thread of the running task exits on `cpu`, the CPU it ran on: its stack and
+    /// structures are freed there (put_task_stack() after its last switch). The model does
+    /// not schedule threads; `TaskCtx::clone_thread` places a task's threads round robin on
+    /// the CPUs after the task's own, as the scheduler spreads new runnable threads over idle
+    /// CPUs. Which CPU matters to the per-CPU statistics (seed 003's drift, stats=legacy).
+    pub(crate) fn kmem_thread_exit(&mut self, objcg: ObjcgId, cpu: u32) {
+        let saved = self.cur.as_ref().map(|c| c.cpu);
+        if let Some(c) = self.cur.as_mut() {
+            c.cpu = cpu;
+        }
+        self.kmem_thread_uncharge(objcg);
+        if let (Some(c), Some(s)) = (self.cur.as_mut(), saved) {
+            c.cpu = s;
+        }
+    }
+
     /// A new file's inode and dentry, charged to `memcg` (cannot fail in the model).
     pub(crate) fn file_alloc_inode(&mut self, f: u32, memcg: MemcgId) {
         let objcg = self.memcg_objcg(memcg);

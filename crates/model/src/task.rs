@@ -63,7 +63,10 @@ pub struct Task {
     pub pmd_objcg: crate::kmem::ObjcgId,
     /// Its threads besides the first: the obj_cgroup each one's kernel stack and slab are
     /// charged to.
-    pub threads: Vec<crate::kmem::ObjcgId>,
+    pub threads: Vec<(crate::kmem::ObjcgId, u32)>,
+    /// Threads created so far: the next one runs on the CPU this many places after the
+    /// task's (round robin; see `kmem_thread_exit`).
+    pub thread_seq: u32,
     /// Its own kernel stack and task_struct were allocated (the root's).
     pub own_stack: bool,
     pub rss_anon: u64,
@@ -170,6 +173,7 @@ impl Machine {
             pmd_pages: 0,
             pmd_objcg: crate::kmem::ROOT_OBJCG,
             threads: Vec::new(),
+            thread_seq: 0,
             own_stack: false,
             rss_anon: 0,
             rss_file: 0,
@@ -240,8 +244,9 @@ impl Machine {
                 crate::PAGE_SIZE,
             );
         }
-        for objcg in std::mem::take(&mut self.task_mut(pid).threads) {
-            self.kmem_thread_uncharge(objcg);
+        let threads = std::mem::take(&mut self.task_mut(pid).threads);
+        for (objcg, cpu) in threads.into_iter().rev() {
+            self.kmem_thread_exit(objcg, cpu);
         }
         if std::mem::take(&mut self.task_mut(pid).own_stack) {
             self.kmem_thread_uncharge(crate::kmem::ROOT_OBJCG);
@@ -358,15 +363,20 @@ impl TaskCtx<'_> {
             Err(crate::memcontrol::ChargeError::NoMem) => return Err(Fault::Segv),
             Err(e) => return Err(e.into()),
         }
-        self.m.task_mut(self.pid).threads.push(objcg);
+        let cpus = self.m.cfg.cpus.max(1);
+        let home = self.m.current_cpu() as u32;
+        let t = self.m.task_mut(self.pid);
+        let cpu = (home + 1 + t.thread_seq % cpus) % cpus;
+        t.thread_seq = t.thread_seq.wrapping_add(1);
+        t.threads.push((objcg, cpu));
         self.m.spend_cpu(crate::kmem::CLONE_NS);
         Ok(())
     }
 
     /// One thread exits (the last one created); its kernel memory is freed.
     pub fn exit_thread(&mut self) {
-        if let Some(objcg) = self.m.task_mut(self.pid).threads.pop() {
-            self.m.kmem_thread_uncharge(objcg);
+        if let Some((objcg, cpu)) = self.m.task_mut(self.pid).threads.pop() {
+            self.m.kmem_thread_exit(objcg, cpu);
         }
     }
 
