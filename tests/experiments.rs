@@ -347,8 +347,53 @@ fn seed003_drift_legacy_exceeds_current_rstat_does_not() {
     );
     assert!(legacy["anon + file + kernel + sock"] - current > tolerance);
     let rstat = run("rstat");
-    assert_eq!(rstat["memory.current"], current, "the charges do not depend on the scheme");
+    assert_eq!(
+        rstat["memory.current"], current,
+        "the charges do not depend on the scheme"
+    );
     assert!((rstat["anon + file + kernel + sock"] - current).abs() < tolerance);
     assert_eq!(rstat["kernel_stack"], 0, "every thread has exited");
     assert_eq!(rstat, run("exact"));
+}
+
+/// experiments/seed003/read-cost: in a tree of 10,010 mostly idle or dying groups, rstat's
+/// flushes visit work in proportion to the busy groups, a read-side sum the whole subtree.
+#[test]
+fn seed003_read_cost_follows_the_updated_groups_under_rstat() {
+    let run = |scheme: &str| -> Vec<(u64, u64)> {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_memcgsim"))
+            .args(["script", "--set", &format!("stats={scheme}")])
+            .arg(format!(
+                "{}/experiments/seed003/read-cost/read-cost.mcg",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .output()
+            .expect("memcgsim runs");
+        assert!(out.status.success(), "{scheme}: {out:?}");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(text.starts_with("groups under /top: 10010\n"), "{text}");
+        let num = |l: &str, key: &str| -> u64 {
+            let at = l.find(key).expect(key) + key.len();
+            let digits: String = l[at..].chars().take_while(|c| c.is_ascii_digit()).collect();
+            digits.parse().expect("a number")
+        };
+        text.lines()
+            .filter(|l| l.contains("busy group"))
+            .map(|l| {
+                (
+                    num(l, "flush visits per second "),
+                    num(l, "read-side sum visits per read "),
+                )
+            })
+            .collect()
+    };
+    let rstat = run("rstat");
+    assert_eq!(rstat.len(), 2);
+    // A read-side sum visits /top and its 10,010 groups on 8 CPUs, however few are busy.
+    assert!(rstat.iter().all(|r| r.1 == 10_011 * 8), "{rstat:?}");
+    let (one, ten) = (rstat[0].0, rstat[1].0);
+    assert!(one > 0 && one * 20 < rstat[0].1, "{rstat:?}");
+    assert!(ten > 5 * one, "grows with the busy groups: {rstat:?}");
+    // The per-CPU batches never flush.
+    assert!(run("legacy").iter().all(|r| r.0 == 0));
 }

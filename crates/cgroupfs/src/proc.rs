@@ -296,6 +296,7 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
                     ("flushes", w.flushes),
                     ("flush_visits", w.flush_visits),
                     ("stat_reads", w.reads),
+                    ("read_sum_visits", w.read_sum_visits),
                 ],
             );
         }

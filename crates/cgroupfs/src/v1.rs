@@ -67,7 +67,7 @@ pub(crate) fn read(sys: &mut System, i: usize, f: &str) -> Result<String, Errno>
     // memcg_stat_show() and memcg_numa_stat_show() flush; so does mem_cgroup_usage() for the
     // root, whose usage comes from the statistics.
     match f {
-        "memory.stat" | "memory.numa_stat" => sys.machine.stats_read_flush(),
+        "memory.stat" | "memory.numa_stat" => sys.machine.stats_read_flush(memcg),
         "memory.usage_in_bytes" | "memory.memsw.usage_in_bytes" if root => {
             sys.machine.mem_cgroup_flush_stats()
         }

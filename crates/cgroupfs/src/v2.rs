@@ -74,7 +74,7 @@ pub(crate) fn read(
     let memcg = sys.cg(i).memcg.ok_or(Errno::ENOENT)?;
     // memory_stat_format() and memory_numa_stat_show() flush (6.1's ratelimited flush).
     if matches!(f, "memory.stat" | "memory.numa_stat") {
-        sys.machine.stats_read_flush();
+        sys.machine.stats_read_flush(memcg);
     }
     let m = &sys.machine;
     let id = memcg as usize;

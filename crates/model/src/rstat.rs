@@ -163,6 +163,11 @@ pub struct StatsWork {
     pub flush_visits: u64,
     /// Reads of a statistics file (memory.stat, memory.numa_stat).
     pub reads: u64,
+    /// (group, CPU) pairs a read-side sum would have visited for the same reads: the read
+    /// group's whole subtree, dying groups included, on every CPU. The aggregation memcg
+    /// used before the per-CPU batches (memory.stat summing per-CPU counters over
+    /// for_each_mem_cgroup_tree()), counted under every scheme for comparison.
+    pub read_sum_visits: u64,
 }
 
 /// The machine-wide statistics state.
@@ -540,10 +545,29 @@ impl Machine {
         }
     }
 
-    /// A statistics file is read: count it and flush as 6.1's memory_stat_format() does.
-    pub fn stats_read_flush(&mut self) {
+    /// `memcg`'s statistics file is read: count it (and what a read-side sum would visit)
+    /// and flush as 6.1's memory_stat_format() does.
+    pub fn stats_read_flush(&mut self, memcg: MemcgId) {
         self.rstat.work.reads += 1;
+        let groups = self.subtree_size(memcg);
+        self.rstat.work.read_sum_visits += groups * self.rstat.ncpus as u64;
         self.mem_cgroup_flush_stats();
+    }
+
+    /// The number of groups in `memcg`'s subtree, itself and dying groups included.
+    fn subtree_size(&self, memcg: MemcgId) -> u64 {
+        let mut n = 0u64;
+        let mut stack = vec![memcg];
+        while let Some(g) = stack.pop() {
+            n += 1;
+            assert!(n <= self.memcgs.len() as u64, "the memcg tree has a cycle");
+            let mut c = self.memcg(g).first_child;
+            while let Some(x) = c {
+                stack.push(x);
+                c = self.memcg(x).next_sibling;
+            }
+        }
+        n
     }
 }
 

@@ -11,7 +11,7 @@
 
 use memcgsim_model::{CgroupVersion, MachineConfig};
 use memcgsim_script::path::resolve;
-use memcgsim_script::value::{parse_arith, parse_int, Segment};
+use memcgsim_script::value::{parse_arith, parse_int, split_vars, Segment};
 use memcgsim_script::{expand_script, operands, parse_line, Command, RunSpec, Target, Value};
 
 /// The guest's cgroupfs mount point.
@@ -143,7 +143,14 @@ impl Ctx {
         let mut out = String::new();
         for seg in parse_arith(text)? {
             match seg {
-                Segment::Text(t) => out.push_str(&t),
+                Segment::Text(t) => {
+                    for piece in split_vars(&t) {
+                        match piece {
+                            Ok(lit) => out.push_str(&lit),
+                            Err(name) => out.push_str(&format!("${{v_{name}}}")),
+                        }
+                    }
+                }
                 Segment::Arith(terms) => out.push_str(&self.arith_terms(&terms)?),
             }
         }

@@ -22,7 +22,9 @@ use memcgsim_model::{Errno, MachineConfig, Pid, TaskOutcome};
 
 use crate::parser::{expand_script, parse_line, Command, Expr, RunSpec, Target, COMMANDS, HELP};
 use crate::path::{join, resolve};
-use crate::value::{keyed_value, parse_arith, show, single_value, values_close, Segment, Value};
+use crate::value::{
+    keyed_value, parse_arith, show, single_value, split_vars, values_close, Segment, Value,
+};
 
 /// Exit status of a script whose expectations all held.
 pub const EXIT_OK: i32 = 0;
@@ -781,7 +783,21 @@ impl Interpreter {
         let mut out = String::new();
         for seg in parse_arith(text)? {
             match seg {
-                Segment::Text(t) => out.push_str(&t),
+                Segment::Text(t) => {
+                    for piece in split_vars(&t) {
+                        match piece {
+                            Ok(lit) => out.push_str(&lit),
+                            Err(name) => match self.vars.get(&name) {
+                                Some(v) => out.push_str(&v.to_string()),
+                                None => {
+                                    return Err(format!(
+                                        "no variable ${name} (set it with let {name} = ...)"
+                                    ))
+                                }
+                            },
+                        }
+                    }
+                }
                 Segment::Arith(terms) => out.push_str(&self.arith_value(&terms)?.to_string()),
             }
         }
@@ -1161,9 +1177,10 @@ mod tests {
                     end\n\
                     let n = $(( 7 / 2 - 1 ))\n\
                     expect $n == 2\n\
-                    expect $base > $n\n";
+                    expect $base > $n\n\
+                    echo n=$n, $ base$base\n";
         let (status, out, err) = run(text);
-        assert_eq!(out, "3\n13\n23\n33\n", "{err}");
+        assert_eq!(out, "3\n13\n23\n33\nn=2, $ base3\n", "{err}");
         assert_eq!(status, EXIT_OK, "{err}");
         let (status, out, _) = run("repeat 3\nmkdir /g$i\nend\nls /\n");
         assert_eq!(status, EXIT_OK);
@@ -1172,8 +1189,8 @@ mod tests {
         }
         // $i only where no name goes on after it; a second `$i` on the line too.
         assert_eq!(
-            run("repeat 2\necho $i$i $index\nend\n").1,
-            "00 $index\n11 $index\n"
+            run("let index = 7\nrepeat 2\necho $i$i $index\nend\n").1,
+            "00 7\n11 7\n"
         );
     }
 
@@ -1213,6 +1230,7 @@ mod tests {
                 "let x = $(n)\n",
                 "t.mcg:1: error: '$(n)': a variable is $NAME",
             ),
+            ("echo $nope\n", "t.mcg:1: error: no variable $nope"),
         ] {
             let (status, _, err) = run(text);
             assert_eq!(status, EXIT_SCRIPT_ERROR, "{text:?}: {err}");

@@ -425,9 +425,59 @@ pub fn parse_arith(text: &str) -> Result<Vec<Segment>, String> {
     Ok(out)
 }
 
+/// Split literal text at its `$NAME` variable references (as bash expands them in `echo`):
+/// `Ok(text)` pieces and `Err(name)` references, in order. A `$` not followed by a name
+/// character stays text.
+pub fn split_vars(text: &str) -> Vec<Result<String, String>> {
+    let mut out = Vec::new();
+    let mut lit = String::new();
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let starts_name = c == '$'
+            && text[i + 1..]
+                .chars()
+                .next()
+                .is_some_and(|n| n.is_ascii_alphabetic() || n == '_');
+        if !starts_name {
+            lit.push(c);
+            continue;
+        }
+        let rest = &text[i + 1..];
+        let len = rest
+            .find(|n: char| !(n.is_ascii_alphanumeric() || n == '_'))
+            .unwrap_or(rest.len());
+        if !lit.is_empty() {
+            out.push(Ok(std::mem::take(&mut lit)));
+        }
+        out.push(Err(rest[..len].to_string()));
+        for _ in 0..len {
+            chars.next();
+        }
+    }
+    if !lit.is_empty() {
+        out.push(Ok(lit));
+    }
+    out
+}
+
 #[cfg(test)]
 mod arith_tests {
     use super::*;
+
+    #[test]
+    fn variables_in_text() {
+        assert_eq!(
+            split_vars("a $x, $y_1b $ 5$ $9"),
+            vec![
+                Ok("a ".to_string()),
+                Err("x".to_string()),
+                Ok(", ".to_string()),
+                Err("y_1b".to_string()),
+                Ok(" $ 5$ $9".to_string()),
+            ]
+        );
+        assert!(split_vars("").is_empty());
+    }
 
     #[test]
     fn arith_segments() {
