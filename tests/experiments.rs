@@ -397,3 +397,36 @@ fn seed003_read_cost_follows_the_updated_groups_under_rstat() {
     // The per-CPU batches never flush.
     assert!(run("legacy").iter().all(|r| r.0 == 0));
 }
+
+/// experiments/seed003/nested-build: two builds in a nested tree, kernelbuild/memory.stat
+/// read once a second. rstat's flushes never visit more than a read-side sum would (the idle
+/// siblings are skipped); legacy propagates batches instead of flushing.
+#[test]
+fn seed003_nested_build_statistics_work() {
+    let run = |scheme: &str| -> std::collections::BTreeMap<String, u64> {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_memcgsim"))
+            .args(["script", "--set", &format!("stats={scheme}")])
+            .arg(format!(
+                "{}/experiments/seed003/nested-build/nested-build.mcg",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .output()
+            .expect("memcgsim runs");
+        assert!(out.status.success(), "{scheme}: {out:?}");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| {
+                let (k, v) = l.rsplit_once(' ')?;
+                Some((k.to_string(), v.parse().ok()?))
+            })
+            .collect()
+    };
+    let r = run("rstat");
+    assert_eq!(r["stat_reads"], 30);
+    // kernelbuild and its 15 descendants on 16 CPUs.
+    assert_eq!(r["read-side sum visits per read"], 16 * 16);
+    let per_read = r["flush visits per read"];
+    assert!(per_read > 0 && per_read <= 16 * 16, "{r:?}");
+    assert!(r["updates"] > 10_000_000, "{r:?}");
+    assert!(r["tree_links"] < r["updates"] / 1000, "{r:?}");
+}
