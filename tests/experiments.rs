@@ -275,23 +275,29 @@ fn seed001_fault_overhead_accounting_changes_no_simulated_result() {
     assert_eq!(elapsed(&off), elapsed(&on));
 }
 
+/// What `memcgsim script --set stats=SCHEME` printed for a seed 003 script (the path under
+/// experiments/seed003/); the run must succeed.
+fn seed003_script(script: &str, scheme: &str) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_memcgsim"))
+        .args(["script", "--set", &format!("stats={scheme}")])
+        .arg(format!(
+            "{}/experiments/seed003/{script}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .output()
+        .expect("memcgsim runs");
+    assert!(out.status.success(), "{scheme}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// experiments/seed003/vmstat: the root's memory.stat inactive_file against /proc/vmstat's,
 /// under each statistics scheme: legacy drifts and stays off, rstat lags until its periodic
 /// flush, exact never differs.
 #[test]
 fn seed003_vmstat_drift_by_scheme() {
     let diffs = |scheme: &str| -> Vec<i64> {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_memcgsim"))
-            .args(["script", "--set", &format!("stats={scheme}")])
-            .arg(format!(
-                "{}/experiments/seed003/vmstat/vmstat.mcg",
-                env!("CARGO_MANIFEST_DIR")
-            ))
-            .output()
-            .expect("memcgsim runs");
-        assert!(out.status.success(), "{scheme}: {out:?}");
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
+        let text = seed003_script("vmstat/vmstat.mcg", scheme);
+        text.lines()
             .filter_map(|l| l.split(" difference ").nth(1))
             .map(|d| d.trim().parse().expect("a number"))
             .collect()
@@ -321,17 +327,8 @@ fn seed003_vmstat_drift_by_scheme() {
 #[test]
 fn seed003_drift_legacy_exceeds_current_rstat_does_not() {
     let run = |scheme: &str| -> std::collections::BTreeMap<String, i64> {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_memcgsim"))
-            .args(["script", "--set", &format!("stats={scheme}")])
-            .arg(format!(
-                "{}/experiments/seed003/drift/drift.mcg",
-                env!("CARGO_MANIFEST_DIR")
-            ))
-            .output()
-            .expect("memcgsim runs");
-        assert!(out.status.success(), "{scheme}: {out:?}");
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
+        let text = seed003_script("drift/drift.mcg", scheme);
+        text.lines()
             .filter_map(|l| l.split_once(" = "))
             .map(|(k, v)| (k.to_string(), v.trim().parse().expect("a number")))
             .collect()
@@ -361,16 +358,7 @@ fn seed003_drift_legacy_exceeds_current_rstat_does_not() {
 #[test]
 fn seed003_read_cost_follows_the_updated_groups_under_rstat() {
     let run = |scheme: &str| -> Vec<(u64, u64)> {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_memcgsim"))
-            .args(["script", "--set", &format!("stats={scheme}")])
-            .arg(format!(
-                "{}/experiments/seed003/read-cost/read-cost.mcg",
-                env!("CARGO_MANIFEST_DIR")
-            ))
-            .output()
-            .expect("memcgsim runs");
-        assert!(out.status.success(), "{scheme}: {out:?}");
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let text = seed003_script("read-cost/read-cost.mcg", scheme);
         assert!(text.starts_with("groups under /top: 10010\n"), "{text}");
         let num = |l: &str, key: &str| -> u64 {
             let at = l.find(key).expect(key) + key.len();
@@ -404,17 +392,8 @@ fn seed003_read_cost_follows_the_updated_groups_under_rstat() {
 #[test]
 fn seed003_nested_build_statistics_work() {
     let run = |scheme: &str| -> std::collections::BTreeMap<String, u64> {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_memcgsim"))
-            .args(["script", "--set", &format!("stats={scheme}")])
-            .arg(format!(
-                "{}/experiments/seed003/nested-build/nested-build.mcg",
-                env!("CARGO_MANIFEST_DIR")
-            ))
-            .output()
-            .expect("memcgsim runs");
-        assert!(out.status.success(), "{scheme}: {out:?}");
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
+        let text = seed003_script("nested-build/nested-build.mcg", scheme);
+        text.lines()
             .filter_map(|l| {
                 let (k, v) = l.rsplit_once(' ')?;
                 Some((k.to_string(), v.parse().ok()?))

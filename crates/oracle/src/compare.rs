@@ -95,6 +95,31 @@ fn within(a: i64, b: i64, opts: &CompareOpts) -> bool {
     d <= opts.slack as u128 || d as f64 <= m * opts.tolerance_pct / 100.0 + 0.5
 }
 
+/// Count one compared single value (the model's, and the kernel's if it could be read): the
+/// two as shown and the row's mark.
+fn single_value(
+    mv: i64,
+    kv: Option<i64>,
+    opts: &CompareOpts,
+    r: &mut Report,
+) -> (String, String, &'static str) {
+    r.values += 1;
+    match kv {
+        Some(kv) => {
+            let ok = within(mv, kv, opts);
+            if !ok {
+                r.value_disagreements += 1;
+            }
+            let mark = if ok { "" } else { "   <-- beyond tolerance" };
+            (mv.to_string(), kv.to_string(), mark)
+        }
+        None => {
+            r.value_disagreements += 1;
+            (mv.to_string(), "(unreadable)".into(), "   <-- differs")
+        }
+    }
+}
+
 fn numbers(lines: &[String]) -> Vec<(String, Option<i64>)> {
     lines
         .iter()
@@ -254,27 +279,9 @@ pub fn compare(
             }
             Command::Let { name, .. } => {
                 // The remembered value on each side, compared as a single-value read.
-                r.values += 1;
-                let mv = interp.var(name).unwrap_or(0);
-                match k.out.first().and_then(|s| parse_kernel_value(s).ok()) {
-                    Some(kv) => {
-                        let ok = within(mv, kv, opts);
-                        if !ok {
-                            r.value_disagreements += 1;
-                        }
-                        let mark = if ok { "" } else { "   <-- beyond tolerance" };
-                        row(mv.to_string(), kv.to_string(), mark, &mut r);
-                    }
-                    None => {
-                        r.value_disagreements += 1;
-                        row(
-                            mv.to_string(),
-                            "(unreadable)".into(),
-                            "   <-- differs",
-                            &mut r,
-                        );
-                    }
-                }
+                let kv = k.out.first().and_then(|s| parse_kernel_value(s).ok());
+                let (m, kern, mark) = single_value(interp.var(name).unwrap_or(0), kv, opts, &mut r);
+                row(m, kern, mark, &mut r);
             }
             Command::Cat(_) | Command::Echo { target: None, .. } => {
                 let ml: Vec<String> = out.lines().map(String::from).collect();
@@ -285,32 +292,9 @@ pub fn compare(
                     continue;
                 }
                 if single {
-                    r.values += 1;
-                    let mv = mn[0].1.unwrap_or(0);
                     let kv = kn.first().and_then(|x| x.1);
-                    match kv {
-                        Some(kv) => {
-                            let ok = within(mv, kv, opts);
-                            if !ok {
-                                r.value_disagreements += 1;
-                            }
-                            row(
-                                mv.to_string(),
-                                kv.to_string(),
-                                if ok { "" } else { "   <-- beyond tolerance" },
-                                &mut r,
-                            );
-                        }
-                        None => {
-                            r.value_disagreements += 1;
-                            row(
-                                mv.to_string(),
-                                "(unreadable)".into(),
-                                "   <-- differs",
-                                &mut r,
-                            );
-                        }
-                    }
+                    let (m, kern, mark) = single_value(mn[0].1.unwrap_or(0), kv, opts, &mut r);
+                    row(m, kern, mark, &mut r);
                 } else {
                     // Keyed file: show the keys that differ beyond the tolerance.
                     let kmap: BTreeMap<&str, Option<i64>> =

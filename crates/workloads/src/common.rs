@@ -31,6 +31,15 @@ pub(crate) fn mmap_fail(f: Fault) -> Step {
     }
 }
 
+/// A program's work is done: it holds its memory until killed (`--hold`) or exits 0.
+pub(crate) fn finished(hold: bool) -> Step {
+    if hold {
+        Step::Hold
+    } else {
+        Step::Exit(0)
+    }
+}
+
 pub(crate) fn fault_step(f: Fault) -> Step {
     match f {
         Fault::Killed | Fault::Blocked => Step::Continue,

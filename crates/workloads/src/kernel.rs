@@ -6,7 +6,7 @@
 use memcgsim_model::{Fault, Program, Step, TaskCtx, Vma};
 
 use crate::args::{parse, Spec};
-use crate::common::{fault_step, mmap_fail};
+use crate::common::{fault_step, finished, mmap_fail};
 
 pub(crate) const DCACHE_SPEC: Spec = Spec {
     flags: &["--hold"],
@@ -80,11 +80,7 @@ impl Program for Dcache {
                 return Step::Continue;
             }
         }
-        if self.hold {
-            Step::Hold
-        } else {
-            Step::Exit(0)
-        }
+        finished(self.hold)
     }
 }
 
@@ -134,10 +130,6 @@ impl Program for Threads {
                 return Step::Continue;
             }
         }
-        if self.hold {
-            Step::Hold
-        } else {
-            Step::Exit(0)
-        }
+        finished(self.hold)
     }
 }

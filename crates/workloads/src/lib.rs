@@ -44,7 +44,7 @@ pub mod trace;
 use memcgsim_model::units::parse_size;
 use memcgsim_model::{Fault, FileId, Program, Step, TaskCtx, Vma};
 
-use common::{pages, PAGES_PER_STEP};
+use common::{finished, pages, PAGES_PER_STEP};
 
 /// Names of the workloads `build` knows, for help texts (`readonce` is another name for
 /// `cat`).
@@ -337,11 +337,7 @@ impl Program for PageCache {
         if self.next < self.end {
             return Step::Continue;
         }
-        if self.hold {
-            Step::Hold
-        } else {
-            Step::Exit(0)
-        }
+        finished(self.hold)
     }
 }
 
