@@ -11,8 +11,8 @@ use std::process::Command;
 /// Scripts the model and Linux 6.1 agree on, covering OOM events, memory.high, swap and
 /// reclaim, the oom.group kill, protection under limit reclaim, v1 limits, the cgroup core
 /// files (freeze, threaded, hierarchy limits, kill, E2BIG), kernel memory (test_kmem.c's
-/// slab, kernel stack, deletion and percpu tests) and the charging of file writers and
-/// readers (dd, cat, tar: first-touch ownership, truncation, memory.high). The scripts
+/// slab, kernel stack, deletion and percpu tests), swap readahead and the swap cache, and the
+/// charging of file writers and readers (dd, cat, tar: first-touch ownership, truncation, memory.high). The scripts
 /// that do not agree yet, and why, are listed in docs/FIDELITY.md.
 const AGREEING: &[&str] = &[
     "tests/selftests/oom_events.mcg",
@@ -26,6 +26,7 @@ const AGREEING: &[&str] = &[
     "tests/kmem/kernel_stacks.mcg",
     "tests/kmem/memcg_deletion.mcg",
     "tests/kmem/percpu_basic.mcg",
+    "tests/swap/readahead.mcg",
     "tests/dirty/sysctl.mcg",
     "tests/v1/limit_busy.mcg",
     "tests/v1/memsw.mcg",

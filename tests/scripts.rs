@@ -191,6 +191,8 @@ script_tests! {
     kmem_dead_cgroups => "kmem/dead_cgroups.mcg",
     kmem_memcg_deletion => "kmem/memcg_deletion.mcg",
     kmem_percpu_basic => "kmem/percpu_basic.mcg",
+    // Swap readahead and the swap cache.
+    swap_readahead => "swap/readahead.mcg",
     // cgroup core files.
     cgroup_core_files => "cgroup/core_files.mcg",
     cgroup_dying => "cgroup/dying.mcg",

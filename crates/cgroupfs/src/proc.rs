@@ -1,6 +1,6 @@
 //! /proc files: meminfo (fs/proc/meminfo.c), uptime (virtual time since boot), vmstat (mm/vmstat.c, the subset of items the
-//! model produces, in kernel order), and the vm sysctls swappiness, min_free_kbytes and
-//! watermark_scale_factor (read-only except swappiness), the dirty sysctls of
+//! model produces, in kernel order), and the vm sysctls swappiness, page-cluster,
+//! min_free_kbytes and watermark_scale_factor (the last two read-only), the dirty sysctls of
 //! mm/page-writeback.c (dirty_ratio, dirty_bytes, dirty_background_ratio,
 //! dirty_background_bytes, dirty_expire_centisecs, dirty_writeback_centisecs, with their
 //! handlers' rules: a ratio and its bytes twin exclude each other), and the simulator's own
@@ -21,6 +21,7 @@ pub(crate) fn proc_files() -> &'static [&'static str] {
         "vmstat",
         "swaps",
         "sys/vm/swappiness",
+        "sys/vm/page-cluster",
         "sys/vm/min_free_kbytes",
         "sys/vm/watermark_scale_factor",
         "sys/vm/dirty_ratio",
@@ -235,6 +236,9 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
         "sys/vm/swappiness" => {
             let _ = writeln!(s, "{}", m.vm_swappiness);
         }
+        "sys/vm/page-cluster" => {
+            let _ = writeln!(s, "{}", m.page_cluster);
+        }
         "sys/vm/min_free_kbytes" => {
             let _ = writeln!(s, "{}", m.wmark.min_free_kbytes);
         }
@@ -320,6 +324,13 @@ pub(crate) fn write(sys: &mut System, f: &str, data: &str) -> Result<(), Errno> 
                 return Err(Errno::EINVAL);
             }
             sys.machine.vm_swappiness = v as u32;
+            Ok(())
+        }
+        // proc_dointvec_minmax with a minimum of 0 (6.1 has no maximum; 6.3 added 31).
+        "sys/vm/page-cluster" => {
+            if let Some(v) = proc_dointvec_minmax(data, 0, i32::MAX as i64)? {
+                sys.machine.page_cluster = v as u32;
+            }
             Ok(())
         }
         // vm_dirty_table's handlers: writing a ratio zeroes its bytes twin and vice versa

@@ -265,7 +265,8 @@ impl Machine {
             }
         }
         // Frames vs free list, ownership counts.
-        let mut owned = vec![[0i64; 6]; n]; // anon, file, mlock, total, dirty, writeback
+        // anon (mapped), file, mlock, total, dirty, writeback, swap cache
+        let mut owned = vec![[0i64; 7]; n];
         let mut file_dirty = vec![0u64; self.files.v.len()];
         let mut wb_pages = vec![[0u64; 2]; self.writeback.wbs.len()];
         let mut free_seen = vec![false; nr_frames];
@@ -307,7 +308,20 @@ impl Machine {
             }
             let m = pc.memcg as usize;
             let map = self.frames.map[pfn];
-            if pc.flags & pf::SWAPBACKED != 0 {
+            if pc.flags & pf::SWAPBACKED != 0 && pc.flags & pf::ONDISK != 0 {
+                // In the swap cache, in no PTE: its rmap names the slot it holds.
+                owned[m][6] += 1;
+                if map.mapping != crate::memory::SWAPCACHE_MAPPING
+                    || pc.flags & pf::MAPPED != 0
+                    || self.swap.cached(map.index) != Some(pfn as u32)
+                    || !self.swap.in_use(map.index)
+                {
+                    return Err(format!(
+                        "swap-cache frame {pfn}: not held by slot {}",
+                        map.index
+                    ));
+                }
+            } else if pc.flags & pf::SWAPBACKED != 0 {
                 owned[m][0] += 1;
                 let v = &self.vmas.v[map.mapping as usize];
                 if !v.live || v.ptes.get(map.index as usize) != Some(&(pfn as u32 + 1)) {
@@ -371,6 +385,23 @@ impl Machine {
         for o in self.swap.used_by() {
             swap_owned[o as usize] += 1;
         }
+        // Every slot a page holds names that page; there are as many as the count says.
+        let mut cached = 0u64;
+        for (slot, pfn) in self.swap.cached_slots() {
+            cached += 1;
+            let pc = &self.frames.pc[pfn as usize];
+            if pc.flags & pf::ONDISK == 0 || self.frames.map[pfn as usize].index != slot {
+                return Err(format!(
+                    "slot {slot}'s swap-cache page {pfn} does not hold it"
+                ));
+            }
+        }
+        if cached != self.swap.nr_cached() {
+            return Err(format!(
+                "{cached} swap-cache pages, counted {}",
+                self.swap.nr_cached()
+            ));
+        }
         for (id, mc) in self.memcgs.iter().enumerate() {
             if id == 0 || !(mc.online || mc.dying) {
                 if id != 0 && owned[id][3] != 0 {
@@ -386,6 +417,7 @@ impl Machine {
                 (Stat::Swap, swap_owned[id]),
                 (Stat::FileDirty, owned[id][4]),
                 (Stat::Writeback, owned[id][5]),
+                (Stat::SwapCached, owned[id][6]),
             ] {
                 if l[item as usize] != v {
                     return Err(format!(

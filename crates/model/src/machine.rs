@@ -50,6 +50,8 @@ pub struct Machine {
     pub check_invariants: bool,
     /// vm.swappiness (the root's; v1 children may differ).
     pub vm_swappiness: u32,
+    /// vm.page-cluster: swap readahead reads up to 2^page_cluster pages (mm/swap.c: 3).
+    pub page_cluster: u32,
     /// cfg.lru == Unified, read on every LRU placement.
     pub unified_lru: bool,
     /// Total RAM pages and swap pages.
@@ -95,6 +97,7 @@ impl Machine {
             rng: Rng::new(cfg.seed),
             check_invariants: false,
             vm_swappiness: cfg.swappiness,
+            page_cluster: 3,
             totalram_pages: nr_frames as u64,
             total_swap_pages: nr_swap,
             unified_lru: cfg.lru == crate::config::LruPolicy::Unified,

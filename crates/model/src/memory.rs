@@ -1,19 +1,25 @@
-//! Anonymous memory: mm/memory.c (do_anonymous_page, do_swap_page), mm/rmap.c (unmapping a
-//! page to a swap entry) and mm/mlock.c (VM_LOCKED mappings put their pages on the
-//! unevictable list).
+//! Anonymous memory: mm/memory.c (do_anonymous_page, do_swap_page), mm/swap_state.c (swap
+//! readahead into the swap cache: swapin_readahead() with swap_cluster_readahead(); the
+//! swap_vma_readahead() of non-rotational swap is not modelled), mm/rmap.c (unmapping a page
+//! to a swap entry) and mm/mlock.c (VM_LOCKED mappings put their pages on the unevictable
+//! list).
 //!
 //! An anon VMA is an array of page-table entries, one `u32` per virtual page: 0 = not
 //! present, `pfn + 1` = present, `SWAP_PTE | slot` = swapped out. Each VMA belongs to one
 //! task; pages are never shared (no fork), so a page has exactly one PTE.
 
 use crate::machine::Machine;
-use crate::memcontrol::ChargeError;
+use crate::memcontrol::{ChargeError, MemcgId};
 use crate::page_cgroup::{pf, PageMap, Pfn};
 use crate::program::{Fault, Pid};
 use crate::stat::Stat;
 use crate::swapfile::SwapSlot;
 
 const SWAP_PTE: u32 = 1 << 31;
+
+/// `PageMap::mapping` of a page in the swap cache and in no PTE (a readahead page); its
+/// `index` is the slot it holds.
+pub const SWAPCACHE_MAPPING: u32 = u32::MAX - 1;
 
 pub struct VmaData {
     pub owner: Pid,
@@ -134,6 +140,12 @@ impl Machine {
     }
 
     fn map_new_anon(&mut self, pid: Pid, vma: u32, idx: u32, pfn: Pfn) {
+        self.map_anon(pid, vma, idx, pfn);
+        self.lru_add(pfn);
+    }
+
+    /// page_add_anon_rmap() and the PTE of a written anon page (not on an LRU list yet).
+    fn map_anon(&mut self, pid: Pid, vma: u32, idx: u32, pfn: Pfn) {
         let locked = self.vmas.v[vma as usize].locked;
         let memcg = self.frames.memcg(pfn);
         self.frames.map[pfn as usize] = PageMap {
@@ -147,9 +159,94 @@ impl Machine {
             self.mod_stat(memcg, Stat::Mlock, 1);
         }
         self.mod_stat(memcg, Stat::Anon, 1);
-        self.lru_add(pfn);
         self.vmas.v[vma as usize].ptes[idx as usize] = pfn + 1;
         self.task_mut(pid).rss_anon += 1;
+    }
+
+    /// Take `pfn` out of the swap cache, where it held `slot`.
+    fn swapcache_del(&mut self, pfn: Pfn, slot: SwapSlot) {
+        debug_assert_eq!(self.swap.cached(slot), Some(pfn));
+        self.swap.del_cache(slot);
+        self.frames.clear(pfn, pf::ONDISK);
+        let memcg = self.frames.memcg(pfn);
+        self.mod_stat(memcg, Stat::SwapCached, -1);
+    }
+
+    /// Free a swap slot no PTE and no page holds any more, with its swap charge
+    /// (swap_free() of the last reference; mem_cgroup_uncharge_swap()).
+    fn swap_slot_release(&mut self, slot: SwapSlot) {
+        let owner = self.swap.owner(slot);
+        if owner != 0 {
+            self.mem_cgroup_uncharge_swap(owner);
+        }
+        self.swap.free(slot);
+    }
+
+    /// A fault on a swap entry whose page is in the swap cache (swap_cache_get_folio() found
+    /// it: a minor fault, and a readahead hit). The write frees the swap cache
+    /// (should_try_to_free_swap() with FAULT_FLAG_WRITE): slot and swap charge go, the page
+    /// is mapped and dirty.
+    fn swapcache_fault(&mut self, pid: Pid, vma: u32, idx: u32, slot: SwapSlot, pfn: Pfn) {
+        self.spend_cpu(self.cfg.costs.minor_fault_ns);
+        let task_memcg = self.task(pid).memcg;
+        self.mod_stat(task_memcg, Stat::Pgfault, 1);
+        self.task_mut(pid).stats.minflt += 1;
+        self.swap.ra_hits += 1;
+        self.swapcache_del(pfn, slot);
+        self.swap_slot_release(slot);
+        self.task_mut(pid).swapents -= 1;
+        let locked = self.vmas.v[vma as usize].locked;
+        if locked {
+            // The page moves to the unevictable list.
+            self.lru_del(pfn);
+        }
+        self.map_anon(pid, vma, idx, pfn);
+        if locked {
+            self.lru_add(pfn);
+        }
+    }
+
+    /// __read_swap_cache_async() for a readahead page: allocate a page for `slot`, charge it
+    /// to the memcg recorded with the entry (or `fallback`, the faulting task's, when that is
+    /// gone), put it in the swap cache and on the inactive anon list. The allocation does not
+    /// sleep: it runs as a kernel context with no task (see docs/FIDELITY.md). Returns
+    /// whether a page was read ahead; false stops the readahead.
+    fn swapin_readahead_page(&mut self, slot: SwapSlot, fallback: MemcgId) -> bool {
+        let owner = self.swap.owner(slot);
+        let memcg = if owner != 0 && self.memcg(owner).online {
+            owner
+        } else {
+            fallback
+        };
+        let saved = self.cur.as_mut().and_then(|c| c.pid.take());
+        let got = self.alloc_charged_page(memcg);
+        if let (Some(c), Some(p)) = (self.cur.as_mut(), saved) {
+            c.pid = Some(p);
+        }
+        let Ok(pfn) = got else {
+            return false;
+        };
+        self.commit_charge(pfn, memcg);
+        self.frames.map[pfn as usize] = PageMap {
+            mapping: SWAPCACHE_MAPPING,
+            index: slot,
+        };
+        self.frames.set(pfn, pf::SWAPBACKED | pf::ONDISK);
+        let shadow = self.swap.shadow(slot);
+        if shadow != 0 {
+            self.workingset_refault(pfn, shadow);
+        }
+        self.swap.add_cache(slot, pfn);
+        self.mod_stat(memcg, Stat::SwapCached, 1);
+        self.mod_stat(memcg, Stat::Pswpin, 1);
+        // mem_cgroup_swapin_uncharge_swap(): on v1 the page's memsw charge replaces the
+        // entry's; on v2 the slot keeps its swap charge while the page lives.
+        if self.is_v1() && owner != 0 {
+            self.mem_cgroup_uncharge_swap(owner);
+            self.swap.set_owner(slot, 0);
+        }
+        self.lru_add(pfn);
+        true
     }
 
     /// Allocate a frame and charge it to `memcg` (not yet committed to the frame). On failure
@@ -222,8 +319,15 @@ impl Machine {
         Ok(())
     }
 
-    /// do_swap_page(): a major fault reading the page back from swap.
+    /// do_swap_page(): a fault on a swap entry. A page found in the swap cache is mapped
+    /// (a minor fault); otherwise swapin_readahead() with swap_cluster_readahead(): the page
+    /// and the in-use slots of its aligned cluster of swapin_nr_pages() slots are read in
+    /// one request, the others staying in the swap cache (a major fault).
     fn do_swap_page(&mut self, pid: Pid, vma: u32, idx: u32, slot: SwapSlot) -> Result<(), Fault> {
+        if let Some(pfn) = self.swap.cached(slot) {
+            self.swapcache_fault(pid, vma, idx, slot, pfn);
+            return Ok(());
+        }
         self.spend_cpu(self.cfg.costs.major_fault_ns);
         let task_memcg = self.task(pid).memcg;
         self.mod_stat(task_memcg, Stat::Pgfault, 1);
@@ -237,8 +341,33 @@ impl Machine {
             task_memcg
         };
         let pfn = self.anon_fault_page(memcg, vma)?;
+        // The cluster around the entry, aligned to the window. The kernel's offset 0 is the
+        // swap header: slot s is offset s + 1.
+        let window = self.swap.swapin_nr_pages(slot + 1, self.page_cluster);
+        let mut pages = 1u64;
+        if window > 1 {
+            let mask = window - 1;
+            let offset = slot + 1;
+            let start = (offset & !mask).max(1);
+            let end = (offset | mask).min(self.swap.nr_slots());
+            for off in (start - 1)..end {
+                if off == slot || !self.swap.in_use(off) || self.swap.cached(off).is_some() {
+                    continue;
+                }
+                if !self.swapin_readahead_page(off, task_memcg) {
+                    break;
+                }
+                pages += 1;
+            }
+        }
+        if self.task(pid).killed || !self.vmas.v[vma as usize].live {
+            // The readahead's charge OOM-killed the faulting task.
+            self.memcg_uncharge_raw(memcg);
+            self.free_frame(pfn);
+            return Err(Fault::Killed);
+        }
         let now = self.now();
-        let wait = self.device.read(now, crate::config::PAGE_SIZE);
+        let wait = self.device.read(now, pages * crate::config::PAGE_SIZE);
         self.spend_wait(wait);
         self.task_mut(pid).stats.io_wait_ns += wait;
         self.commit_charge(pfn, memcg);
@@ -248,9 +377,8 @@ impl Machine {
             self.workingset_refault(pfn, shadow);
         }
         self.mod_stat(memcg, Stat::Pswpin, 1);
-        // The swap entry is freed at once (no swap cache).
-        self.mem_cgroup_uncharge_swap(owner.max(1));
-        self.swap.free(slot);
+        // A write fault: the page does not stay in the swap cache, the entry is freed.
+        self.swap_slot_release(slot);
         self.task_mut(pid).swapents -= 1;
         self.map_new_anon(pid, vma, idx, pfn);
         Ok(())
@@ -294,9 +422,15 @@ impl Machine {
             }
             if pte & SWAP_PTE != 0 {
                 let slot = pte & !SWAP_PTE;
-                let owner_memcg = self.swap.owner(slot);
-                self.mem_cgroup_uncharge_swap(owner_memcg);
-                self.swap.free(slot);
+                // free_swap_and_cache(): the entry's swap-cache page goes with it.
+                if let Some(pfn) = self.swap.cached(slot) {
+                    let memcg = self.frames.memcg(pfn);
+                    self.lru_del(pfn);
+                    self.swapcache_del(pfn, slot);
+                    self.uncharge_page(memcg);
+                    self.free_frame(pfn);
+                }
+                self.swap_slot_release(slot);
                 self.task_mut(owner).swapents -= 1;
             } else {
                 let pfn = pte - 1;

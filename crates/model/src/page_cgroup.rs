@@ -47,7 +47,8 @@ pub mod pf {
     pub const MAPPED: u16 = 1 << 12;
     /// The frame is allocated (not on the free list).
     pub const ALLOCATED: u16 = 1 << 13;
-    /// The file page's data exists on disk (re-reading it after eviction is a real read).
+    /// The page's data exists on disk: a file page's in its file (re-reading it after
+    /// eviction is a real read); an anon page's in the swap slot it holds (PG_swapcache).
     pub const ONDISK: u16 = 1 << 14;
     /// A frame the kernel holds for its own objects (kmem.rs): on no LRU, owned by no memcg.
     pub const KERNEL: u16 = 1 << 15;

@@ -988,6 +988,27 @@ impl Machine {
         if referenced_folio && !anon {
             reclaim_clean = true;
         }
+        if anon && flags & pf::ONDISK != 0 {
+            // A swap-cache page (read ahead, in no PTE): its data is in its slot, so it is
+            // freed without a write (__remove_mapping() of a clean swap-cache folio).
+            let slot = self.frames.map[pfn as usize].index;
+            let owner = self.frames.memcg(pfn);
+            let shadow = self.workingset_eviction(pfn, sc.target);
+            self.swap.set_shadow(slot, shadow);
+            if self.swap.owner(slot) == 0 {
+                // cgroup v1: mem_cgroup_swapout() records the entry for the page's memcg
+                // and its memsw charge stays with the entry.
+                let charged = self.mem_cgroup_try_charge_swap(owner);
+                debug_assert!(charged, "v1 swap charges cannot fail");
+                self.swap.set_owner(slot, owner);
+            }
+            self.mem_cgroup_swapout(owner);
+            self.swap.del_cache(slot);
+            self.frames.clear(pfn, pf::ONDISK);
+            self.mod_stat(owner, Stat::SwapCached, -1);
+            self.free_frame(pfn);
+            return Verdict::Freed;
+        }
         if anon {
             if !sc.may_swap {
                 // Only reachable with a unified LRU, where anon pages are scanned regardless.
