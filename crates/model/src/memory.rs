@@ -164,7 +164,7 @@ impl Machine {
     }
 
     /// Take `pfn` out of the swap cache, where it held `slot`.
-    fn swapcache_del(&mut self, pfn: Pfn, slot: SwapSlot) {
+    pub(crate) fn swapcache_del(&mut self, pfn: Pfn, slot: SwapSlot) {
         debug_assert_eq!(self.swap.cached(slot), Some(pfn));
         self.swap.del_cache(slot);
         self.frames.clear(pfn, pf::ONDISK);

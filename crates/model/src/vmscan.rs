@@ -1002,10 +1002,8 @@ impl Machine {
                 debug_assert!(charged, "v1 swap charges cannot fail");
                 self.swap.set_owner(slot, owner);
             }
+            self.swapcache_del(pfn, slot);
             self.mem_cgroup_swapout(owner);
-            self.swap.del_cache(slot);
-            self.frames.clear(pfn, pf::ONDISK);
-            self.mod_stat(owner, Stat::SwapCached, -1);
             self.free_frame(pfn);
             return Verdict::Freed;
         }
