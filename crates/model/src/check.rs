@@ -442,6 +442,7 @@ impl Machine {
             }
         }
         let mut sub_kmem_tree = sub_kmem.clone();
+        let mut sub_groups = vec![1u64; n];
         let mut child_usage = vec![0u64; n];
         let mut child_min = vec![0u64; n];
         let mut child_low = vec![0u64; n];
@@ -492,8 +493,15 @@ impl Machine {
                     "memcg {i}: children protected usage sums are stale"
                 ));
             }
+            if self.memcgs[i].subtree_groups != sub_groups[i] {
+                return Err(format!(
+                    "memcg {i}: subtree_groups {} but its subtree has {}",
+                    self.memcgs[i].subtree_groups, sub_groups[i]
+                ));
+            }
             if let Some(p) = self.memcgs[i].parent {
                 let p = p as usize;
+                sub_groups[p] += sub_groups[i];
                 sub_pages[p] += sub_pages[i];
                 sub_swap[p] += sub_swap[i];
                 sub_stock[p] += sub_stock[i];

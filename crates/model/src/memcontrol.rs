@@ -76,6 +76,9 @@ pub struct Memcg {
     pub last_child: Option<MemcgId>,
     pub next_sibling: Option<MemcgId>,
     pub depth: u32,
+    /// Live memcgs in its subtree, itself and dying ones included (kept at create and free,
+    /// for the read-side-sum figure of /proc/memcgsim/stats).
+    pub subtree_groups: u64,
     /// One lruvec per NUMA node (mem_cgroup_per_node); index with the node id.
     pub lruvec: Vec<Lruvec>,
     /// Exact counters: what every update changed, at once.
@@ -113,6 +116,7 @@ impl Memcg {
             last_child: None,
             next_sibling: None,
             depth,
+            subtree_groups: 1,
             lruvec: vec![Lruvec::default(); crate::swap::MAX_NUMNODES_MODELLED],
             stats: MemcgStats::default(),
             vm: Default::default(),
@@ -219,7 +223,21 @@ impl Machine {
             }
             self.memcg_mut(p).last_child = Some(id);
         }
+        self.add_subtree_groups(parent, 1);
         id
+    }
+
+    /// Add `d` to the subtree sizes of `from` and its ancestors.
+    fn add_subtree_groups(&mut self, from: Option<MemcgId>, d: i64) {
+        let mut cur = from;
+        while let Some(m) = cur {
+            let mc = self.memcg_mut(m);
+            mc.subtree_groups = mc
+                .subtree_groups
+                .checked_add_signed(d)
+                .expect("subtree size");
+            cur = mc.parent;
+        }
     }
 
     /// Create a child memcg. ENOSPC when the 16-bit id space is exhausted; ENOMEM when no
@@ -334,6 +352,7 @@ impl Machine {
             }
             self.memcg_mut(parent).last_child = last;
         }
+        self.add_subtree_groups(Some(parent), -1);
         let mc = self.memcg_mut(id);
         mc.dying = false;
         mc.release_queued = false;

@@ -549,25 +549,9 @@ impl Machine {
     /// and flush as 6.1's memory_stat_format() does.
     pub fn stats_read_flush(&mut self, memcg: MemcgId) {
         self.rstat.work.reads += 1;
-        let groups = self.subtree_size(memcg);
+        let groups = self.memcg(memcg).subtree_groups;
         self.rstat.work.read_sum_visits += groups * self.rstat.ncpus as u64;
         self.mem_cgroup_flush_stats();
-    }
-
-    /// The number of groups in `memcg`'s subtree, itself and dying groups included.
-    fn subtree_size(&self, memcg: MemcgId) -> u64 {
-        let mut n = 0u64;
-        let mut stack = vec![memcg];
-        while let Some(g) = stack.pop() {
-            n += 1;
-            assert!(n <= self.memcgs.len() as u64, "the memcg tree has a cycle");
-            let mut c = self.memcg(g).first_child;
-            while let Some(x) = c {
-                stack.push(x);
-                c = self.memcg(x).next_sibling;
-            }
-        }
-        n
     }
 }
 
