@@ -206,6 +206,17 @@ impl Machine {
         }
     }
 
+    /// mem_cgroup_swapin_charge_folio()'s memcg: the one recorded with the entry if it is
+    /// online, else `fallback` (the faulting task's).
+    fn swapin_memcg(&self, slot: SwapSlot, fallback: MemcgId) -> MemcgId {
+        let owner = self.swap.owner(slot);
+        if owner != 0 && self.memcg(owner).online {
+            owner
+        } else {
+            fallback
+        }
+    }
+
     /// __read_swap_cache_async() for a readahead page: allocate a page for `slot`, charge it
     /// to the memcg recorded with the entry (or `fallback`, the faulting task's, when that is
     /// gone), put it in the swap cache and on the inactive anon list. The allocation does not
@@ -213,11 +224,7 @@ impl Machine {
     /// whether a page was read ahead; false stops the readahead.
     fn swapin_readahead_page(&mut self, slot: SwapSlot, fallback: MemcgId) -> bool {
         let owner = self.swap.owner(slot);
-        let memcg = if owner != 0 && self.memcg(owner).online {
-            owner
-        } else {
-            fallback
-        };
+        let memcg = self.swapin_memcg(slot, fallback);
         let saved = self.cur.as_mut().and_then(|c| c.pid.take());
         let got = self.alloc_charged_page(memcg);
         if let (Some(c), Some(p)) = (self.cur.as_mut(), saved) {
@@ -333,13 +340,7 @@ impl Machine {
         self.mod_stat(task_memcg, Stat::Pgfault, 1);
         self.mod_stat(task_memcg, Stat::Pgmajfault, 1);
         self.task_mut(pid).stats.majflt += 1;
-        // mem_cgroup_swapin_charge_folio(): charge the memcg recorded with the entry.
-        let owner = self.swap.owner(slot);
-        let memcg = if owner != 0 && self.memcg(owner).online {
-            owner
-        } else {
-            task_memcg
-        };
+        let memcg = self.swapin_memcg(slot, task_memcg);
         let pfn = self.anon_fault_page(memcg, vma)?;
         // The cluster around the entry, aligned to the window. The kernel's offset 0 is the
         // swap header: slot s is offset s + 1.
