@@ -93,8 +93,10 @@ fn model_agrees_with_the_kernel() {
     }
     assert!(
         out.status.success(),
-        "model and kernel disagree (exit {:?}):\n{stdout}\n{stderr}",
-        out.status.code()
+        "model and kernel disagree (exit {:?}):\n{}\n--- stderr, last lines ---\n{}\n--- full report ---\n{stdout}",
+        out.status.code(),
+        disagreements(&stdout),
+        stderr.lines().rev().take(12).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n")
     );
     for s in AGREEING {
         assert!(
@@ -102,6 +104,30 @@ fn model_agrees_with_the_kernel() {
             "no result for {s}:\n{stdout}"
         );
     }
+}
+
+/// The lines of a report that disagree, each under the header of its script, so that a log
+/// cut to its first lines still names them.
+fn disagreements(report: &str) -> String {
+    let mut out = String::new();
+    let mut header = "";
+    for line in report.lines() {
+        if line.starts_with("== ") {
+            header = line;
+        } else if line.contains("<--") {
+            if !header.is_empty() {
+                out.push_str(header);
+                out.push('\n');
+                header = "";
+            }
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    if out.is_empty() {
+        out.push_str("(no line marked; see the exit status and stderr)\n");
+    }
+    out
 }
 
 /// The guest workload helper (oracle/guest/mcgh.c), built and exercised on the host: sizes,

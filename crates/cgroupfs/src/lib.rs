@@ -418,6 +418,13 @@ impl System {
     /// Write through an open fd. A cgroup file takes at most a page in one write
     /// (kernfs's atomic_write_len for every cgroup file): longer is E2BIG.
     pub fn write_fd(&mut self, fd: Fd, data: &str) -> Result<(), Errno> {
+        let began = self.machine.begin_external_write();
+        let r = self.write_fd_inner(fd, data);
+        self.machine.end_external_write(began);
+        r
+    }
+
+    fn write_fd_inner(&mut self, fd: Fd, data: &str) -> Result<(), Errno> {
         let of = self.fds.get(&fd.0).ok_or(Errno::EBADF)?.clone();
         if of.cg == usize::MAX {
             return proc::write(self, &of.file, data);

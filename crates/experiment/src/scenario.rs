@@ -638,9 +638,8 @@ fn machine_example(key: &str) -> &'static str {
         "cgroup" => "v2",
         "lru" => "split",
         "softlimit" => "tree",
-        "disk_latency" | "hit_cost" | "fault_cost" | "scan_cost" | "quantum" | "iter_cost" => {
-            "100us"
-        }
+        "disk_latency" | "hit_cost" | "fault_cost" | "scan_cost" | "pageout_cost" | "quantum"
+        | "iter_cost" => "100us",
         _ => "4",
     }
 }

@@ -1,5 +1,10 @@
 //! A block device with a fixed access latency and a transfer rate, serving requests one at a
-//! time in arrival order (a simple model of the device behind swap and the filesystem).
+//! time in arrival order (a simple model of the device behind swap and the filesystem), and
+//! the block layer's bound on asynchronous requests in flight: a writer that finds
+//! `queue_depth` of its requests queued sleeps until the oldest completes (blk-mq's tag
+//! wait), which is what paces reclaim that writes faster than the device.
+
+use std::collections::VecDeque;
 
 use crate::config::DeviceConfig;
 
@@ -7,6 +12,9 @@ pub struct Device {
     cfg: DeviceConfig,
     /// When the device finishes the transfers queued so far.
     busy_until: u64,
+    /// Completion times of the asynchronous requests in flight, oldest first (the device
+    /// serves in order, so they are sorted).
+    inflight: VecDeque<u64>,
     pub bytes_read: u64,
     pub bytes_written: u64,
 }
@@ -16,6 +24,7 @@ impl Device {
         Device {
             cfg,
             busy_until: 0,
+            inflight: VecDeque::new(),
             bytes_read: 0,
             bytes_written: 0,
         }
@@ -45,8 +54,27 @@ impl Device {
 
     /// Asynchronous submission: returns the completion time.
     pub fn submit(&mut self, now: u64, bytes: u64) -> u64 {
+        self.submit_waiting(now, bytes).0
+    }
+
+    /// Asynchronous submission by a writer that sleeps while the queue is full: returns the
+    /// completion time and how long the writer slept before its request was queued.
+    pub fn submit_waiting(&mut self, now: u64, bytes: u64) -> (u64, u64) {
+        while self.inflight.front().is_some_and(|&t| t <= now) {
+            self.inflight.pop_front();
+        }
+        let depth = self.cfg.queue_depth.max(1) as usize;
+        let mut at = now;
+        if self.inflight.len() >= depth {
+            at = self.inflight[self.inflight.len() - depth];
+            while self.inflight.front().is_some_and(|&t| t <= at) {
+                self.inflight.pop_front();
+            }
+        }
         self.bytes_written += bytes;
-        now + self.io(now, bytes)
+        let done = at + self.io(at, bytes);
+        self.inflight.push_back(done);
+        (done, at - now)
     }
 }
 
@@ -58,6 +86,8 @@ mod tests {
         let mut d = Device::new(DeviceConfig {
             latency_ns: 100,
             bandwidth_bps: 1_000_000_000,
+            synchronous_io: false,
+            queue_depth: 2,
         });
         // 1000 bytes at 1 GB/s = 1000 ns transfer + 100 ns latency.
         assert_eq!(d.io(0, 1000), 1100);
@@ -65,5 +95,21 @@ mod tests {
         assert_eq!(d.io(0, 1000), 2100);
         // Idle device later.
         assert_eq!(d.io(10_000, 1000), 1100);
+    }
+
+    #[test]
+    fn a_full_queue_makes_the_writer_wait_for_the_oldest() {
+        let mut d = Device::new(DeviceConfig {
+            latency_ns: 100,
+            bandwidth_bps: 1_000_000_000,
+            synchronous_io: false,
+            queue_depth: 2,
+        });
+        assert_eq!(d.submit_waiting(0, 1000), (1100, 0));
+        assert_eq!(d.submit_waiting(0, 1000), (2100, 0));
+        // Two in flight: the third waits for the first to complete.
+        assert_eq!(d.submit_waiting(0, 1000), (3100, 1100));
+        // Later, with the queue drained, no wait.
+        assert_eq!(d.submit_waiting(10_000, 1000), (11_100, 0));
     }
 }

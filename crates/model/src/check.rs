@@ -267,6 +267,7 @@ impl Machine {
         // Frames vs free list, ownership counts.
         // anon (mapped), file, mlock, total, dirty, writeback, swap cache
         let mut owned = vec![[0i64; 7]; n];
+        let mut anon_writeback = 0u64;
         let mut file_dirty = vec![0u64; self.files.v.len()];
         let mut wb_pages = vec![[0u64; 2]; self.writeback.wbs.len()];
         let mut free_seen = vec![false; nr_frames];
@@ -309,19 +310,40 @@ impl Machine {
             let m = pc.memcg as usize;
             let map = self.frames.map[pfn];
             if pc.flags & pf::SWAPBACKED != 0 && pc.flags & pf::ONDISK != 0 {
-                // In the swap cache, in no PTE: its rmap names the slot it holds.
+                // In the swap cache: in no PTE, its rmap names the slot it holds; or mapped
+                // (faulted back while its write was in flight), its slot in the table.
                 owned[m][6] += 1;
-                if map.mapping != crate::memory::SWAPCACHE_MAPPING
-                    || pc.flags & pf::MAPPED != 0
-                    || self.swap.cached(map.index) != Some(pfn as u32)
-                    || !self.swap.in_use(map.index)
-                {
-                    return Err(format!(
-                        "swap-cache frame {pfn}: not held by slot {}",
-                        map.index
-                    ));
+                let mapped = pc.flags & pf::MAPPED != 0;
+                let slot = if mapped {
+                    owned[m][0] += 1;
+                    let v = &self.vmas.v[map.mapping as usize];
+                    if !v.live || v.ptes.get(map.index as usize) != Some(&(pfn as u32 + 1)) {
+                        return Err(format!(
+                            "swap-cache frame {pfn}: rmap does not match its PTE"
+                        ));
+                    }
+                    self.swap.mapped_slot(pfn as u32)
+                } else {
+                    (map.mapping == crate::memory::SWAPCACHE_MAPPING).then_some(map.index)
+                };
+                match slot {
+                    Some(s) if self.swap.cached(s) == Some(pfn as u32) && self.swap.in_use(s) => {}
+                    _ => {
+                        return Err(format!(
+                            "swap-cache frame {pfn} (mapped {mapped}): not held by its slot"
+                        ))
+                    }
+                }
+                if pc.flags & pf::WRITEBACK != 0 {
+                    anon_writeback += 1;
+                    owned[self.dirty_stat_memcg(m as MemcgId) as usize][5] += 1;
                 }
             } else if pc.flags & pf::SWAPBACKED != 0 {
+                if pc.flags & pf::WRITEBACK != 0 {
+                    return Err(format!(
+                        "anon frame {pfn} under writeback outside the swap cache"
+                    ));
+                }
                 owned[m][0] += 1;
                 let v = &self.vmas.v[map.mapping as usize];
                 if !v.live || v.ptes.get(map.index as usize) != Some(&(pfn as u32 + 1)) {
@@ -390,11 +412,58 @@ impl Machine {
         for (slot, pfn) in self.swap.cached_slots() {
             cached += 1;
             let pc = &self.frames.pc[pfn as usize];
-            if pc.flags & pf::ONDISK == 0 || self.frames.map[pfn as usize].index != slot {
+            if pc.flags & pf::ONDISK == 0 || self.swapcache_slot(pfn) != Some(slot) {
                 return Err(format!(
                     "slot {slot}'s swap-cache page {pfn} does not hold it"
                 ));
             }
+        }
+        if self.swap.nr_mapped() as u64 > cached {
+            return Err(format!(
+                "{} mapped swap-cache pages, {cached} in the cache",
+                self.swap.nr_mapped()
+            ));
+        }
+        // Every swap PTE holds its slot's count, and nothing else does.
+        let mut swap_ptes = 0u64;
+        for v in self.vmas.v.iter().filter(|v| v.live) {
+            for &pte in &v.ptes {
+                if pte & crate::memory::SWAP_PTE != 0 {
+                    swap_ptes += 1;
+                    if !self.swap.pte_held(pte & !crate::memory::SWAP_PTE) {
+                        return Err(format!(
+                            "a swap PTE's slot {} is not held",
+                            pte & !crate::memory::SWAP_PTE
+                        ));
+                    }
+                }
+            }
+        }
+        let held = (0..self.swap.nr_slots())
+            .filter(|&s| self.swap.pte_held(s))
+            .count() as u64;
+        if held != swap_ptes {
+            return Err(format!("{held} slots held by PTEs, {swap_ptes} swap PTEs"));
+        }
+        // Anon pages under writeback are those of the swap writes in flight.
+        if anon_writeback != self.swap_io.nr_writeback {
+            return Err(format!(
+                "{anon_writeback} anon pages under writeback, counted {}",
+                self.swap_io.nr_writeback
+            ));
+        }
+        let mut inflight = 0u64;
+        for (pfn, slot) in self.swap_io.inflight_pages() {
+            if self.frames.pc[pfn as usize].flags & pf::WRITEBACK != 0
+                && self.swap.cached(slot) == Some(pfn)
+            {
+                inflight += 1;
+            }
+        }
+        if inflight != anon_writeback {
+            return Err(format!(
+                "{anon_writeback} anon pages under writeback, {inflight} in swap writes in flight"
+            ));
         }
         if cached != self.swap.nr_cached() {
             return Err(format!(

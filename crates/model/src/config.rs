@@ -69,6 +69,12 @@ pub struct DeviceConfig {
     pub latency_ns: u64,
     /// Transfer rate in bytes per second. Default 500 MB/s.
     pub bandwidth_bps: u64,
+    /// SWP_SYNCHRONOUS_IO (zram, pmem): a swap write ends before pageout() returns, so
+    /// reclaim frees the page in the same pass. Default off.
+    pub synchronous_io: bool,
+    /// Asynchronous requests in flight before a writer sleeps (the block layer's tags).
+    /// Default 32.
+    pub queue_depth: u32,
 }
 
 /// The CPU cost of each simulated operation, in nanoseconds.
@@ -86,6 +92,9 @@ pub struct Costs {
     pub scan_ns: u64,
     /// One page freed by reclaim (unmap, remove from mapping, uncharge). Default 300 ns.
     pub reclaim_ns: u64,
+    /// One anon page written out by reclaim: add_to_swap(), try_to_unmap() with its TLB
+    /// flush, and swap_writepage()'s bio. Default 1000 ns.
+    pub pageout_ns: u64,
     /// Scheduling quantum: how long a task runs before the next event is looked at. 1 ms.
     pub quantum_ns: u64,
     /// One memcg looked at by a reclaim walk (mem_cgroup_iter's step, the reference it
@@ -172,6 +181,8 @@ impl Default for MachineConfig {
             device: DeviceConfig {
                 latency_ns: 100_000,
                 bandwidth_bps: 500_000_000,
+                synchronous_io: false,
+                queue_depth: 32,
             },
             costs: Costs {
                 hit_ns: 20,
@@ -180,6 +191,7 @@ impl Default for MachineConfig {
                 read_hit_ns: 200,
                 scan_ns: 100,
                 reclaim_ns: 300,
+                pageout_ns: 1_000,
                 quantum_ns: 1_000_000,
                 memcg_iter_ns: 100,
             },
@@ -278,9 +290,11 @@ impl MachineConfig {
         "base",
         "disk_latency",
         "disk_bandwidth",
+        "swap_sync",
         "hit_cost",
         "fault_cost",
         "scan_cost",
+        "pageout_cost",
         "quantum",
         "iter_cost",
     ];
@@ -289,7 +303,7 @@ impl MachineConfig {
     pub fn key_is_switch(key: &str) -> bool {
         matches!(
             key,
-            "recursiveprot" | "localevents" | "stock" | "root_memory" | "kmem"
+            "recursiveprot" | "localevents" | "stock" | "root_memory" | "kmem" | "swap_sync"
         )
     }
 
@@ -356,9 +370,11 @@ impl MachineConfig {
                 "base" => self.base_bytes = Some(want_size(value)?),
                 "disk_latency" => self.device.latency_ns = parse_duration_ns(value)?,
                 "disk_bandwidth" => self.device.bandwidth_bps = want_size(value)?,
+                "swap_sync" => self.device.synchronous_io = parse_bool(value)?,
                 "hit_cost" => self.costs.hit_ns = parse_duration_ns(value)?,
                 "fault_cost" => self.costs.minor_fault_ns = parse_duration_ns(value)?,
                 "scan_cost" => self.costs.scan_ns = parse_duration_ns(value)?,
+                "pageout_cost" => self.costs.pageout_ns = parse_duration_ns(value)?,
                 "quantum" => self.costs.quantum_ns = parse_duration_ns(value)?,
                 "iter_cost" => self.costs.memcg_iter_ns = parse_duration_ns(value)?,
                 _ => {

@@ -18,6 +18,7 @@
 //! | [`memory`] | mm/memory.c + mm/rmap.c + mm/mlock.c: anon VMAs, faults, unmap |
 //! | [`kmem`] | obj_cgroup charging, kernel stacks, page tables, per-CPU memory, slab and the dcache shrinker |
 //! | [`page_alloc`] | mm/page_alloc.c: free frames, watermarks, the allocation slow path |
+//! | [`page_io`] | mm/page_io.c: swap writes, their writeback and its end |
 //! | [`page_writeback`] | mm/page-writeback.c + fs/fs-writeback.c: dirty pages, the flusher |
 //! | [`oom_kill`] | mm/oom_kill.c |
 //! | [`rstat`] | kernel/cgroup/rstat.c + memcg stat batching/flushing (6.1 rstat, 5.10 batches) |
@@ -39,6 +40,7 @@ pub mod oom_kill;
 pub mod page_alloc;
 pub mod page_cgroup;
 pub mod page_counter;
+pub mod page_io;
 pub mod page_writeback;
 pub mod program;
 pub mod rng;

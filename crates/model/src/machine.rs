@@ -44,6 +44,8 @@ pub struct Machine {
     /// The reclaim wait queues (reclaim_throttle()).
     pub reclaim_wait: crate::vmscan::ReclaimWait,
     pub writeback: Writeback,
+    /// Swap writes in flight (page_io.rs).
+    pub swap_io: crate::page_io::SwapIo,
     pub device: Device,
     pub rng: Rng,
     /// Run the full invariant check after every step.
@@ -93,6 +95,7 @@ impl Machine {
             kswapd: Kswapd::default(),
             reclaim_wait: Default::default(),
             writeback: Writeback::default(),
+            swap_io: Default::default(),
             device: Device::new(cfg.device.clone()),
             rng: Rng::new(cfg.seed),
             check_invariants: false,
@@ -131,6 +134,39 @@ impl Machine {
     pub fn spend_cpu(&mut self, ns: u64) {
         if let Some(c) = &mut self.cur {
             c.cpu_ns += ns;
+        }
+    }
+
+    /// A write to a control file from outside the machine (the shell of a script) runs as a
+    /// context of its own, so that the reclaim it does takes time and sees the I/O it started
+    /// complete (page_io.rs). It runs on CPU 0 without taking a simulated CPU, and never
+    /// sleeps (no task). Returns whether a context was installed, for `end_external_write`.
+    pub fn begin_external_write(&mut self) -> bool {
+        if self.cur.is_some() {
+            return false;
+        }
+        self.cur = Some(crate::sched::ExecCtx {
+            pid: None,
+            cpu: 0,
+            start: self.sched.clock,
+            cpu_ns: 0,
+            wait_ns: 0,
+        });
+        true
+    }
+
+    /// End the context of `begin_external_write`: the machine runs on while the write took
+    /// time, as it would while the writer's system call ran.
+    pub fn end_external_write(&mut self, began: bool) {
+        if !began {
+            return;
+        }
+        let Some(c) = self.cur.take() else {
+            return;
+        };
+        let end = c.start + c.cpu_ns + c.wait_ns;
+        if end > self.sched.clock {
+            self.run_until(end, |_| false);
         }
     }
 

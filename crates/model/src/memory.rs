@@ -15,10 +15,11 @@ use crate::program::{Fault, Pid};
 use crate::stat::Stat;
 use crate::swapfile::SwapSlot;
 
-const SWAP_PTE: u32 = 1 << 31;
+pub const SWAP_PTE: u32 = 1 << 31;
 
-/// `PageMap::mapping` of a page in the swap cache and in no PTE (a readahead page); its
-/// `index` is the slot it holds.
+/// `PageMap::mapping` of a page in the swap cache and in no PTE (read ahead, or written out
+/// by reclaim); its `index` is the slot it holds. A swap-cache page that a PTE maps keeps
+/// its VMA rmap, and its slot is in `SwapSpace::mapped_slot()`.
 pub const SWAPCACHE_MAPPING: u32 = u32::MAX - 1;
 
 pub struct VmaData {
@@ -163,13 +164,39 @@ impl Machine {
         self.task_mut(pid).rss_anon += 1;
     }
 
-    /// Take `pfn` out of the swap cache, where it held `slot`.
+    /// Take `pfn` out of the swap cache, where it held `slot`; the slot is released with its
+    /// charge if no PTE holds it (put_swap_folio()).
     pub(crate) fn swapcache_del(&mut self, pfn: Pfn, slot: SwapSlot) {
         debug_assert_eq!(self.swap.cached(slot), Some(pfn));
-        self.swap.del_cache(slot);
+        debug_assert!(!self.frames.test(pfn, pf::WRITEBACK));
+        let unused = self.swap.del_cache(slot);
         self.frames.clear(pfn, pf::ONDISK);
         let memcg = self.frames.memcg(pfn);
         self.mod_stat(memcg, Stat::SwapCached, -1);
+        if unused {
+            self.swap_slot_release(slot);
+        }
+    }
+
+    /// The slot a swap-cache page holds (PG_swapcache: `pf::ONDISK` on an anon page).
+    pub fn swapcache_slot(&self, pfn: Pfn) -> Option<SwapSlot> {
+        if !self.frames.test(pfn, pf::ONDISK) {
+            return None;
+        }
+        let m = self.frames.map[pfn as usize];
+        if m.mapping == SWAPCACHE_MAPPING {
+            Some(m.index)
+        } else {
+            self.swap.mapped_slot(pfn)
+        }
+    }
+
+    /// A PTE lets go of a swap entry (swap_free()); the slot is released with its charge if
+    /// no page holds it either.
+    fn swap_pte_put(&mut self, slot: SwapSlot) {
+        if self.swap.pte_put(slot) {
+            self.swap_slot_release(slot);
+        }
     }
 
     /// Free a swap slot no PTE and no page holds any more, with its swap charge
@@ -185,22 +212,29 @@ impl Machine {
     /// A fault on a swap entry whose page is in the swap cache (swap_cache_get_folio() found
     /// it: a minor fault, and a readahead hit). The write frees the swap cache
     /// (should_try_to_free_swap() with FAULT_FLAG_WRITE): slot and swap charge go, the page
-    /// is mapped and dirty.
+    /// is mapped and dirty. A page whose write to the slot is still in flight cannot leave
+    /// the swap cache (folio_free_swap() refuses it): it is mapped and keeps the slot.
     fn swapcache_fault(&mut self, pid: Pid, vma: u32, idx: u32, slot: SwapSlot, pfn: Pfn) {
         self.spend_cpu(self.cfg.costs.minor_fault_ns);
         let task_memcg = self.task(pid).memcg;
         self.mod_stat(task_memcg, Stat::Pgfault, 1);
         self.task_mut(pid).stats.minflt += 1;
         self.swap.ra_hits += 1;
-        self.swapcache_del(pfn, slot);
-        self.swap_slot_release(slot);
+        let unused = self.swap.pte_put(slot);
+        debug_assert!(!unused, "the swap cache holds the slot");
         self.task_mut(pid).swapents -= 1;
         let locked = self.vmas.v[vma as usize].locked;
         if locked {
             // The page moves to the unevictable list.
             self.lru_del(pfn);
         }
-        self.map_anon(pid, vma, idx, pfn);
+        if self.frames.test(pfn, pf::WRITEBACK) {
+            self.map_anon(pid, vma, idx, pfn);
+            self.swap.set_mapped(pfn, Some(slot));
+        } else {
+            self.swapcache_del(pfn, slot);
+            self.map_anon(pid, vma, idx, pfn);
+        }
         if locked {
             self.lru_add(pfn);
         }
@@ -379,10 +413,28 @@ impl Machine {
         }
         self.mod_stat(memcg, Stat::Pswpin, 1);
         // A write fault: the page does not stay in the swap cache, the entry is freed.
-        self.swap_slot_release(slot);
+        self.swap_pte_put(slot);
         self.task_mut(pid).swapents -= 1;
         self.map_new_anon(pid, vma, idx, pfn);
         Ok(())
+    }
+
+    /// free_swap_and_cache() for a swap PTE going away: the PTE's reference drops, and the
+    /// slot's swap-cache page goes too unless its write is in flight.
+    fn swap_pte_put_cached(&mut self, slot: SwapSlot) {
+        let unused = self.swap.pte_put(slot);
+        if let Some(pfn) = self.swap.cached(slot) {
+            debug_assert!(!unused);
+            if !self.frames.test(pfn, pf::WRITEBACK) {
+                let memcg = self.frames.memcg(pfn);
+                self.lru_del(pfn);
+                self.swapcache_del(pfn, slot);
+                self.uncharge_page(memcg);
+                self.free_frame(pfn);
+            }
+        } else if unused {
+            self.swap_slot_release(slot);
+        }
     }
 
     /// Undo a charge that was never committed to a page.
@@ -395,7 +447,8 @@ impl Machine {
         }
     }
 
-    /// try_to_unmap() of an anon page being swapped out: its PTE becomes a swap entry.
+    /// try_to_unmap() of a swap-cache page: its PTE becomes the swap entry of its slot, and
+    /// the page is left in the swap cache alone.
     pub fn unmap_anon_to_swap(&mut self, pfn: Pfn, slot: SwapSlot) {
         let m = self.frames.map[pfn as usize];
         let v = &mut self.vmas.v[m.mapping as usize];
@@ -405,6 +458,20 @@ impl Machine {
         let t = self.task_mut(owner);
         t.rss_anon -= 1;
         t.swapents += 1;
+        self.swap.pte_get(slot);
+        self.swapcache_unmapped(pfn, slot);
+    }
+
+    /// page_remove_rmap() of a swap-cache page that stays in the swap cache.
+    fn swapcache_unmapped(&mut self, pfn: Pfn, slot: SwapSlot) {
+        let memcg = self.frames.memcg(pfn);
+        self.mod_stat(memcg, Stat::Anon, -1);
+        self.frames.clear(pfn, pf::MAPPED | pf::YOUNG);
+        self.swap.set_mapped(pfn, None);
+        self.frames.map[pfn as usize] = PageMap {
+            mapping: SWAPCACHE_MAPPING,
+            index: slot,
+        };
     }
 
     /// munmap(): free every page and swap entry of a VMA.
@@ -423,19 +490,38 @@ impl Machine {
             }
             if pte & SWAP_PTE != 0 {
                 let slot = pte & !SWAP_PTE;
-                // free_swap_and_cache(): the entry's swap-cache page goes with it.
-                if let Some(pfn) = self.swap.cached(slot) {
-                    let memcg = self.frames.memcg(pfn);
-                    self.lru_del(pfn);
-                    self.swapcache_del(pfn, slot);
-                    self.uncharge_page(memcg);
-                    self.free_frame(pfn);
-                }
-                self.swap_slot_release(slot);
+                // free_swap_and_cache(): the entry's swap-cache page goes with it, unless
+                // its write is in flight (folio_free_swap() refuses it; reclaim frees it
+                // later with its slot).
+                self.swap_pte_put_cached(slot);
                 self.task_mut(owner).swapents -= 1;
             } else {
                 let pfn = pte - 1;
                 let memcg = self.frames.memcg(pfn);
+                if let Some(slot) = self.swapcache_slot(pfn) {
+                    // A swap-cache page faulted back while its write was in flight:
+                    // free_swap_cache() frees the swap with it unless the write still is.
+                    self.task_mut(owner).rss_anon -= 1;
+                    let mlocked = self.frames.test(pfn, pf::MLOCKED);
+                    if mlocked {
+                        self.mod_stat(memcg, Stat::Mlock, -1);
+                        self.frames.clear(pfn, pf::MLOCKED);
+                    }
+                    if self.frames.test(pfn, pf::WRITEBACK) {
+                        self.swapcache_unmapped(pfn, slot);
+                        if mlocked {
+                            // Off the unevictable list (munlock).
+                            self.lru_putback(pfn);
+                        }
+                        continue;
+                    }
+                    self.swapcache_unmapped(pfn, slot);
+                    self.lru_del(pfn);
+                    self.swapcache_del(pfn, slot);
+                    self.uncharge_page(memcg);
+                    self.free_frame(pfn);
+                    continue;
+                }
                 self.lru_del(pfn);
                 if locked || self.frames.test(pfn, pf::MLOCKED) {
                     self.mod_stat(memcg, Stat::Mlock, -1);

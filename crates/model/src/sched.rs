@@ -33,6 +33,8 @@ pub enum Event {
     /// Background writeback of one memcg's wb.
     FlusherWb(u16),
     WritebackDone(u32),
+    /// A batch of swap writes completed (page_io.rs).
+    SwapWritebackDone(u32),
 }
 
 /// The context currently executing, to which time is charged.
@@ -150,6 +152,7 @@ impl Machine {
             Event::FlusherKick => self.flusher_kick(),
             Event::FlusherWb(wb) => self.flusher_wb(wb),
             Event::WritebackDone(id) => self.writeback_done(id),
+            Event::SwapWritebackDone(id) => self.swap_writeback_done(id),
         }
         if !self.dying_release.is_empty() {
             self.release_dying_memcgs();

@@ -1,14 +1,14 @@
-//! Swap space: mm/swapfile.c (slot allocation) and mm/swap_cgroup.c (the memcg id recorded
-//! per swap entry), the swap cache of mm/swap_state.c (a page holding a slot's data while
-//! the slot lives) and the shadow entry an evicted anon page leaves (the kernel keeps it in
-//! the swap cache's xarray).
+//! Swap space: mm/swapfile.c (slot allocation and the per-slot use count), mm/swap_cgroup.c
+//! (the memcg id recorded per swap entry), the swap cache of mm/swap_state.c (a page holding a
+//! slot's data while the slot lives) and the shadow entry an evicted anon page leaves (the
+//! kernel keeps it in the swap cache's xarray).
 //!
-//! A slot is in use while a PTE refers to it or a page of the swap cache holds it (the
-//! kernel's swap_map count and SWAP_HAS_CACHE). Swap readahead (swapin_readahead() and
-//! swap_cluster_readahead()) is in memory.rs; its window heuristic, swapin_nr_pages(), is
-//! here. Simplification: the model's anon accesses are writes, and a write fault frees the
-//! swap cache of the page it maps (6.1's should_try_to_free_swap()), so the swap cache holds
-//! readahead pages not yet faulted in, which are never mapped.
+//! A slot is in use while a PTE refers to it (the swap_map count; pages are never shared, so
+//! it is 0 or 1) or a page of the swap cache holds it (SWAP_HAS_CACHE). Swap readahead
+//! (swapin_readahead() and swap_cluster_readahead()) is in memory.rs; its window heuristic,
+//! swapin_nr_pages(), is here. A swap-cache page is in no PTE (read ahead, or written out),
+//! or mapped by the PTE that faulted it back while its write was in flight; the slot of a
+//! mapped one is kept in a table by frame.
 
 use crate::memcontrol::MemcgId;
 use crate::page_cgroup::Pfn;
@@ -17,6 +17,12 @@ pub type SwapSlot = u32;
 
 /// No page of the swap cache holds the slot.
 const NO_PAGE: Pfn = u32::MAX;
+/// `SwapSpace::map` bits: a PTE holds the entry (swap_map's count).
+const SWAP_COUNT: u8 = 1;
+/// A swap-cache page holds the slot, or will (SWAP_HAS_CACHE).
+const SWAP_HAS_CACHE: u8 = 2;
+/// On the free list (to catch a slot freed twice).
+const SWAP_FREE: u8 = 0x80;
 
 pub struct SwapSpace {
     /// memcg id the slot's swap charge is recorded for (0 = none: a free slot, or on cgroup
@@ -26,8 +32,11 @@ pub struct SwapSpace {
     shadow: Vec<u64>,
     /// The swap-cache page holding each slot, or NO_PAGE.
     cache: Vec<Pfn>,
-    /// Whether each slot is in use (not on the free list).
-    used: Vec<bool>,
+    /// swap_map: SWAP_COUNT | SWAP_HAS_CACHE per slot, SWAP_FREE on the free list, 0 unused
+    /// and not yet released.
+    map: Vec<u8>,
+    /// The slot of each swap-cache page that a PTE maps.
+    mapped: std::collections::HashMap<Pfn, SwapSlot>,
     free: Vec<SwapSlot>,
     nr_cached: u64,
     /// swapin_nr_pages() state: readahead hits since the last fault that read, the offset of
@@ -43,7 +52,8 @@ impl SwapSpace {
             owner: vec![0; nr as usize],
             shadow: vec![0; nr as usize],
             cache: vec![NO_PAGE; nr as usize],
-            used: vec![false; nr as usize],
+            map: vec![SWAP_FREE; nr as usize],
+            mapped: Default::default(),
             free: (0..nr).rev().collect(),
             nr_cached: 0,
             ra_hits: 0,
@@ -57,13 +67,35 @@ impl SwapSpace {
     pub fn nr_free(&self) -> u32 {
         self.free.len() as u32
     }
+    /// get_swap_pages(): a free slot, reserved for the swap-cache page that will hold it.
     pub fn alloc(&mut self) -> Option<SwapSlot> {
         let s = self.free.pop()?;
-        self.used[s as usize] = true;
+        debug_assert_eq!(self.map[s as usize], SWAP_FREE);
+        self.map[s as usize] = SWAP_HAS_CACHE;
         Some(s)
     }
     pub fn in_use(&self, slot: SwapSlot) -> bool {
-        self.used[slot as usize]
+        self.map[slot as usize] & (SWAP_COUNT | SWAP_HAS_CACHE) != 0
+    }
+    /// Whether a PTE holds the entry.
+    pub fn pte_held(&self, slot: SwapSlot) -> bool {
+        self.map[slot as usize] & SWAP_COUNT != 0
+    }
+    /// swap_duplicate() from try_to_unmap(): a PTE now holds the entry.
+    pub fn pte_get(&mut self, slot: SwapSlot) {
+        debug_assert!(self.map[slot as usize] & SWAP_HAS_CACHE != 0);
+        debug_assert!(
+            self.map[slot as usize] & SWAP_COUNT == 0,
+            "slot {slot} shared"
+        );
+        self.map[slot as usize] |= SWAP_COUNT;
+    }
+    /// swap_free() of the PTE's reference. Returns whether the slot is now unused (to be
+    /// released with its charge).
+    pub fn pte_put(&mut self, slot: SwapSlot) -> bool {
+        debug_assert!(self.map[slot as usize] & SWAP_COUNT != 0);
+        self.map[slot as usize] &= !SWAP_COUNT;
+        self.map[slot as usize] == 0
     }
     pub fn set_owner(&mut self, slot: SwapSlot, memcg: MemcgId) {
         self.owner[slot as usize] = memcg;
@@ -84,31 +116,67 @@ impl SwapSpace {
     }
     /// add_to_swap_cache(): `pfn` now holds `slot`.
     pub fn add_cache(&mut self, slot: SwapSlot, pfn: Pfn) {
-        debug_assert!(self.used[slot as usize] && self.cache[slot as usize] == NO_PAGE);
+        debug_assert!(self.in_use(slot) && self.cache[slot as usize] == NO_PAGE);
+        self.map[slot as usize] |= SWAP_HAS_CACHE;
         self.cache[slot as usize] = pfn;
         self.nr_cached += 1;
     }
-    /// __delete_from_swap_cache(): the slot's page goes.
-    pub fn del_cache(&mut self, slot: SwapSlot) {
+    /// __delete_from_swap_cache(): the slot's page goes. Returns whether the slot is now
+    /// unused (to be released with its charge).
+    pub fn del_cache(&mut self, slot: SwapSlot) -> bool {
         debug_assert!(self.cache[slot as usize] != NO_PAGE);
+        let pfn = self.cache[slot as usize];
+        self.mapped.remove(&pfn);
         self.cache[slot as usize] = NO_PAGE;
+        self.map[slot as usize] &= !SWAP_HAS_CACHE;
         self.nr_cached -= 1;
+        self.map[slot as usize] == 0
+    }
+    /// The swap-cache page `pfn` is mapped by a PTE again (`Some(slot)`) or unmapped (None).
+    pub fn set_mapped(&mut self, pfn: Pfn, slot: Option<SwapSlot>) {
+        match slot {
+            Some(s) => {
+                debug_assert_eq!(self.cache[s as usize], pfn);
+                self.mapped.insert(pfn, s);
+            }
+            None => {
+                self.mapped.remove(&pfn);
+            }
+        }
+    }
+    /// The slot of a mapped swap-cache page.
+    pub fn mapped_slot(&self, pfn: Pfn) -> Option<SwapSlot> {
+        self.mapped.get(&pfn).copied()
+    }
+    /// Mapped swap-cache pages (for the invariant checker).
+    pub fn nr_mapped(&self) -> usize {
+        self.mapped.len()
     }
     /// Pages in the swap cache.
     pub fn nr_cached(&self) -> u64 {
         self.nr_cached
     }
+    /// Put an unused slot back on the free list.
     pub fn free(&mut self, slot: SwapSlot) {
         debug_assert!((slot as usize) < self.owner.len());
-        debug_assert!(self.used[slot as usize], "slot {slot} freed twice");
+        debug_assert!(
+            self.map[slot as usize] == 0,
+            "slot {slot} freed in use or twice"
+        );
         debug_assert!(
             self.cache[slot as usize] == NO_PAGE,
             "slot {slot} freed with its page"
         );
         self.owner[slot as usize] = 0;
         self.shadow[slot as usize] = 0;
-        self.used[slot as usize] = false;
+        self.map[slot as usize] = SWAP_FREE;
         self.free.push(slot);
+    }
+    /// An allocated slot whose page did not get it (the swap charge failed).
+    pub fn cancel(&mut self, slot: SwapSlot) {
+        debug_assert_eq!(self.map[slot as usize], SWAP_HAS_CACHE);
+        self.map[slot as usize] = 0;
+        self.free(slot);
     }
     /// Slots charged per owner (for the invariant checker).
     pub fn used_by(&self) -> impl Iterator<Item = MemcgId> + '_ {
@@ -193,10 +261,25 @@ mod tests {
         s.add_cache(a, 7);
         assert_eq!(s.cached(a), Some(7));
         assert_eq!(s.nr_cached(), 1);
-        s.del_cache(a);
+        // Unmapped to the entry: the PTE's reference keeps the slot when the page goes.
+        s.pte_get(a);
+        assert!(!s.del_cache(a));
         assert_eq!(s.cached(a), None);
+        assert!(s.in_use(a) && s.pte_held(a));
+        assert!(s.pte_put(a));
         s.free(a);
         assert!(!s.in_use(a));
+        assert_eq!(s.nr_free(), 4);
+        // A page faulted back under writeback: mapped, its slot held by the cache alone.
+        let b = s.alloc().unwrap();
+        s.add_cache(b, 9);
+        s.set_mapped(9, Some(b));
+        assert_eq!(s.mapped_slot(9), Some(b));
+        assert!(s.del_cache(b));
+        assert_eq!(s.mapped_slot(9), None);
+        s.free(b);
+        let c = s.alloc().unwrap();
+        s.cancel(c);
         assert_eq!(s.nr_free(), 4);
     }
 }

@@ -401,6 +401,8 @@ impl Machine {
     /// lets through, repeated once if it visited none (rework patch 8), and the reclaim-all
     /// pass follows only if the soft pass scanned nothing.
     pub fn shrink_node(&mut self, sc: &mut ScanControl) {
+        // Swap writes that ended while this reclaimer ran (page_io.rs).
+        self.swap_io_poll();
         sc.nr_dirty = 0;
         sc.nr_unqueued_dirty = 0;
         sc.nr_congested = 0;
@@ -848,6 +850,8 @@ impl Machine {
         sc: &mut ScanControl,
         l: usize,
     ) -> u64 {
+        // Swap writes that ended while this reclaimer ran (page_io.rs).
+        self.swap_io_poll();
         let mut pages = Vec::with_capacity(n as usize);
         self.isolate(memcg, l, n, &mut pages);
         let taken = pages.len() as u64;
@@ -871,7 +875,7 @@ impl Machine {
         sc.nr_scanned += taken;
         self.spend_cpu(taken * self.cfg.costs.scan_ns);
         let mut nr_reclaimed = 0u64;
-        let mut nr_pageout = 0u64;
+        let mut pageout = Vec::new();
         let mut nr_activate = 0i64;
         let unqueued_before = sc.nr_unqueued_dirty;
         for &pfn in &pages {
@@ -880,7 +884,7 @@ impl Machine {
                 self.lru_add(pfn);
                 continue;
             }
-            let v = self.shrink_folio(pfn, memcg, sc, &mut nr_pageout);
+            let v = self.shrink_folio(pfn, memcg, sc, &mut pageout);
             match v {
                 Verdict::Freed => nr_reclaimed += 1,
                 Verdict::Activate => {
@@ -897,10 +901,18 @@ impl Machine {
         if nr_activate > 0 {
             self.mod_stat(memcg, Stat::Pgactivate, nr_activate);
         }
+        let nr_pageout = pageout.len() as u64;
         if nr_pageout > 0 {
-            let now = self.now();
-            let wait = self.device.io(now, nr_pageout * crate::config::PAGE_SIZE);
-            self.spend_wait(wait);
+            self.spend_cpu(nr_pageout * self.cfg.costs.pageout_ns);
+            if self.swap_synchronous_io() {
+                // The writes ended inside pageout(); the reclaimer waited for each.
+                let now = self.now();
+                let wait = self.device.io(now, nr_pageout * crate::config::PAGE_SIZE);
+                self.device.bytes_written += nr_pageout * crate::config::PAGE_SIZE;
+                self.spend_wait(wait);
+            } else {
+                self.swap_submit(pageout);
+            }
         }
         self.spend_cpu(nr_reclaimed * self.cfg.costs.reclaim_ns);
         self.mod_stat(
@@ -930,7 +942,7 @@ impl Machine {
         pfn: Pfn,
         memcg: MemcgId,
         sc: &mut ScanControl,
-        nr_pageout: &mut u64,
+        pageout: &mut Vec<(Pfn, crate::swapfile::SwapSlot)>,
     ) -> Verdict {
         let flags = self.frames.flags(pfn);
         if flags & pf::MLOCKED != 0 {
@@ -941,9 +953,11 @@ impl Machine {
         if !sc.may_unmap && flags & pf::MAPPED != 0 {
             return Verdict::Keep;
         }
-        // folio_check_dirty_writeback(): file pages only (swap writes are synchronous).
+        // folio_check_dirty_writeback(): file pages only; reclaim writes anon pages itself and
+        // does not stall on them.
         let dirty = !anon && flags & pf::DIRTY != 0;
-        let writeback = flags & pf::WRITEBACK != 0;
+        let under_writeback = flags & pf::WRITEBACK != 0;
+        let writeback = !anon && under_writeback;
         let marked = flags & pf::RECLAIM != 0;
         if dirty || writeback {
             sc.nr_dirty += 1;
@@ -956,7 +970,7 @@ impl Machine {
         if writeback && marked {
             sc.nr_congested += 1;
         }
-        if writeback {
+        if under_writeback {
             if sc.kswapd && marked && self.reclaim_wait.pgdat_writeback {
                 // Case 1: kswapd sees pages cycling under writeback.
                 sc.nr_immediate += 1;
@@ -988,50 +1002,8 @@ impl Machine {
         if referenced_folio && !anon {
             reclaim_clean = true;
         }
-        if anon && flags & pf::ONDISK != 0 {
-            // A swap-cache page (read ahead, in no PTE): its data is in its slot, so it is
-            // freed without a write (__remove_mapping() of a clean swap-cache folio).
-            let slot = self.frames.map[pfn as usize].index;
-            let owner = self.frames.memcg(pfn);
-            let shadow = self.workingset_eviction(pfn, sc.target);
-            self.swap.set_shadow(slot, shadow);
-            if self.swap.owner(slot) == 0 {
-                // cgroup v1: mem_cgroup_swapout() records the entry for the page's memcg
-                // and its memsw charge stays with the entry.
-                let charged = self.mem_cgroup_try_charge_swap(owner);
-                debug_assert!(charged, "v1 swap charges cannot fail");
-                self.swap.set_owner(slot, owner);
-            }
-            self.swapcache_del(pfn, slot);
-            self.mem_cgroup_swapout(owner);
-            self.free_frame(pfn);
-            return Verdict::Freed;
-        }
         if anon {
-            if !sc.may_swap {
-                // Only reachable with a unified LRU, where anon pages are scanned regardless.
-                return Verdict::Activate;
-            }
-            // add_to_swap(): allocate a slot and charge it to the page's memcg.
-            let owner = self.frames.memcg(pfn);
-            let Some(slot) = self.swap.alloc() else {
-                return Verdict::Activate;
-            };
-            if !self.mem_cgroup_try_charge_swap(owner) {
-                self.swap.free(slot);
-                return Verdict::Activate;
-            }
-            self.swap.set_owner(slot, owner);
-            // try_to_unmap() + pageout() (synchronous write) + __remove_mapping().
-            *nr_pageout += 1;
-            self.mod_stat(owner, Stat::Pswpout, 1);
-            let shadow = self.workingset_eviction(pfn, sc.target);
-            self.swap.set_shadow(slot, shadow);
-            self.unmap_anon_to_swap(pfn, slot);
-            self.mem_cgroup_swapout(owner);
-            self.mod_stat(owner, Stat::Anon, -1);
-            self.free_frame(pfn);
-            return Verdict::Freed;
+            return self.shrink_anon_folio(pfn, flags, sc, pageout);
         }
         // File page.
         if flags & pf::DIRTY != 0 {
@@ -1046,6 +1018,81 @@ impl Machine {
         let _ = memcg;
         let shadow = self.workingset_eviction(pfn, sc.target);
         self.remove_mapping_file(pfn, shadow);
+        Verdict::Freed
+    }
+
+    /// shrink_folio_list() for an anon page past its reference check: add_to_swap() (a slot,
+    /// its swap charge, the swap cache), try_to_unmap() (the PTE takes the swap entry),
+    /// pageout() of a dirty page (swap_writepage(): the write starts and the page is kept
+    /// until it ends, or on a synchronous device ends at once) and __remove_mapping() of the
+    /// clean swap-cache page left: its charge goes (mem_cgroup_swapout()), its slot stays
+    /// with the PTE's swap entry.
+    fn shrink_anon_folio(
+        &mut self,
+        pfn: Pfn,
+        flags: u16,
+        sc: &mut ScanControl,
+        pageout: &mut Vec<(Pfn, crate::swapfile::SwapSlot)>,
+    ) -> Verdict {
+        let owner = self.frames.memcg(pfn);
+        let slot = match self.swapcache_slot(pfn) {
+            Some(slot) => slot,
+            None => {
+                if !sc.may_swap {
+                    // Only reachable with a unified LRU, where anon pages are scanned
+                    // regardless.
+                    return Verdict::Activate;
+                }
+                // add_to_swap(): a slot, charged to the page's memcg on cgroup v2 (v1
+                // records the entry when the page leaves: mem_cgroup_swapout()).
+                let Some(slot) = self.swap.alloc() else {
+                    return Verdict::Activate;
+                };
+                if !self.is_v1() {
+                    if !self.mem_cgroup_try_charge_swap(owner) {
+                        self.swap.cancel(slot);
+                        return Verdict::Activate;
+                    }
+                    self.swap.set_owner(slot, owner);
+                }
+                self.swap.add_cache(slot, pfn);
+                if flags & pf::MAPPED != 0 {
+                    self.swap.set_mapped(pfn, Some(slot));
+                }
+                self.frames.set(pfn, pf::ONDISK);
+                self.mod_stat(owner, Stat::SwapCached, 1);
+                slot
+            }
+        };
+        if flags & pf::MAPPED != 0 {
+            self.unmap_anon_to_swap(pfn, slot);
+        }
+        if self.frames.test(pfn, pf::DIRTY) {
+            // pageout(): swap_writepage() cleans the page and starts its write, with
+            // PG_reclaim so that its end rotates the page to the tail.
+            self.frames.clear(pfn, pf::DIRTY);
+            self.mod_stat(owner, Stat::Pswpout, 1);
+            pageout.push((pfn, slot));
+            self.swap_start_writeback(pfn);
+            if !self.swap_synchronous_io() {
+                self.frames.set(pfn, pf::RECLAIM);
+                return Verdict::Keep;
+            }
+            self.swap_end_writeback(pfn);
+        }
+        // __remove_mapping() of a clean swap-cache page: its data is in its slot.
+        let shadow = self.workingset_eviction(pfn, sc.target);
+        self.swap.set_shadow(slot, shadow);
+        if self.is_v1() && self.swap.owner(slot) == 0 {
+            // mem_cgroup_swapout() on v1: the entry is recorded for the page's memcg, and
+            // the page's memsw charge stays with it.
+            let charged = self.mem_cgroup_try_charge_swap(owner);
+            debug_assert!(charged, "v1 swap charges cannot fail");
+            self.swap.set_owner(slot, owner);
+        }
+        self.mem_cgroup_swapout(owner);
+        self.swapcache_del(pfn, slot);
+        self.free_frame(pfn);
         Verdict::Freed
     }
 

@@ -1163,7 +1163,10 @@ mod tests {
         assert!(interp.complete_line("run A anon 5", 12).1.is_empty());
         assert_eq!(
             interp.complete_line("machine memory=1G sw", 20),
-            (18, vec!["swap=".into(), "swappiness=".into()])
+            (
+                18,
+                vec!["swap=".into(), "swappiness=".into(), "swap_sync=".into()]
+            )
         );
     }
 
