@@ -634,7 +634,10 @@ fn settings(
 fn machine_example(key: &str) -> &'static str {
     match key {
         "memory" | "swap" => "2G",
-        "disk_bandwidth" => "500M",
+        "disk_bandwidth" | "swap_bandwidth" => "500M",
+        "disk" | "swap_disk" => "hdd",
+        "disk_queue_depth" | "swap_queue_depth" => "16",
+        "disk_seek" | "swap_seek" | "swap_latency" => "8ms",
         "cgroup" => "v2",
         "lru" => "split",
         "softlimit" => "tree",

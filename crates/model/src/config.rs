@@ -61,20 +61,79 @@ pub enum DirtyPolicy {
     Seed001Hier,
 }
 
-/// A storage device: a fixed access latency plus a transfer rate, serving one request at a
-/// time in arrival order.
+/// A storage device: an access latency, a sequential transfer rate and, on a rotational
+/// disk, a seek for each request that does not start where the last ended; requests are
+/// served one at a time in arrival order (blkdev.rs). The profiles and where their figures
+/// come from are in docs/FIDELITY.md ("Storage").
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeviceConfig {
-    /// Time from submission to completion of an idle-device request, ns. Default 100 µs.
+    /// Time from the end of a request's transfer to its completion, ns (command overhead
+    /// and interrupt). ssd: 100 µs.
     pub latency_ns: u64,
-    /// Transfer rate in bytes per second. Default 500 MB/s.
+    /// Sequential transfer rate in bytes per second. ssd: 500 MB/s.
     pub bandwidth_bps: u64,
-    /// SWP_SYNCHRONOUS_IO (zram, pmem): a swap write ends before pageout() returns, so
-    /// reclaim frees the page in the same pass. Default off.
-    pub synchronous_io: bool,
-    /// Asynchronous requests in flight before a writer sleeps (the block layer's tags).
-    /// Default 32.
+    /// Seek plus rotational latency a request pays when it does not start where the last
+    /// ended, ns; 0 on solid-state devices.
+    pub seek_ns: u64,
+    /// Asynchronous requests in flight before a writer sleeps: the lower of the device's
+    /// tags and writeback throttling's depth (RWB_DEF_DEPTH, 16).
     pub queue_depth: u32,
+    /// SWP_SYNCHRONOUS_IO (zram, pmem): a swap write ends before pageout() returns, so
+    /// reclaim frees the page in the same pass.
+    pub synchronous_io: bool,
+    /// A rotational disk (queue/rotational).
+    pub rotational: bool,
+}
+
+impl DeviceConfig {
+    /// The named storage profiles: `hdd`, `ssd`, `nvme`, and (for swap) `zram`.
+    pub const PROFILES: &'static [&'static str] = &["hdd", "ssd", "nvme", "zram"];
+
+    /// A named profile (docs/FIDELITY.md, "Storage", gives the figures' sources).
+    pub fn profile(name: &str) -> Option<DeviceConfig> {
+        let d = match name {
+            // A 7200 rpm SATA disk of 2013: 130 MB/s sequential; a non-sequential request
+            // pays a short-stroke seek (about 4 ms) and half a rotation (4.2 ms).
+            "hdd" => DeviceConfig {
+                latency_ns: 100_000,
+                bandwidth_bps: 130_000_000,
+                seek_ns: 8_000_000,
+                queue_depth: 16,
+                synchronous_io: false,
+                rotational: true,
+            },
+            // A SATA SSD: 100 µs per command, 500 MB/s (the SATA 3 link).
+            "ssd" => DeviceConfig {
+                latency_ns: 100_000,
+                bandwidth_bps: 500_000_000,
+                seek_ns: 0,
+                queue_depth: 16,
+                synchronous_io: false,
+                rotational: false,
+            },
+            // A PCIe 3 NVMe drive: 20 µs per command, 2 GB/s writes.
+            "nvme" => DeviceConfig {
+                latency_ns: 20_000,
+                bandwidth_bps: 2_000_000_000,
+                seek_ns: 0,
+                queue_depth: 16,
+                synchronous_io: false,
+                rotational: false,
+            },
+            // zram: compression in the writer's context (lzo-rle, about 1 GB/s per CPU),
+            // SWP_SYNCHRONOUS_IO.
+            "zram" => DeviceConfig {
+                latency_ns: 0,
+                bandwidth_bps: 1_000_000_000,
+                seek_ns: 0,
+                queue_depth: 16,
+                synchronous_io: true,
+                rotational: false,
+            },
+            _ => return None,
+        };
+        Some(d)
+    }
 }
 
 /// The CPU cost of each simulated operation, in nanoseconds.
@@ -151,7 +210,11 @@ pub struct MachineConfig {
     /// caches and stacks), unreclaimable. None: as a minimal Linux 6.1 system,
     /// 32,960 KiB plus 13.5 bytes per 4 KiB of RAM (with `reserved`, at most a quarter of RAM).
     pub base_bytes: Option<u64>,
+    /// The storage device of the filesystem (and of swap unless `swap_device` is set).
+    /// Default the `ssd` profile.
     pub device: DeviceConfig,
+    /// A separate swap device; None puts swap on `device`.
+    pub swap_device: Option<DeviceConfig>,
     pub costs: Costs,
 }
 
@@ -178,12 +241,8 @@ impl Default for MachineConfig {
             kmem: true,
             reserved_bytes: None,
             base_bytes: None,
-            device: DeviceConfig {
-                latency_ns: 100_000,
-                bandwidth_bps: 500_000_000,
-                synchronous_io: false,
-                queue_depth: 32,
-            },
+            device: DeviceConfig::profile("ssd").expect("a profile"),
+            swap_device: None,
             costs: Costs {
                 hit_ns: 20,
                 minor_fault_ns: 1_000,
@@ -204,6 +263,16 @@ fn parse_bool(v: &str) -> Result<bool, String> {
         "1" | "on" | "yes" | "true" => Ok(true),
         "0" | "off" | "no" | "false" => Ok(false),
         _ => Err(format!("expected on/off or 1/0, got '{v}'")),
+    }
+}
+
+/// A queue depth: 1 to 4096 requests.
+fn want_depth(v: &str) -> Result<u32, String> {
+    match v.parse::<u32>() {
+        Ok(d) if (1..=4096).contains(&d) => Ok(d),
+        _ => Err(format!(
+            "expected a number of requests from 1 to 4096, got '{v}'"
+        )),
     }
 }
 
@@ -288,8 +357,16 @@ impl MachineConfig {
         "kmem",
         "reserved",
         "base",
+        "disk",
         "disk_latency",
         "disk_bandwidth",
+        "disk_seek",
+        "disk_queue_depth",
+        "swap_disk",
+        "swap_latency",
+        "swap_bandwidth",
+        "swap_seek",
+        "swap_queue_depth",
         "swap_sync",
         "hit_cost",
         "fault_cost",
@@ -308,6 +385,17 @@ impl MachineConfig {
     }
 
     /// Apply one `key=value` setting of a `machine` line.
+    /// The swap device's configuration to change: a separate one, made from the file
+    /// device's when there was none.
+    fn swap_device_mut(&mut self) -> &mut DeviceConfig {
+        self.swap_device.get_or_insert_with(|| self.device.clone())
+    }
+
+    /// The configuration of the device swap is on.
+    pub fn swap_device_config(&self) -> &DeviceConfig {
+        self.swap_device.as_ref().unwrap_or(&self.device)
+    }
+
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         let r: Result<(), String> = (|| {
             match key {
@@ -368,9 +456,42 @@ impl MachineConfig {
                 "kmem" => self.kmem = parse_bool(value)?,
                 "reserved" => self.reserved_bytes = Some(want_size(value)?),
                 "base" => self.base_bytes = Some(want_size(value)?),
+                "disk" => {
+                    let d = DeviceConfig::profile(value)
+                        .filter(|d| !d.synchronous_io)
+                        .ok_or_else(|| format!("expected hdd, ssd or nvme, got '{value}'"))?;
+                    self.device = d;
+                }
                 "disk_latency" => self.device.latency_ns = parse_duration_ns(value)?,
                 "disk_bandwidth" => self.device.bandwidth_bps = want_size(value)?,
-                "swap_sync" => self.device.synchronous_io = parse_bool(value)?,
+                "disk_seek" => {
+                    self.device.seek_ns = parse_duration_ns(value)?;
+                    self.device.rotational = self.device.seek_ns > 0;
+                }
+                "disk_queue_depth" => self.device.queue_depth = want_depth(value)?,
+                "swap_disk" => {
+                    self.swap_device = match value {
+                        "disk" => None,
+                        _ => Some(DeviceConfig::profile(value).ok_or_else(|| {
+                            format!("expected disk, hdd, ssd, nvme or zram, got '{value}'")
+                        })?),
+                    }
+                }
+                "swap_latency" => self.swap_device_mut().latency_ns = parse_duration_ns(value)?,
+                "swap_bandwidth" => self.swap_device_mut().bandwidth_bps = want_size(value)?,
+                "swap_seek" => {
+                    let d = self.swap_device_mut();
+                    d.seek_ns = parse_duration_ns(value)?;
+                    d.rotational = d.seek_ns > 0;
+                }
+                "swap_queue_depth" => self.swap_device_mut().queue_depth = want_depth(value)?,
+                "swap_sync" => {
+                    let sync = parse_bool(value)?;
+                    match self.swap_device.as_mut() {
+                        Some(d) => d.synchronous_io = sync,
+                        None => self.device.synchronous_io = sync,
+                    }
+                }
                 "hit_cost" => self.costs.hit_ns = parse_duration_ns(value)?,
                 "fault_cost" => self.costs.minor_fault_ns = parse_duration_ns(value)?,
                 "scan_cost" => self.costs.scan_ns = parse_duration_ns(value)?,
@@ -426,6 +547,13 @@ impl MachineConfig {
         if self.device.bandwidth_bps == 0 {
             return Err("disk_bandwidth must be positive".into());
         }
+        if self
+            .swap_device
+            .as_ref()
+            .is_some_and(|d| d.bandwidth_bps == 0)
+        {
+            return Err("swap_bandwidth must be positive".into());
+        }
         if self.dirty != DirtyPolicy::Mainline && self.cgroup != CgroupVersion::V1 {
             return Err(
                 "dirty=global, seed001 and seed001-hier are cgroup v1 designs: \
@@ -437,5 +565,46 @@ impl MachineConfig {
             return Err("quantum must be positive".into());
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storage_profiles_and_their_keys() {
+        let mut c = MachineConfig::default();
+        assert_eq!(c.device, DeviceConfig::profile("ssd").unwrap());
+        assert!(c.swap_device.is_none());
+        c.set("disk", "hdd").unwrap();
+        assert!(c.device.rotational && c.device.seek_ns > 0);
+        // Swap stays on the disk until told otherwise; a swap figure makes a device of its
+        // own from the disk's.
+        assert!(c.swap_device_config().rotational);
+        c.set("swap_latency", "1ms").unwrap();
+        let s = c.swap_device.clone().unwrap();
+        assert_eq!((s.latency_ns, s.seek_ns), (1_000_000, c.device.seek_ns));
+        c.set("swap_disk", "zram").unwrap();
+        assert!(c.swap_device_config().synchronous_io);
+        c.set("swap_disk", "disk").unwrap();
+        assert!(c.swap_device.is_none());
+        c.set("swap_sync", "on").unwrap();
+        assert!(c.device.synchronous_io);
+        c.set("disk_seek", "0").unwrap();
+        assert!(!c.device.rotational);
+        c.set("disk_queue_depth", "64").unwrap();
+        assert_eq!(c.device.queue_depth, 64);
+        // Bad values name the key and what it takes.
+        let e = c.set("disk", "floppy").unwrap_err();
+        assert!(e.contains("disk") && e.contains("hdd, ssd or nvme"), "{e}");
+        assert!(c.set("disk", "zram").is_err());
+        assert!(c.set("swap_disk", "tape").unwrap_err().contains("zram"));
+        for bad in ["0", "4097", "-1", "x"] {
+            let e = c.set("disk_queue_depth", bad).unwrap_err();
+            assert!(e.contains("1 to 4096"), "{e}");
+        }
+        assert!(c.set("swap_bandwidth", "0").is_ok());
+        assert!(c.validate().unwrap_err().contains("swap_bandwidth"));
     }
 }

@@ -160,7 +160,8 @@ impl Machine {
             self.frames.set(pfn, pf::ONDISK);
             if !for_write {
                 let now = self.now();
-                let wait = self.device.read(now, crate::config::PAGE_SIZE);
+                let pos = crate::blkdev::file_pos(f as usize, idx);
+                let wait = self.device.read(now, &[(pos, crate::config::PAGE_SIZE)]);
                 self.spend_wait(wait);
                 self.task_mut(pid).stats.io_wait_ns += wait;
             }

@@ -46,7 +46,10 @@ pub struct Machine {
     pub writeback: Writeback,
     /// Swap writes in flight (page_io.rs).
     pub swap_io: crate::page_io::SwapIo,
+    /// The filesystem's device, and swap's unless `swap_device` is set.
     pub device: Device,
+    /// A separate swap device (`swap_disk=`, `swap_*` machine keys).
+    pub swap_device: Option<Device>,
     pub rng: Rng,
     /// Run the full invariant check after every step.
     pub check_invariants: bool,
@@ -97,6 +100,7 @@ impl Machine {
             writeback: Writeback::default(),
             swap_io: Default::default(),
             device: Device::new(cfg.device.clone()),
+            swap_device: cfg.swap_device.clone().map(Device::new),
             rng: Rng::new(cfg.seed),
             check_invariants: false,
             vm_swappiness: cfg.swappiness,
@@ -167,6 +171,14 @@ impl Machine {
         let end = c.start + c.cpu_ns + c.wait_ns;
         if end > self.sched.clock {
             self.run_until(end, |_| false);
+        }
+    }
+
+    /// The device swap is on.
+    pub fn swap_dev(&mut self) -> &mut Device {
+        match &mut self.swap_device {
+            Some(d) => d,
+            None => &mut self.device,
         }
     }
 

@@ -379,7 +379,7 @@ impl Machine {
         // The cluster around the entry, aligned to the window. The kernel's offset 0 is the
         // swap header: slot s is offset s + 1.
         let window = self.swap.swapin_nr_pages(slot + 1, self.page_cluster);
-        let mut pages = 1u64;
+        let mut read = vec![crate::blkdev::swap_pos(slot)];
         if window > 1 {
             let mask = window - 1;
             let offset = slot + 1;
@@ -392,7 +392,7 @@ impl Machine {
                 if !self.swapin_readahead_page(off, task_memcg) {
                     break;
                 }
-                pages += 1;
+                read.push(crate::blkdev::swap_pos(off));
             }
         }
         if self.task(pid).killed || !self.vmas.v[vma as usize].live {
@@ -402,7 +402,8 @@ impl Machine {
             return Err(Fault::Killed);
         }
         let now = self.now();
-        let wait = self.device.read(now, pages * crate::config::PAGE_SIZE);
+        let runs = crate::blkdev::page_runs(read);
+        let wait = self.swap_dev().read(now, &runs);
         self.spend_wait(wait);
         self.task_mut(pid).stats.io_wait_ns += wait;
         self.commit_charge(pfn, memcg);

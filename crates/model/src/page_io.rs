@@ -49,7 +49,7 @@ impl SwapIo {
 impl Machine {
     /// The swap device ends its writes inside swap_writepage() (SWP_SYNCHRONOUS_IO).
     pub fn swap_synchronous_io(&self) -> bool {
-        self.cfg.device.synchronous_io
+        self.cfg.swap_device_config().synchronous_io
     }
 
     /// folio_start_writeback() of a swap-cache page, from swap_writepage().
@@ -77,9 +77,13 @@ impl Machine {
     pub(crate) fn swap_submit(&mut self, pages: Vec<(Pfn, SwapSlot)>) {
         debug_assert!(!pages.is_empty());
         let now = self.now();
-        let (done, slept) = self
-            .device
-            .submit_waiting(now, pages.len() as u64 * crate::PAGE_SIZE);
+        let runs = crate::blkdev::page_runs(
+            pages
+                .iter()
+                .map(|&(_, s)| crate::blkdev::swap_pos(s))
+                .collect(),
+        );
+        let (done, slept) = self.swap_dev().submit_waiting(now, &runs);
         if slept > 0 {
             // The reclaimer slept for a request tag (io_schedule()).
             self.spend_wait(slept);
@@ -339,7 +343,7 @@ mod tests {
         cfg.set("disk_latency", "10ms").unwrap();
         cfg.set("disk_bandwidth", "10M").unwrap();
         // A deep queue: the writer is never held back by the block layer, only by reclaim.
-        cfg.device.queue_depth = 100_000;
+        cfg.set("disk_queue_depth", "4096").unwrap();
         let mut m = Machine::new(cfg).unwrap();
         m.check_invariants = true;
         let a = m.memcg_create(ROOT_MEMCG).unwrap();

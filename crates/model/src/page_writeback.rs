@@ -1243,7 +1243,16 @@ impl Machine {
 
     fn submit_writeback(&mut self, pages: Vec<Pfn>) {
         let now = self.sched.clock;
-        let done = self.device.submit(now, pages.len() as u64 * PAGE_SIZE);
+        let runs = crate::blkdev::page_runs(
+            pages
+                .iter()
+                .map(|&p| {
+                    let m = self.frames.map[p as usize];
+                    crate::blkdev::file_pos(file_of(self, p), m.index as u64)
+                })
+                .collect(),
+        );
+        let done = self.device.submit(now, &runs);
         let id = match self.writeback.free_ids.pop() {
             Some(id) => {
                 self.writeback.inflight[id as usize] = Some(pages);

@@ -907,8 +907,13 @@ impl Machine {
             if self.swap_synchronous_io() {
                 // The writes ended inside pageout(); the reclaimer waited for each.
                 let now = self.now();
-                let wait = self.device.io(now, nr_pageout * crate::config::PAGE_SIZE);
-                self.device.bytes_written += nr_pageout * crate::config::PAGE_SIZE;
+                let runs = crate::blkdev::page_runs(
+                    pageout
+                        .iter()
+                        .map(|&(_, s)| crate::blkdev::swap_pos(s))
+                        .collect(),
+                );
+                let wait = self.swap_dev().write_sync(now, &runs);
                 self.spend_wait(wait);
             } else {
                 self.swap_submit(pageout);

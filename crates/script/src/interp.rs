@@ -1162,11 +1162,12 @@ mod tests {
         assert!(interp.complete_line("run --name us", 13).1.is_empty());
         assert!(interp.complete_line("run A anon 5", 12).1.is_empty());
         assert_eq!(
-            interp.complete_line("machine memory=1G sw", 20),
-            (
-                18,
-                vec!["swap=".into(), "swappiness=".into(), "swap_sync=".into()]
-            )
+            interp.complete_line("machine memory=1G swapp", 23),
+            (18, vec!["swappiness=".into()])
+        );
+        assert_eq!(
+            interp.complete_line("machine memory=1G swap_s", 24),
+            (18, vec!["swap_seek=".into(), "swap_sync=".into()])
         );
     }
 
