@@ -640,6 +640,7 @@ fn machine_example(key: &str) -> &'static str {
         "disk_seek" | "swap_seek" | "swap_latency" => "8ms",
         "cgroup" => "v2",
         "lru" => "split",
+        "shrink_lruvec" => "3.11",
         "softlimit" => "tree",
         "disk_latency" | "hit_cost" | "fault_cost" | "scan_cost" | "pageout_cost" | "quantum"
         | "iter_cost" => "100us",

@@ -56,6 +56,8 @@ pub struct Device {
     pub bytes_written: u64,
     /// Requests that paid a seek.
     pub seeks: u64,
+    /// Read submissions.
+    pub nr_reads: u64,
 }
 
 impl Device {
@@ -68,6 +70,7 @@ impl Device {
             bytes_read: 0,
             bytes_written: 0,
             seeks: 0,
+            nr_reads: 0,
         }
     }
 
@@ -102,6 +105,7 @@ impl Device {
     /// A read the caller waits for: returns how long it waits.
     pub fn read(&mut self, now: u64, runs: &[(u64, u64)]) -> u64 {
         self.bytes_read += runs.iter().map(|r| r.1).sum::<u64>();
+        self.nr_reads += 1;
         self.serve(now, runs) - now
     }
 

@@ -43,6 +43,21 @@ pub enum SoftLimitPolicy {
     ReworkWalk,
 }
 
+/// shrink_lruvec()'s proportional scanning once the pages asked for are reclaimed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShrinkLruvec {
+    /// 3.16 and later (6.1): direct global reclaim at DEF_PRIORITY scans its whole targets;
+    /// otherwise the smaller of anon and file stops and the larger is cut in proportion, and
+    /// reclaim ends when either is empty.
+    V6_1,
+    /// 3.11 to 3.15 (the kernel of seed 000): global direct reclaim stops once it has what it
+    /// asked for; kswapd and memcg reclaim go on proportionally, and when one type is empty
+    /// they scan all of the other's target, which for a memcg at priority 0 is its whole
+    /// list (fixed by "mm: vmscan: use proportional scanning during direct reclaim and full
+    /// scan at DEF_PRIORITY", 3.16).
+    V3_11,
+}
+
 /// The dirty-memory design: how balance_dirty_pages() limits a cgroup's dirty pages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DirtyPolicy {
@@ -197,6 +212,8 @@ pub struct MachineConfig {
     pub softlimit: SoftLimitPolicy,
     /// Dirty-memory design. Default mainline.
     pub dirty: DirtyPolicy,
+    /// shrink_lruvec()'s proportional scanning: 6.1's (default) or 3.11's.
+    pub shrink_lruvec: ShrinkLruvec,
     /// How memcg statistics reach their readers (rstat.rs). Default rstat, as in 6.1.
     pub stats: crate::rstat::StatsScheme,
     /// Kernel memory charged to cgroups (kmem.rs); off is the kernel's cgroup.memory=nokmem.
@@ -215,6 +232,9 @@ pub struct MachineConfig {
     pub device: DeviceConfig,
     /// A separate swap device; None puts swap on `device`.
     pub swap_device: Option<DeviceConfig>,
+    /// The file device's queue/read_ahead_kb: the largest file readahead window. Default
+    /// 128 (VM_READAHEAD_PAGES).
+    pub read_ahead_kb: u64,
     pub costs: Costs,
 }
 
@@ -237,12 +257,14 @@ impl Default for MachineConfig {
             lru: LruPolicy::Split,
             softlimit: SoftLimitPolicy::Tree,
             dirty: DirtyPolicy::Mainline,
+            shrink_lruvec: ShrinkLruvec::V6_1,
             stats: crate::rstat::StatsScheme::Rstat,
             kmem: true,
             reserved_bytes: None,
             base_bytes: None,
             device: DeviceConfig::profile("ssd").expect("a profile"),
             swap_device: None,
+            read_ahead_kb: 128,
             costs: Costs {
                 hit_ns: 20,
                 minor_fault_ns: 1_000,
@@ -353,6 +375,7 @@ impl MachineConfig {
         "lru",
         "softlimit",
         "dirty",
+        "shrink_lruvec",
         "stats",
         "kmem",
         "reserved",
@@ -362,6 +385,7 @@ impl MachineConfig {
         "disk_bandwidth",
         "disk_seek",
         "disk_queue_depth",
+        "read_ahead_kb",
         "swap_disk",
         "swap_latency",
         "swap_bandwidth",
@@ -449,6 +473,13 @@ impl MachineConfig {
                         }
                     }
                 }
+                "shrink_lruvec" => {
+                    self.shrink_lruvec = match value {
+                        "6.1" => ShrinkLruvec::V6_1,
+                        "3.11" => ShrinkLruvec::V3_11,
+                        _ => return Err(format!("expected 6.1 or 3.11, got '{value}'")),
+                    }
+                }
                 "stats" => {
                     self.stats = crate::rstat::StatsScheme::from_name(value)
                         .ok_or_else(|| format!("expected rstat, legacy or exact, got '{value}'"))?
@@ -469,6 +500,12 @@ impl MachineConfig {
                     self.device.rotational = self.device.seek_ns > 0;
                 }
                 "disk_queue_depth" => self.device.queue_depth = want_depth(value)?,
+                "read_ahead_kb" => {
+                    self.read_ahead_kb = match value.parse::<u64>() {
+                        Ok(kb) if kb <= 1 << 20 => kb,
+                        _ => return Err(format!("expected KiB from 0 to 1048576, got '{value}'")),
+                    }
+                }
                 "swap_disk" => {
                     self.swap_device = match value {
                         "disk" => None,

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use crate::machine::Machine;
+use crate::memcontrol::MemcgId;
 use crate::page_cgroup::{pf, PageMap, Pfn, MAPPING_FILE_BIT};
 use crate::program::{Fault, Pid};
 use crate::stat::Stat;
@@ -38,6 +39,8 @@ pub struct File {
     pub wb: crate::memcontrol::MemcgId,
     /// The obj_cgroup its inode and dentry are charged to (kmem.rs).
     pub inode_objcg: Option<crate::kmem::ObjcgId>,
+    /// Windows of asynchronous readahead whose reads may be in flight (readahead.rs).
+    pub ra_pending: Vec<crate::readahead::PendingRead>,
 }
 
 /// The frame of a resident page-cache entry.
@@ -73,6 +76,7 @@ impl Machine {
             dirtied_when: None,
             wb: 0,
             inode_objcg: None,
+            ra_pending: Vec::new(),
         });
         (self.files.v.len() - 1) as u32
     }
@@ -141,15 +145,48 @@ impl Machine {
     /// Get the page at `idx`, bringing it into the cache if needed. `for_write` skips the
     /// read from disk (a whole-page write).
     fn file_get_page(&mut self, pid: Pid, f: u32, idx: u64, for_write: bool) -> Result<Pfn, Fault> {
+        let (pfn, needs_read) = self.file_find_or_add(pid, f, idx)?;
+        if needs_read && !for_write {
+            let pos = crate::blkdev::file_pos(f as usize, idx);
+            self.file_read_wait(pid, &[(pos, crate::config::PAGE_SIZE)]);
+        }
+        Ok(pfn)
+    }
+
+    /// The reader waits for a read of `runs` from the file device.
+    pub(crate) fn file_read_wait(&mut self, pid: Pid, runs: &[(u64, u64)]) {
+        let now = self.now();
+        let wait = self.device.read(now, runs);
+        self.spend_wait(wait);
+        self.task_mut(pid).stats.io_wait_ns += wait;
+    }
+
+    /// The resident page at `idx`, or a new one allocated, charged to the task's memcg and
+    /// inserted; the flag says whether its data must be read from disk (a new page of data
+    /// on disk).
+    pub(crate) fn file_find_or_add(
+        &mut self,
+        pid: Pid,
+        f: u32,
+        idx: u64,
+    ) -> Result<(Pfn, bool), Fault> {
         let e = self.files.v[f as usize].entries[idx as usize];
         if e & PRESENT != 0 {
             self.spend_cpu(self.cfg.costs.read_hit_ns);
-            return Ok((e & 0xffff_ffff) as Pfn);
+            return Ok(((e & 0xffff_ffff) as Pfn, false));
         }
         self.spend_cpu(self.cfg.costs.minor_fault_ns);
         let memcg = self.task(pid).memcg;
         // If the task dies meanwhile the page is still inserted: it belongs to the file.
         let pfn = self.alloc_charged_page(memcg)?;
+        Ok((pfn, self.file_insert(f, idx, pfn, memcg)))
+    }
+
+    /// filemap_add_folio(): a new page charged to `memcg` goes in at `idx`, on the inactive
+    /// file list. Returns whether its data is on disk (to be read).
+    pub(crate) fn file_insert(&mut self, f: u32, idx: u64, pfn: Pfn, memcg: MemcgId) -> bool {
+        let e = self.files.v[f as usize].entries[idx as usize];
+        debug_assert!(e & PRESENT == 0);
         self.commit_charge(pfn, memcg);
         self.frames.map[pfn as usize] = PageMap {
             mapping: f | MAPPING_FILE_BIT,
@@ -158,13 +195,6 @@ impl Machine {
         let ondisk = e & ONDISK;
         if ondisk != 0 {
             self.frames.set(pfn, pf::ONDISK);
-            if !for_write {
-                let now = self.now();
-                let pos = crate::blkdev::file_pos(f as usize, idx);
-                let wait = self.device.read(now, &[(pos, crate::config::PAGE_SIZE)]);
-                self.spend_wait(wait);
-                self.task_mut(pid).stats.io_wait_ns += wait;
-            }
         }
         if e & SHADOW_TAG != 0 {
             self.workingset_refault(pfn, e & !ONDISK);
@@ -174,15 +204,21 @@ impl Machine {
         let file = &mut self.files.v[f as usize];
         file.entries[idx as usize] = PRESENT | ondisk | pfn as u64;
         file.nrpages += 1;
-        Ok(pfn)
+        ondisk != 0
     }
 
-    /// read() of one page. Reads past the end of the file do nothing.
+    /// Whether page `idx` of `f` is resident.
+    pub(crate) fn file_page_present(&self, f: u32, idx: u64) -> bool {
+        self.files.v[f as usize].entries[idx as usize] & PRESENT != 0
+    }
+
+    /// read() of one page, with the kernel's readahead (readahead.rs). Reads past the end of
+    /// the file do nothing.
     pub fn file_read(&mut self, pid: Pid, f: u32, idx: u64) -> Result<(), Fault> {
         if idx >= self.files.v[f as usize].size {
             return Ok(());
         }
-        let pfn = self.file_get_page(pid, f, idx, false)?;
+        let pfn = self.filemap_get_page_ra(pid, f, idx)?;
         self.mark_page_accessed(pfn);
         if self.task(pid).killed {
             return Err(Fault::Killed);

@@ -15,6 +15,7 @@
 //! | [`workingset`] | mm/workingset.c: shadow entries and refault detection |
 //! | [`swapfile`] | mm/swapfile.c + mm/swap_cgroup.c: swap slots and their memcg |
 //! | [`filemap`] | mm/filemap.c: page cache of files |
+//! | [`readahead`] | mm/readahead.c: ondemand_readahead() windows for file reads |
 //! | [`memory`] | mm/memory.c + mm/rmap.c + mm/mlock.c: anon VMAs, faults, unmap |
 //! | [`kmem`] | obj_cgroup charging, kernel stacks, page tables, per-CPU memory, slab and the dcache shrinker |
 //! | [`page_alloc`] | mm/page_alloc.c: free frames, watermarks, the allocation slow path |
@@ -43,6 +44,7 @@ pub mod page_counter;
 pub mod page_io;
 pub mod page_writeback;
 pub mod program;
+pub mod readahead;
 pub mod rng;
 pub mod rstat;
 pub mod sched;
@@ -56,8 +58,8 @@ pub mod vmscan;
 pub mod workingset;
 
 pub use config::{
-    CgroupVersion, Costs, DeviceConfig, DirtyPolicy, LruPolicy, MachineConfig, SoftLimitPolicy,
-    PAGE_SIZE,
+    CgroupVersion, Costs, DeviceConfig, DirtyPolicy, LruPolicy, MachineConfig, ShrinkLruvec,
+    SoftLimitPolicy, PAGE_SIZE,
 };
 pub use errno::Errno;
 pub use machine::Machine;

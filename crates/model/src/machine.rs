@@ -57,6 +57,11 @@ pub struct Machine {
     pub vm_swappiness: u32,
     /// vm.page-cluster: swap readahead reads up to 2^page_cluster pages (mm/swap.c: 3).
     pub page_cluster: u32,
+    /// The file device's read_ahead_kb, in pages (VM_READAHEAD_PAGES: 32).
+    pub ra_pages: u64,
+    /// The allocation being made is __GFP_NORETRY (readahead): it fails rather than retry
+    /// reclaim or OOM-kill.
+    pub gfp_noretry: bool,
     /// cfg.lru == Unified, read on every LRU placement.
     pub unified_lru: bool,
     /// Total RAM pages and swap pages.
@@ -105,6 +110,8 @@ impl Machine {
             check_invariants: false,
             vm_swappiness: cfg.swappiness,
             page_cluster: 3,
+            ra_pages: cfg.read_ahead_kb / 4,
+            gfp_noretry: false,
             totalram_pages: nr_frames as u64,
             total_swap_pages: nr_swap,
             unified_lru: cfg.lru == crate::config::LruPolicy::Unified,

@@ -698,6 +698,10 @@ impl Machine {
             lp.drained = true;
             return None;
         }
+        if self.gfp_noretry {
+            // __GFP_NORETRY (readahead): no further reclaim and no OOM.
+            return Some(Err(ChargeError::NoMem));
+        }
         if reclaimed > 0 && nr <= COSTLY_PAGES {
             return None;
         }

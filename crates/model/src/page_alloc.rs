@@ -89,6 +89,10 @@ impl Machine {
             if self.nr_free_pages() > self.wmark.min {
                 return Ok(self.take_free_frame());
             }
+            if self.gfp_noretry {
+                // __GFP_NORETRY: one round of direct reclaim, no retries, no OOM.
+                return Err(ChargeError::NoMem);
+            }
             if reclaimed > 0 {
                 no_progress = 0;
                 continue;

@@ -208,11 +208,18 @@ impl Machine {
         unreachable!("popping shrinks the tree")
     }
 
-    /// mem_cgroup_soft_limit_reclaim() for an order-0 request: returns (reclaimed, scanned).
-    /// `kswapd` tells whose statistics the scan and steal counts go to.
-    pub fn mem_cgroup_soft_limit_reclaim(&mut self, kswapd: bool) -> (u64, u64) {
+    /// mem_cgroup_soft_limit_reclaim() for an order-0 request: returns (reclaimed, scanned,
+    /// the sleep it asked for). `kswapd` tells whose statistics the scan and steal counts go
+    /// to; `may_block` whether the reclaimer can sleep. Its scan controls are cgroup reclaim,
+    /// so on cgroup v1 a page met again under writeback is waited for (folio_wait_writeback(),
+    /// kswapd included): the reclaim stops there and the sleep is returned.
+    pub fn mem_cgroup_soft_limit_reclaim(
+        &mut self,
+        kswapd: bool,
+        may_block: bool,
+    ) -> (u64, u64, Option<crate::vmscan::Wait>) {
         if self.soft_tree.set.is_empty() {
-            return (0, 0);
+            return (0, 0, None);
         }
         let start = self.now();
         self.soft_stats.calls += 1;
@@ -220,6 +227,7 @@ impl Machine {
         let mut nr_reclaimed = 0u64;
         let mut next: Option<MemcgId> = None;
         let mut loops = 0u32;
+        let mut wait = None;
         // Bound: every iteration pops a victim; without progress at most two more.
         let bound = self.memcgs.len() + 2;
         for _ in 0..bound {
@@ -230,8 +238,15 @@ impl Machine {
             let Some(victim) = victim else {
                 break;
             };
-            let reclaimed = self.mem_cgroup_soft_reclaim(victim, kswapd, &mut total_scanned);
+            let (reclaimed, w) =
+                self.mem_cgroup_soft_reclaim(victim, kswapd, may_block, &mut total_scanned);
             nr_reclaimed += reclaimed;
+            if w.is_some() {
+                let excess = self.soft_limit_excess(victim);
+                self.soft_tree_insert(victim, excess);
+                wait = w;
+                break;
+            }
             if reclaimed == 0 {
                 next = self.soft_tree_pop_largest();
             }
@@ -251,7 +266,7 @@ impl Machine {
         self.soft_stats.ns += self.now() - start;
         self.soft_stats.scanned += total_scanned;
         self.soft_stats.reclaimed += nr_reclaimed;
-        (nr_reclaimed, total_scanned)
+        (nr_reclaimed, total_scanned, wait)
     }
 
     /// mem_cgroup_iter() with a reclaim cookie over `root`'s subtree: the next group after
@@ -283,8 +298,9 @@ impl Machine {
         &mut self,
         root: MemcgId,
         kswapd: bool,
+        may_block: bool,
         total_scanned: &mut u64,
-    ) -> u64 {
+    ) -> (u64, Option<crate::vmscan::Wait>) {
         let excess = self.soft_limit_excess(root);
         let mut total = 0u64;
         let mut loops = 0u32;
@@ -305,26 +321,35 @@ impl Machine {
                 }
                 continue;
             };
-            let (reclaimed, scanned) = self.mem_cgroup_shrink_node(v, kswapd);
+            let (reclaimed, scanned, wait) = self.mem_cgroup_shrink_node(v, kswapd, may_block);
             total += reclaimed;
             *total_scanned += scanned;
+            if wait.is_some() {
+                return (total, wait);
+            }
             if self.soft_limit_excess(root) == 0 {
                 break;
             }
         }
-        total
+        (total, None)
     }
 
     /// mem_cgroup_shrink_node(): shrink_lruvec() of `memcg`'s own lruvec at priority 0 for
     /// SWAP_CLUSTER_MAX pages, with a scan control nobody prepared (no deactivation, no
     /// cost balance). Returns (reclaimed, scanned).
-    fn mem_cgroup_shrink_node(&mut self, memcg: MemcgId, kswapd: bool) -> (u64, u64) {
+    fn mem_cgroup_shrink_node(
+        &mut self,
+        memcg: MemcgId,
+        kswapd: bool,
+        may_block: bool,
+    ) -> (u64, u64, Option<crate::vmscan::Wait>) {
         let mut sc = ScanControl::new(memcg, SWAP_CLUSTER_MAX, true);
         sc.priority = 0;
         sc.kswapd = kswapd;
+        sc.may_block = may_block;
         self.soft_stats.shrunk += 1;
         self.shrink_lruvec(memcg, &mut sc);
-        (sc.nr_reclaimed, sc.nr_scanned)
+        (sc.nr_reclaimed, sc.nr_scanned, sc.throttle)
     }
 
     // ---------------------------------------------------------------- the rework

@@ -56,6 +56,8 @@ pub struct Task {
     pub vmas: Vec<u32>,
     /// Unnamed files (O_TMPFILE) the task holds open; deleted when it exits.
     pub tmpfiles: Vec<u32>,
+    /// The readahead state of each file the task reads (its open file's file_ra_state).
+    pub ra: std::collections::BTreeMap<u32, crate::readahead::RaState>,
     /// Pages of all its mappings (mm->total_vm).
     pub total_vm: u64,
     /// PMD pages of its page tables, and the obj_cgroup they are charged to (kmem.rs).
@@ -173,6 +175,7 @@ impl Machine {
             pmd_pages: 0,
             pmd_objcg: crate::kmem::ROOT_OBJCG,
             threads: Vec::new(),
+            ra: Default::default(),
             thread_seq: 0,
             own_stack: false,
             rss_anon: 0,

@@ -59,6 +59,10 @@ enum ScanBalance {
     File,
 }
 
+/// How long kswapd's event waits for a page's writeback before looking again (the wakeup at
+/// writeback end comes first; this only bounds the event).
+const KSWAPD_PAGE_WAIT_BOUND_NS: u64 = 10_000_000_000;
+
 /// struct scan_control.
 #[derive(Clone, Debug)]
 pub struct ScanControl {
@@ -190,6 +194,8 @@ pub struct Kswapd {
     pub cpu_ns: u64,
     /// Asleep in reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK).
     pub throttled: bool,
+    /// Asleep in folio_wait_writeback() on this page (soft-limit reclaim on cgroup v1).
+    pub page_wait: Option<Pfn>,
     /// Generation of kswapd's pending event (a wakeup supersedes the timeout's event).
     pub gen: u64,
 }
@@ -203,6 +209,7 @@ impl Default for Kswapd {
             failures: 0,
             cpu_ns: 0,
             throttled: false,
+            page_wait: None,
             gen: 0,
         }
     }
@@ -259,7 +266,7 @@ impl Machine {
     ) -> (u64, Option<Wait>) {
         let mut sc = ScanControl::new(memcg, nr_pages.max(SWAP_CLUSTER_MAX), true);
         sc.may_swap = may_swap;
-        sc.may_block = self.current_pid().is_some();
+        sc.may_block = self.current_pid().is_some() && !self.gfp_noretry;
         let reclaimed = self.do_try_to_free_pages(&mut sc);
         (reclaimed, sc.throttle)
     }
@@ -268,7 +275,7 @@ impl Machine {
     /// sleep it asked for.
     pub fn try_to_free_pages(&mut self) -> (u64, Option<Wait>) {
         let mut sc = ScanControl::new(ROOT_MEMCG, SWAP_CLUSTER_MAX, false);
-        sc.may_block = self.current_pid().is_some();
+        sc.may_block = self.current_pid().is_some() && !self.gfp_noretry;
         self.mod_stat(ROOT_MEMCG, Stat::Allocstall, 1);
         let reclaimed = self.do_try_to_free_pages(&mut sc);
         (reclaimed, sc.throttle)
@@ -293,9 +300,19 @@ impl Machine {
                 sc.nr_scanned = 0;
                 if !sc.cgroup_reclaim && self.cfg.softlimit == SoftLimitPolicy::Tree {
                     // shrink_zones(): soft-limit reclaim once per node and priority.
-                    let (reclaimed, scanned) = self.mem_cgroup_soft_limit_reclaim(false);
+                    // A direct reclaimer does not sleep here: the kernel's waits on a
+                    // page's writeback and goes on to the normal pass, which the model's
+                    // reclaim, atomic in virtual time, could not do after a sleep; going
+                    // on without the wait keeps the normal pass (docs/FIDELITY.md).
+                    let (reclaimed, scanned, wait) =
+                        self.mem_cgroup_soft_limit_reclaim(false, false);
                     sc.nr_reclaimed += reclaimed;
                     sc.nr_scanned += scanned;
+                    if wait.is_some() {
+                        // Asleep on a page's writeback: this reclaim ends here.
+                        sc.throttle = wait;
+                        break;
+                    }
                 }
                 self.shrink_node(sc);
                 if !sc.kswapd {
@@ -505,7 +522,7 @@ impl Machine {
             return;
         }
         if sc.kswapd {
-            if w == Wait::Writeback {
+            if matches!(w, Wait::Writeback | Wait::PageWriteback(_)) && sc.throttle.is_none() {
                 sc.throttle = Some(w);
             }
             return;
@@ -549,6 +566,13 @@ impl Machine {
             if written > SWAP_CLUSTER_MAX * rw.nr_writeback_throttled {
                 self.wake_throttled(|w| w == Wait::Writeback);
             }
+        }
+        if self.kswapd.page_wait == Some(pfn) {
+            self.kswapd.page_wait = None;
+            self.kswapd.gen += 1;
+            let now = self.now();
+            self.sched
+                .push(now, crate::sched::Event::Kswapd(self.kswapd.gen));
         }
         if !self.reclaim_wait.sleepers.is_empty() {
             self.wake_throttled(|w| w == Wait::PageWriteback(pfn));
@@ -725,7 +749,9 @@ impl Machine {
         let mut nr = self.get_scan_count(memcg, sc);
         let targets = nr;
         let nr_to_reclaim = sc.nr_to_reclaim;
-        let mut scan_adjusted = !sc.cgroup_reclaim && !sc.kswapd && sc.priority == DEF_PRIORITY;
+        let v3_11 = self.cfg.shrink_lruvec == crate::config::ShrinkLruvec::V3_11;
+        let mut scan_adjusted =
+            !v3_11 && !sc.cgroup_reclaim && !sc.kswapd && sc.priority == DEF_PRIORITY;
         let mut reclaimed = 0u64;
         let mut guard = 0u64;
         while nr[lru::INACTIVE_ANON] > 0 || nr[lru::ACTIVE_FILE] > 0 || nr[lru::INACTIVE_FILE] > 0 {
@@ -746,9 +772,15 @@ impl Machine {
             if reclaimed < nr_to_reclaim || scan_adjusted {
                 continue;
             }
+            if v3_11 && !sc.cgroup_reclaim && !sc.kswapd {
+                // 3.11: global direct reclaim takes only what it asked for.
+                break;
+            }
             let nr_file = nr[lru::INACTIVE_FILE] + nr[lru::ACTIVE_FILE];
             let nr_anon = nr[lru::INACTIVE_ANON] + nr[lru::ACTIVE_ANON];
-            if nr_file == 0 || nr_anon == 0 {
+            if !v3_11 && (nr_file == 0 || nr_anon == 0) {
+                // 3.16+: no attack on the larger list once the smaller is empty. 3.11 goes
+                // on with all of it (at priority 0, a memcg's whole list).
                 break;
             }
             let (stop, percentage) = if nr_file > nr_anon {
@@ -1151,13 +1183,21 @@ impl Machine {
         }
         sc.nr_to_reclaim = self.wmark.high.max(SWAP_CLUSTER_MAX);
         sc.nr_scanned = 0;
+        let mut soft_wait = None;
         if self.cfg.softlimit == SoftLimitPolicy::Tree {
             // balance_pgdat(): soft-limit reclaim before kswapd_shrink_node(); what it
             // scanned does not count toward raising the priority.
-            let (reclaimed, _) = self.mem_cgroup_soft_limit_reclaim(true);
+            // A sleep it asks for (reclaim_throttle(), or folio_wait_writeback() on a page
+            // it met again) comes after kswapd_shrink_node(): the kernel sleeps first and
+            // then goes on; the model's kswapd step does the same work, then sleeps.
+            let (reclaimed, _, wait) = self.mem_cgroup_soft_limit_reclaim(true, true);
             sc.nr_reclaimed += reclaimed;
+            soft_wait = wait;
         }
         self.shrink_node(&mut sc);
+        if sc.throttle.is_none() {
+            sc.throttle = soft_wait;
+        }
         let raise_priority = sc.nr_scanned < sc.nr_to_reclaim;
         self.kswapd.nr_reclaimed += sc.nr_reclaimed;
         if raise_priority || sc.nr_reclaimed == 0 {
@@ -1165,6 +1205,13 @@ impl Machine {
         }
         self.snapshot_refaults(ROOT_MEMCG);
         let sleep = match sc.throttle {
+            Some(Wait::PageWriteback(pfn)) => {
+                // folio_wait_writeback() in soft-limit reclaim: asleep until that page's
+                // writeback ends (acct_reclaim_writeback() wakes it); the timeout only bounds
+                // the model's queue.
+                self.kswapd.page_wait = Some(pfn);
+                KSWAPD_PAGE_WAIT_BOUND_NS
+            }
             Some(w) => {
                 self.kswapd.throttled = true;
                 self.writeback_throttled_inc();
@@ -1190,6 +1237,7 @@ impl Machine {
 
     /// kswapd's throttle sleep is over (timeout, or it stops).
     pub(crate) fn kswapd_end_throttle(&mut self) {
+        self.kswapd.page_wait = None;
         if self.kswapd.throttled {
             self.kswapd.throttled = false;
             self.reclaim_wait.nr_writeback_throttled -= 1;

@@ -1,0 +1,324 @@
+//! File readahead: mm/readahead.c's ondemand_readahead() as 6.1 runs it from filemap_read().
+//!
+//! A read that misses the page cache starts a synchronous window: at the start of a file or
+//! right after the last page read, get_init_ra_size() pages (4 for a one-page read), the last
+//! `async_size` of them marked PG_readahead; a random read reads only its page. Reading the
+//! marked page starts the next window asynchronously, get_next_ra_size() pages (4x, then 2x,
+//! up to read_ahead_kb), so a sequential reader keeps a window in flight ahead of it. The
+//! pages of a window are allocated with __GFP_NORETRY, charged to the reader's memcg
+//! (filemap_add_folio()), and go to the device as one submission of the runs of pages whose
+//! data is on disk (holes need no I/O). A reader reaching a page whose asynchronous read is
+//! still in flight waits for it (folio_lock() on a page not yet uptodate).
+//!
+//! The state is the reading task's for the file (each task opens the file once: its
+//! file_ra_state). Simplified: a task sees only its own PG_readahead marks; a marked page met
+//! out of order starts a fresh window after it (the kernel works the window out from the
+//! cache's contents); the mmap fault path (do_sync_mmap_readahead) is not modelled.
+
+use crate::machine::Machine;
+use crate::page_cgroup::Pfn;
+use crate::program::{Fault, Pid};
+
+/// Asynchronous windows whose reads may be in flight, per file (the oldest is dropped first,
+/// its pages then read as if complete).
+const MAX_PENDING: usize = 16;
+
+/// struct file_ra_state, with the PG_readahead mark.
+#[derive(Clone, Debug, Default)]
+pub struct RaState {
+    pub start: u64,
+    pub size: u64,
+    pub async_size: u64,
+    /// The page marked PG_readahead.
+    pub marker: Option<u64>,
+    /// The last page read (prev_pos).
+    pub prev: Option<u64>,
+}
+
+/// A window read asynchronously: pages [from, to) whose read completes at `until`.
+pub type PendingRead = (u64, u64, u64);
+
+/// get_init_ra_size(): the first window for a read of `size` pages.
+pub fn init_ra_size(size: u64, max: u64) -> u64 {
+    let new = size.max(1).next_power_of_two();
+    if new <= max / 32 {
+        new * 4
+    } else if new <= max / 4 {
+        new * 2
+    } else {
+        max
+    }
+}
+
+/// get_next_ra_size(): the window after one of `cur` pages.
+pub fn next_ra_size(cur: u64, max: u64) -> u64 {
+    if cur < max / 16 {
+        4 * cur
+    } else if cur <= max / 2 {
+        2 * cur
+    } else {
+        max
+    }
+}
+
+impl Machine {
+    /// filemap_get_pages() for a read of page `idx`: the resident page (waiting for its read
+    /// if an asynchronous window still carries it, and starting the next window at a
+    /// PG_readahead mark), or a synchronous readahead bringing it in.
+    pub(crate) fn filemap_get_page_ra(&mut self, pid: Pid, f: u32, idx: u64) -> Result<Pfn, Fault> {
+        let pfn = if self.file_page_present(f, idx) {
+            let (pfn, _) = self.file_find_or_add(pid, f, idx)?;
+            self.wait_pending_read(pid, f, idx);
+            let ra = self.task_mut(pid).ra.entry(f).or_default();
+            if ra.marker == Some(idx) {
+                ra.marker = None;
+                self.ondemand_readahead(pid, f, idx, true)?;
+            }
+            pfn
+        } else {
+            self.ondemand_readahead(pid, f, idx, false)?;
+            match crate::filemap::resident(self.files.v[f as usize].entries[idx as usize]) {
+                Some(pfn) => pfn,
+                // The window's own page could not be added (readahead allocations fail
+                // quietly): filemap_create_folio() with the normal allocation.
+                None => self.file_get_page_read(pid, f, idx)?,
+            }
+        };
+        self.task_mut(pid).ra.entry(f).or_default().prev = Some(idx);
+        Ok(pfn)
+    }
+
+    fn file_get_page_read(&mut self, pid: Pid, f: u32, idx: u64) -> Result<Pfn, Fault> {
+        let (pfn, needs_read) = self.file_find_or_add(pid, f, idx)?;
+        if needs_read {
+            let pos = crate::blkdev::file_pos(f as usize, idx);
+            self.file_read_wait(pid, &[(pos, crate::PAGE_SIZE)]);
+        }
+        Ok(pfn)
+    }
+
+    /// folio_lock() on a page an asynchronous window is still reading.
+    fn wait_pending_read(&mut self, pid: Pid, f: u32, idx: u64) {
+        let now = self.now();
+        let pending = &mut self.files.v[f as usize].ra_pending;
+        pending.retain(|&(_, _, until)| until > now);
+        let Some(until) = pending
+            .iter()
+            .filter(|&&(a, b, _)| a <= idx && idx < b)
+            .map(|&(_, _, u)| u)
+            .max()
+        else {
+            return;
+        };
+        let wait = until - now;
+        self.spend_wait(wait);
+        self.task_mut(pid).stats.io_wait_ns += wait;
+    }
+
+    /// ondemand_readahead() for a one-page read of `idx`: a synchronous window on a miss
+    /// (`hit_marker` false), the next asynchronous window at a PG_readahead mark.
+    fn ondemand_readahead(
+        &mut self,
+        pid: Pid,
+        f: u32,
+        idx: u64,
+        hit_marker: bool,
+    ) -> Result<(), Fault> {
+        let max = self.ra_pages;
+        let file_size = self.files.v[f as usize].size;
+        let ra = self.task_mut(pid).ra.entry(f).or_default();
+        if max == 0 {
+            // read_ahead_kb 0: the page alone.
+            return self.file_get_page_read(pid, f, idx).map(|_| ());
+        }
+        if hit_marker {
+            if idx == ra.start + ra.size - ra.async_size {
+                ra.start += ra.size;
+                ra.size = next_ra_size(ra.size, max);
+            } else {
+                // A mark met out of order: a fresh window after it.
+                ra.start = idx + 1;
+                ra.size = next_ra_size(1, max);
+            }
+            ra.async_size = ra.size;
+        } else {
+            let sequential = idx == 0 || ra.prev.is_some_and(|p| idx == p || idx == p + 1);
+            if !sequential {
+                // A random read: do_page_cache_ra() of the page alone.
+                return self.file_get_page_read(pid, f, idx).map(|_| ());
+            }
+            ra.start = idx;
+            ra.size = init_ra_size(1, max);
+            ra.async_size = if ra.size > 1 { ra.size - 1 } else { ra.size };
+            if ra.size == ra.async_size {
+                let add = next_ra_size(ra.size, max);
+                if ra.size + add <= max {
+                    ra.async_size = add;
+                    ra.size += add;
+                } else {
+                    ra.size = max;
+                    ra.async_size = max / 2;
+                }
+            }
+        }
+        let (start, size, async_size) = (ra.start, ra.size, ra.async_size);
+        let end = (start + size).min(file_size);
+        let mark = start + size - async_size;
+        let memcg = self.task(pid).memcg;
+        let mut reads = Vec::new();
+        for i in start..end {
+            if self.file_page_present(f, i) {
+                continue;
+            }
+            // A failed readahead allocation ends the window; the page the reader needs is
+            // then allocated normally (filemap_get_page_ra()).
+            let Some(ondisk) = self.ra_add_page(f, i, memcg) else {
+                break;
+            };
+            if ondisk {
+                reads.push(crate::blkdev::file_pos(f as usize, i));
+            }
+            if i == mark {
+                self.task_mut(pid).ra.entry(f).or_default().marker = Some(i);
+            }
+        }
+        if self.task(pid).killed {
+            return Err(Fault::Killed);
+        }
+        if reads.is_empty() {
+            return Ok(());
+        }
+        let runs = crate::blkdev::page_runs(reads);
+        if hit_marker {
+            let now = self.now();
+            let until = now + self.device.read(now, &runs);
+            let pending = &mut self.files.v[f as usize].ra_pending;
+            pending.retain(|&(_, _, u)| u > now);
+            if pending.len() >= MAX_PENDING {
+                pending.remove(0);
+            }
+            pending.push((start, end, until));
+        } else {
+            self.file_read_wait(pid, &runs);
+        }
+        Ok(())
+    }
+
+    /// A readahead page: allocated and charged with __GFP_NORETRY (its reclaim does not
+    /// sleep, and a charge over memory.high is the reader's to pay back on its return to user
+    /// space), and inserted. None when the allocation fails, which ends the window.
+    /// Some(true) when its data must be read.
+    fn ra_add_page(&mut self, f: u32, idx: u64, memcg: crate::MemcgId) -> Option<bool> {
+        self.gfp_noretry = true;
+        let got = self.alloc_charged_page(memcg);
+        self.gfp_noretry = false;
+        let pfn = got.ok()?;
+        Some(self.file_insert(f, idx, pfn, memcg))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_grow_as_the_kernel_sizes_them() {
+        // read_ahead_kb 128: 32 pages.
+        assert_eq!(init_ra_size(1, 32), 4);
+        assert_eq!(init_ra_size(8, 32), 16);
+        assert_eq!(init_ra_size(16, 32), 32);
+        assert_eq!(next_ra_size(4, 32), 8);
+        assert_eq!(next_ra_size(8, 32), 16);
+        assert_eq!(next_ra_size(16, 32), 32);
+        assert_eq!(next_ra_size(32, 32), 32);
+        assert_eq!(next_ra_size(1, 32), 4);
+    }
+
+    use crate::config::MachineConfig;
+    use crate::memcontrol::ROOT_MEMCG;
+    use crate::program::{Program, Step};
+    use crate::task::{TaskCtx, TaskState};
+    use crate::Machine;
+
+    /// Reads `pages` of a cold file of that size, sequentially or with a stride, then exits.
+    struct Reader {
+        pages: u64,
+        stride: u64,
+        next: u64,
+    }
+
+    impl Program for Reader {
+        fn name(&self) -> &str {
+            "reader"
+        }
+        fn step(&mut self, cx: &mut TaskCtx<'_>) -> Step {
+            let f = cx.open("data");
+            if self.next == 0 {
+                cx.extend_on_disk(f, self.pages * self.stride);
+            }
+            while self.next < self.pages && cx.has_time() {
+                if cx.read(f, self.next * self.stride).is_err() {
+                    return Step::Continue;
+                }
+                self.next += 1;
+            }
+            if self.next < self.pages {
+                Step::Continue
+            } else {
+                Step::Exit(0)
+            }
+        }
+    }
+
+    fn read(stride: u64, pages: u64) -> Machine {
+        let mut m = Machine::new(MachineConfig::default()).unwrap();
+        m.check_invariants = true;
+        let a = m.memcg_create(ROOT_MEMCG).unwrap();
+        let r = Reader {
+            pages,
+            stride,
+            next: 0,
+        };
+        let pid = m.spawn(a, "reader".into(), 0, Box::new(r));
+        m.run_until(100_000_000_000, |m| {
+            m.task(pid).state != TaskState::Runnable
+        });
+        assert_eq!(
+            m.task(pid).state,
+            TaskState::Exited(crate::TaskOutcome::Exited(0))
+        );
+        m
+    }
+
+    #[test]
+    fn a_sequential_reader_reads_in_growing_windows() {
+        let m = read(1, 4096);
+        // Everything read once, ahead of the reader: 4 + 8 + 16 pages, then 32 a time.
+        assert_eq!(m.device.bytes_read, 4096 * crate::PAGE_SIZE);
+        assert_eq!(m.global_stat(crate::Stat::File), 4096);
+        assert_eq!(m.device.nr_reads, 3 + (4096 - 28_u64).div_ceil(32));
+    }
+
+    #[test]
+    fn a_random_reader_reads_its_pages_alone() {
+        let m = read(7, 512);
+        // A read at index 0 counts as sequential: its window of 4 brings 3 more pages.
+        assert_eq!(m.device.bytes_read, (512 + 3) * crate::PAGE_SIZE);
+        assert_eq!(m.global_stat(crate::Stat::File), 512 + 3);
+        assert_eq!(m.device.nr_reads, 512);
+    }
+
+    #[test]
+    fn readahead_saves_the_sequential_reader_latency() {
+        // 4096 sequential pages at 100 us + 8 us each would wait 0.44 s page by page; in
+        // windows of 32 the latency is paid once a window and the next window is read
+        // while the reader copies.
+        let m = read(1, 4096);
+        let pid = m.tasks[0].pid;
+        let wait = m.task(pid).stats.io_wait_ns;
+        assert!(wait < 100_000_000, "waited {wait} ns");
+        let m = read(7, 512);
+        let wait = m.task(m.tasks[0].pid).stats.io_wait_ns;
+        assert!(wait >= 512 * 100_000, "waited {wait} ns");
+    }
+}
