@@ -6,11 +6,13 @@
 //!   at a time, and exits 0. Every page costs [`COPY_NS`] of user CPU for the copy and every
 //!   `--bs` block (default 1M; dd's own default is 512 bytes) a write() system call of
 //!   [`WRITE_SYSCALL_NS`]. The pages stay dirty until the flusher writes them back.
-//! * `cat --file NAME [SIZE]` (alias `readonce`) — a read-once stream, as `cat file >
-//!   /dev/null` or the `dd if=tmp10G of=/dev/null` of seed 002: read()s the file from its
+//! * `cat --file NAME [SIZE] [--cold]` (alias `readonce`) — a read-once stream, as `cat file
+//!   > /dev/null` or the `dd if=tmp10G of=/dev/null` of seed 002: read()s the file from its
 //!   first page to its last, [`COPY_NS`] per page. With SIZE, a smaller file is first
-//!   extended to SIZE with ftruncate (a sparse file standing for a pre-existing one). Pages
-//!   read once stay on the inactive file list.
+//!   extended to SIZE: with ftruncate (a sparse file, whose holes cost no I/O), or with
+//!   `--cold` as a file whose data is on disk and not cached (written before the caches were
+//!   dropped), so that the stream waits for the device through the kernel's readahead.
+//!   Pages read once stay on the inactive file list.
 
 use memcgsim_model::{FileId, Program, Step, TaskCtx, PAGE_SIZE};
 
@@ -91,7 +93,7 @@ impl Program for Dd {
 }
 
 pub(crate) const CAT_SPEC: Spec = Spec {
-    flags: &[],
+    flags: &["--cold"],
     options: &["--file"],
     positional: &["SIZE"],
     required: 0,
@@ -105,6 +107,7 @@ pub(crate) fn build_cat(name: &'static str, args: &[String]) -> Result<Box<dyn P
         .ok_or_else(|| format!("{name}: missing --file NAME"))?;
     Ok(Box::new(Cat {
         comm: name,
+        cold: a.flag("--cold"),
         min_pages: size.map(pages).unwrap_or(0),
         name: file,
         file: None,
@@ -115,6 +118,7 @@ pub(crate) fn build_cat(name: &'static str, args: &[String]) -> Result<Box<dyn P
 
 pub struct Cat {
     comm: &'static str,
+    cold: bool,
     min_pages: u64,
     name: String,
     file: Option<FileId>,
@@ -133,7 +137,11 @@ impl Program for Cat {
             None => {
                 let f = cx.open(&self.name);
                 if cx.file_size(f) < self.min_pages {
-                    cx.truncate(f, self.min_pages);
+                    if self.cold {
+                        cx.extend_on_disk(f, self.min_pages);
+                    } else {
+                        cx.truncate(f, self.min_pages);
+                    }
                 }
                 self.file = Some(f);
                 self.end = cx.file_size(f);
