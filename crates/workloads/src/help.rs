@@ -65,12 +65,12 @@ pub(crate) const DOCS: &[Doc] = &[
     ),
     doc!(
         "cat",
-        "cat --file NAME [SIZE]",
-        "read a file once from start to end (extended sparse to SIZE first if smaller)"
+        "cat --file NAME [SIZE] [--cold]",
+        "read a file once from start to end (extended to SIZE first if smaller: sparse, or on disk with --cold)"
     ),
     doc!(
         "readonce",
-        "readonce --file NAME [SIZE]",
+        "readonce --file NAME [SIZE] [--cold]",
         "the same as cat: a read-once stream through a file",
         "Another name for cat: the same program, whose task is named readonce.\n",
         include_str!("help/cat.txt")

@@ -6,8 +6,8 @@
 //!   at a time, and exits 0. Every page costs [`COPY_NS`] of user CPU for the copy and every
 //!   `--bs` block (default 1M; dd's own default is 512 bytes) a write() system call of
 //!   [`WRITE_SYSCALL_NS`]. The pages stay dirty until the flusher writes them back.
-//! * `cat --file NAME [SIZE] [--cold]` (alias `readonce`) — a read-once stream, as `cat file
-//!   > /dev/null` or the `dd if=tmp10G of=/dev/null` of seed 002: read()s the file from its
+//! * `cat --file NAME [SIZE] [--cold]` (alias `readonce`) — a read-once stream, as
+//!   `cat file > /dev/null` or the `dd if=tmp10G of=/dev/null` of seed 002: read()s the file from its
 //!   first page to its last, [`COPY_NS`] per page. With SIZE, a smaller file is first
 //!   extended to SIZE: with ftruncate (a sparse file, whose holes cost no I/O), or with
 //!   `--cold` as a file whose data is on disk and not cached (written before the caches were
