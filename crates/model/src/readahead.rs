@@ -209,6 +209,8 @@ impl Machine {
     /// space), and inserted. None when the allocation fails, which ends the window.
     /// Some(true) when its data must be read.
     fn ra_add_page(&mut self, f: u32, idx: u64, memcg: crate::MemcgId) -> Option<bool> {
+        // The allocation, charge and page-cache insertion a miss costs, paid here ahead.
+        self.spend_cpu(self.cfg.costs.minor_fault_ns);
         self.gfp_noretry = true;
         let got = self.alloc_charged_page(memcg);
         self.gfp_noretry = false;
