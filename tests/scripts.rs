@@ -193,6 +193,8 @@ script_tests! {
     kmem_percpu_basic => "kmem/percpu_basic.mcg",
     // Swap readahead and the swap cache.
     swap_readahead => "swap/readahead.mcg",
+    // kswapd and the allocators on the same CPUs.
+    swap_kswapd_split => "swap/kswapd_split.mcg",
     // cgroup core files.
     cgroup_core_files => "cgroup/core_files.mcg",
     cgroup_dying => "cgroup/dying.mcg",

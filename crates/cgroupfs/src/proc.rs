@@ -176,8 +176,8 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
                 ("nr_shmem", g(Stat::Shmem)),
                 ("nr_dirtied", m.writeback.nr_dirtied),
                 ("nr_written", m.writeback.nr_written),
-                ("pgpgin", g(Stat::Pgpgin)),
-                ("pgpgout", g(Stat::Pgpgout)),
+                ("pgpgin", m.pgpg_kb().0),
+                ("pgpgout", m.pgpg_kb().1),
                 ("pswpin", g(Stat::Pswpin)),
                 ("pswpout", g(Stat::Pswpout)),
                 ("pgactivate", g(Stat::Pgactivate)),
@@ -206,7 +206,11 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
                 ("pgscan_direct", g(Stat::PgscanDirect)),
                 ("pgrotated", g(Stat::Pgrotated)),
                 ("oom_kill", g(Stat::OomKill)),
-                ("allocstall_normal", g(Stat::Allocstall)),
+                // ALLOCSTALL counts at the allocation's highest zone: ZONE_MOVABLE for
+                // user pages (GFP_HIGHUSER_MOVABLE), even where the zone is empty. The model
+                // counts every entry there, kernel allocations' too.
+                ("allocstall_normal", 0),
+                ("allocstall_movable", g(Stat::Allocstall)),
             ] {
                 let _ = writeln!(s, "{k} {v}");
             }

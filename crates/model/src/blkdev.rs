@@ -109,10 +109,18 @@ impl Device {
         self.serve(now, runs) - now
     }
 
-    /// A write the caller waits for (a synchronous device): returns how long it waits.
-    pub fn write_sync(&mut self, now: u64, runs: &[(u64, u64)]) -> u64 {
-        self.bytes_written += runs.iter().map(|r| r.1).sum::<u64>();
-        self.serve(now, runs) - now
+    /// I/O on a memory-backed SWP_SYNCHRONOUS_IO device (zram, brd, pmem): the copy (and
+    /// compression) runs on the caller's CPU, every CPU at once, with no request queue.
+    /// Returns the CPU time it costs.
+    pub fn cpu_copy(&mut self, runs: &[(u64, u64)], write: bool) -> u64 {
+        let bytes = runs.iter().map(|r| r.1).sum::<u64>();
+        if write {
+            self.bytes_written += bytes;
+        } else {
+            self.bytes_read += bytes;
+            self.nr_reads += 1;
+        }
+        runs.len() as u64 * self.cfg.latency_ns + self.transfer_ns(bytes)
     }
 
     /// Asynchronous submission: returns the completion time.

@@ -236,6 +236,9 @@ pub struct MachineConfig {
     /// 128 (VM_READAHEAD_PAGES).
     pub read_ahead_kb: u64,
     pub costs: Costs,
+    /// Every CPU cost multiplied by this, in thousandths (`cpu_scale=24`: a CPU 24 times
+    /// slower than the costs say, as a guest under software emulation). Default 1000.
+    pub cpu_scale_milli: u64,
 }
 
 impl Default for MachineConfig {
@@ -276,8 +279,54 @@ impl Default for MachineConfig {
                 quantum_ns: 1_000_000,
                 memcg_iter_ns: 100,
             },
+            cpu_scale_milli: 1000,
         }
     }
+}
+
+impl Costs {
+    /// The CPU costs multiplied by `milli` / 1000 (the quantum is not a cost and stays).
+    pub fn scaled(&self, milli: u64) -> Costs {
+        let f = |ns: u64| (ns as u128 * milli as u128 / 1000) as u64;
+        Costs {
+            hit_ns: f(self.hit_ns),
+            minor_fault_ns: f(self.minor_fault_ns),
+            major_fault_ns: f(self.major_fault_ns),
+            read_hit_ns: f(self.read_hit_ns),
+            scan_ns: f(self.scan_ns),
+            reclaim_ns: f(self.reclaim_ns),
+            pageout_ns: f(self.pageout_ns),
+            quantum_ns: self.quantum_ns,
+            memcg_iter_ns: f(self.memcg_iter_ns),
+        }
+    }
+}
+
+/// A positive factor with up to three decimals (`24`, `0.5`), in thousandths; 0.001 to 1000.
+fn parse_scale_milli(v: &str) -> Result<u64, String> {
+    let err = || format!("expected a factor from 0.001 to 1000 such as 24 or 0.5, got '{v}'");
+    let (int, frac) = v.split_once('.').unwrap_or((v, ""));
+    if int.is_empty() && frac.is_empty()
+        || frac.len() > 3
+        || !int.bytes().all(|b| b.is_ascii_digit())
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+    {
+        return Err(err());
+    }
+    let int: u64 = if int.is_empty() {
+        0
+    } else {
+        int.parse().map_err(|_| err())?
+    };
+    let frac_milli: u64 = format!("{frac:0<3}").parse().map_err(|_| err())?;
+    let milli = int
+        .checked_mul(1000)
+        .and_then(|m| m.checked_add(frac_milli))
+        .ok_or_else(err)?;
+    if !(1..=1_000_000).contains(&milli) {
+        return Err(err());
+    }
+    Ok(milli)
 }
 
 fn parse_bool(v: &str) -> Result<bool, String> {
@@ -398,6 +447,7 @@ impl MachineConfig {
         "pageout_cost",
         "quantum",
         "iter_cost",
+        "cpu_scale",
     ];
 
     /// Whether `key` takes on/off (a boolean in scenario files).
@@ -535,6 +585,7 @@ impl MachineConfig {
                 "pageout_cost" => self.costs.pageout_ns = parse_duration_ns(value)?,
                 "quantum" => self.costs.quantum_ns = parse_duration_ns(value)?,
                 "iter_cost" => self.costs.memcg_iter_ns = parse_duration_ns(value)?,
+                "cpu_scale" => self.cpu_scale_milli = parse_scale_milli(value)?,
                 _ => {
                     return Err(format!(
                         "unknown machine option '{key}' (known: {})",
@@ -608,6 +659,25 @@ impl MachineConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_scale_multiplies_every_cpu_cost_but_the_quantum() {
+        let mut c = MachineConfig::default();
+        c.set("cpu_scale", "24").unwrap();
+        assert_eq!(c.cpu_scale_milli, 24_000);
+        let s = c.costs.scaled(c.cpu_scale_milli);
+        assert_eq!(s.minor_fault_ns, 24_000);
+        assert_eq!(s.reclaim_ns, 7_200);
+        assert_eq!(s.quantum_ns, c.costs.quantum_ns);
+        c.set("cpu_scale", "0.5").unwrap();
+        assert_eq!(c.costs.scaled(c.cpu_scale_milli).scan_ns, 50);
+        for bad in ["0", "-1", "x", "1.2345", "1001", "", ".", "1e3"] {
+            let e = c.set("cpu_scale", bad).unwrap_err();
+            assert!(e.contains("cpu_scale"), "{bad}: {e}");
+        }
+        let m = crate::Machine::new(c.clone()).unwrap();
+        assert_eq!(m.cfg.costs.scan_ns, 50);
+    }
 
     #[test]
     fn storage_profiles_and_their_keys() {

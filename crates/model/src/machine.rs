@@ -80,8 +80,11 @@ pub struct Machine {
 
 impl Machine {
     /// Boot a machine. The configuration must be valid (`MachineConfig::validate`).
-    pub fn new(cfg: MachineConfig) -> Result<Machine, String> {
+    pub fn new(mut cfg: MachineConfig) -> Result<Machine, String> {
         cfg.validate()?;
+        // The machine keeps its costs as the CPU pays them.
+        cfg.costs = cfg.costs.scaled(cfg.cpu_scale_milli);
+        cfg.cpu_scale_milli = 1000;
         // The page allocator manages RAM less the kernel's boot reservations (MemTotal).
         let nr_frames = cfg.managed_pages() as u32;
         let nr_swap = cfg.swap_bytes / PAGE_SIZE;
@@ -187,6 +190,18 @@ impl Machine {
             Some(d) => d,
             None => &mut self.device,
         }
+    }
+
+    /// /proc/vmstat pgpgin and pgpgout: KiB read from and written to the block devices
+    /// (submit_bio() counts sectors, vmstat shows them halved).
+    pub fn pgpg_kb(&self) -> (u64, u64) {
+        let mut r = self.device.bytes_read;
+        let mut w = self.device.bytes_written;
+        if let Some(d) = &self.swap_device {
+            r += d.bytes_read;
+            w += d.bytes_written;
+        }
+        (r >> 10, w >> 10)
     }
 
     /// Charge waiting time (I/O, throttling sleep) to the running context.

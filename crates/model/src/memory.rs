@@ -401,11 +401,17 @@ impl Machine {
             self.free_frame(pfn);
             return Err(Fault::Killed);
         }
-        let now = self.now();
         let runs = crate::blkdev::page_runs(read);
-        let wait = self.swap_dev().read(now, &runs);
-        self.spend_wait(wait);
-        self.task_mut(pid).stats.io_wait_ns += wait;
+        if self.swap_synchronous_io() {
+            // swap_readpage() on zram: the faulting CPU decompresses.
+            let ns = self.swap_dev().cpu_copy(&runs, false);
+            self.spend_cpu(ns);
+        } else {
+            let now = self.now();
+            let wait = self.swap_dev().read(now, &runs);
+            self.spend_wait(wait);
+            self.task_mut(pid).stats.io_wait_ns += wait;
+        }
         self.commit_charge(pfn, memcg);
         let shadow = self.swap.shadow(slot);
         self.frames.set(pfn, pf::SWAPBACKED);

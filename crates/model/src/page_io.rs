@@ -69,6 +69,8 @@ impl Machine {
         let memcg = self.dirty_stat_memcg(self.frames.memcg(pfn));
         self.mod_stat(memcg, Stat::Writeback, -1);
         self.swap_io.nr_writeback -= 1;
+        // __folio_end_writeback(): NR_WRITTEN counts swap writes as well as file writes.
+        self.writeback.nr_written += 1;
         self.acct_reclaim_writeback(pfn);
     }
 

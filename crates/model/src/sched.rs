@@ -1,11 +1,23 @@
 //! Virtual time: the clock, the event queue, the simulated CPUs and the run loop.
 //!
 //! Events are ordered by (time, sequence number), so ties break in insertion order and a run
-//! is a pure function of its inputs. A task runs in quanta: when its run event fires it takes
-//! a free CPU (or waits for the earliest one), calls its program's `step` until the quantum
-//! is used, it sleeps, holds or exits, and is rescheduled after the CPU and wait time it
-//! consumed. kswapd and the flusher are event-driven kernel threads; kswapd runs one
-//! balance_pgdat() priority step per event and does not occupy a simulated CPU.
+//! is a pure function of its inputs.
+//!
+//! Threads share the simulated CPUs as under CFS (kernel/sched/fair.c), with one global run
+//! queue: an event that runs a thread (a task's quantum, a kswapd step) joins the queue,
+//! ordered by the thread's virtual runtime (the CPU time it has used; every thread has the
+//! weight of nice 0), and the leftmost thread takes each free CPU, preferring the CPU it
+//! last ran on. A thread that slept is placed no further back than the queue's
+//! min_vruntime minus half the scheduling latency (place_entity() with
+//! GENTLE_FAIR_SLEEPERS), so a sleeper gets that much credit and no more. A task runs in
+//! quanta: it calls its program's `step` until the quantum is used, it sleeps, holds or
+//! exits, and is queued again after the CPU and wait time it consumed. kswapd is a kernel
+//! thread on the same CPUs: one balance_pgdat() priority step per run, so allocators can
+//! outrun it and fall into direct reclaim.
+//!
+//! Simplified (docs/FIDELITY.md): one run queue for all CPUs (ideal load balancing); no
+//! preemption inside a quantum or a kswapd step, so a thread waits at most until a CPU's
+//! current run ends; no wakeup preemption granularity.
 //!
 //! A task can sleep inside an allocation (reclaim_throttle() and folio_wait_writeback(),
 //! vmscan.rs): the allocation fails with `Fault::Blocked`, the program returns, and the task
@@ -13,7 +25,7 @@
 //! supersedes the timeout's run event through the task's generation.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeSet, BinaryHeap};
 
 use crate::machine::Machine;
 use crate::program::{Pid, Step, TaskOutcome};
@@ -35,6 +47,36 @@ pub enum Event {
     WritebackDone(u32),
     /// A batch of swap writes completed (page_io.rs).
     SwapWritebackDone(u32),
+    /// A CPU became free while threads wait in the run queue.
+    Dispatch,
+}
+
+impl Event {
+    /// Does this event run a thread on a CPU (through the run queue)?
+    fn runs_thread(self) -> bool {
+        matches!(self, Event::TaskRun(..) | Event::Kswapd(_))
+    }
+}
+
+/// The run queue: threads waiting for a CPU, leftmost (least virtual runtime) first.
+#[derive(Default)]
+pub struct RunQueue {
+    queue: BTreeSet<(u64, u64, Event)>,
+    seq: u64,
+    /// cfs_rq->min_vruntime: never decreases.
+    pub min_vruntime: u64,
+    /// When the pending Dispatch event fires, if one is pending.
+    dispatch_at: Option<u64>,
+}
+
+impl RunQueue {
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
 }
 
 /// The context currently executing, to which time is charged.
@@ -55,6 +97,10 @@ pub struct Sched {
     pub cpu_free: Vec<u64>,
     /// Events processed so far.
     pub nr_events: u64,
+    pub rq: RunQueue,
+    /// Half of sysctl_sched_latency (6 ms × (1 + ilog2(CPUs)), CPUs capped at 8): the credit
+    /// a waking thread gets.
+    pub sleeper_credit_ns: u64,
 }
 
 /// Upper bound on program steps in one quantum (each step costs at least 1 ns).
@@ -68,7 +114,26 @@ impl Sched {
             seq: 0,
             cpu_free: vec![0; cpus as usize],
             nr_events: 0,
+            rq: RunQueue::default(),
+            sleeper_credit_ns: 6_000_000 * (1 + u64::from(cpus.clamp(1, 8).ilog2())) / 2,
         }
+    }
+
+    /// A free CPU at `now`: `last` if it is free, else the lowest free one.
+    fn free_cpu(&self, now: u64, last: u32) -> Option<u32> {
+        if self.cpu_free.get(last as usize).is_some_and(|&f| f <= now) {
+            return Some(last);
+        }
+        (0..self.cpu_free.len() as u32).find(|&c| self.cpu_free[c as usize] <= now)
+    }
+
+    /// When the next CPU becomes free.
+    fn earliest_free(&self) -> u64 {
+        self.cpu_free
+            .iter()
+            .copied()
+            .min()
+            .expect("at least one CPU")
     }
 
     pub fn push(&mut self, at: u64, ev: Event) {
@@ -127,32 +192,22 @@ impl Machine {
         self.sched.clock = t;
         self.sched.nr_events += 1;
         match ev {
-            Event::TaskRun(pid, gen) => self.run_task(pid, gen),
-            Event::Kswapd(gen) => {
-                if gen != self.kswapd.gen {
-                    return;
+            ev if ev.runs_thread() => {
+                self.enqueue_thread(ev);
+                self.dispatch();
+            }
+            Event::Dispatch => {
+                if self.sched.rq.dispatch_at == Some(t) {
+                    self.sched.rq.dispatch_at = None;
                 }
-                self.kswapd_end_throttle();
-                self.cur = Some(ExecCtx {
-                    pid: None,
-                    cpu: 0,
-                    start: t,
-                    cpu_ns: 0,
-                    wait_ns: 0,
-                });
-                let more = self.kswapd_step();
-                let ctx = self.cur.take().expect("kswapd context");
-                self.kswapd.cpu_ns += ctx.cpu_ns;
-                if let Some(sleep) = more {
-                    let next = t + (ctx.cpu_ns + ctx.wait_ns).max(1_000) + sleep;
-                    self.sched.push(next, Event::Kswapd(self.kswapd.gen));
-                }
+                self.dispatch();
             }
             Event::Flusher => self.flusher_run(),
             Event::FlusherKick => self.flusher_kick(),
             Event::FlusherWb(wb) => self.flusher_wb(wb),
             Event::WritebackDone(id) => self.writeback_done(id),
             Event::SwapWritebackDone(id) => self.swap_writeback_done(id),
+            Event::TaskRun(..) | Event::Kswapd(_) => unreachable!("threads run from the queue"),
         }
         if !self.dying_release.is_empty() {
             self.release_dying_memcgs();
@@ -160,43 +215,120 @@ impl Machine {
         self.after_step_check();
     }
 
-    fn run_task(&mut self, pid: Pid, gen: u64) {
-        let t = self.sched.clock;
-        {
-            let task = self.task(pid);
-            if task.gen != gen || task.state != TaskState::Runnable {
-                return;
+    /// Is this thread's event still current (not superseded by a wakeup, the task alive)?
+    fn thread_current(&self, ev: Event) -> bool {
+        match ev {
+            Event::TaskRun(pid, gen) => {
+                let task = self.task(pid);
+                task.gen == gen && task.state == TaskState::Runnable
             }
+            Event::Kswapd(gen) => gen == self.kswapd.gen,
+            _ => false,
         }
-        self.end_block(pid);
-        if self.task(pid).frozen {
-            self.task_mut(pid).parked = true;
+    }
+
+    fn vruntime_mut(&mut self, ev: Event) -> &mut u64 {
+        match ev {
+            Event::TaskRun(pid, _) => &mut self.task_mut(pid).vruntime,
+            Event::Kswapd(_) => &mut self.kswapd.vruntime,
+            _ => unreachable!("not a thread"),
+        }
+    }
+
+    /// enqueue_entity(): a thread's event fired; it waits for a CPU in the run queue. A sleep
+    /// it was in (in an allocation) is over now, and a frozen task parks instead.
+    fn enqueue_thread(&mut self, ev: Event) {
+        if !self.thread_current(ev) {
             return;
         }
-        // Take a free CPU: the last one if free, else the lowest free; else wait for the
-        // earliest to free up.
-        let last = self.task(pid).cpu as usize;
-        let cpu = if self.sched.cpu_free[last] <= t {
-            last
-        } else if let Some(c) =
-            (0..self.sched.cpu_free.len()).find(|&c| self.sched.cpu_free[c] <= t)
-        {
-            c
-        } else {
-            let (c, &free_at) = self
-                .sched
-                .cpu_free
-                .iter()
-                .enumerate()
-                .min_by_key(|(i, f)| (**f, *i))
-                .expect("at least one CPU");
-            let _ = c;
-            self.sched.push(free_at, Event::TaskRun(pid, gen));
-            return;
-        };
+        match ev {
+            Event::TaskRun(pid, _) => {
+                self.end_block(pid);
+                if self.task(pid).frozen {
+                    self.task_mut(pid).parked = true;
+                    return;
+                }
+            }
+            _ => self.kswapd_end_throttle(),
+        }
+        let floor = self
+            .sched
+            .rq
+            .min_vruntime
+            .saturating_sub(self.sched.sleeper_credit_ns);
+        let vr = self.vruntime_mut(ev);
+        *vr = (*vr).max(floor);
+        let vr = *vr;
+        let rq = &mut self.sched.rq;
+        rq.seq += 1;
+        rq.queue.insert((vr, rq.seq, ev));
+    }
+
+    /// Give every free CPU to the leftmost waiting thread; when threads are left waiting,
+    /// look again when the next CPU becomes free.
+    fn dispatch(&mut self) {
+        let now = self.sched.clock;
+        loop {
+            let Some(&(vr, seq, ev)) = self.sched.rq.queue.first() else {
+                return;
+            };
+            if !self.thread_current(ev) {
+                self.sched.rq.queue.remove(&(vr, seq, ev));
+                continue;
+            }
+            let last = match ev {
+                Event::TaskRun(pid, _) => self.task(pid).cpu,
+                _ => self.kswapd.cpu,
+            };
+            let Some(cpu) = self.sched.free_cpu(now, last) else {
+                let at = self.sched.earliest_free();
+                if self.sched.rq.dispatch_at.is_none_or(|d| d > at) {
+                    self.sched.rq.dispatch_at = Some(at);
+                    self.sched.push(at, Event::Dispatch);
+                }
+                return;
+            };
+            self.sched.rq.queue.remove(&(vr, seq, ev));
+            let rq = &mut self.sched.rq;
+            rq.min_vruntime = rq.min_vruntime.max(vr);
+            let used = match ev {
+                Event::TaskRun(pid, _) => self.run_task(pid, cpu),
+                Event::Kswapd(_) => self.run_kswapd(cpu),
+                _ => unreachable!("not a thread"),
+            };
+            self.sched.cpu_free[cpu as usize] = now + used;
+            *self.vruntime_mut(ev) += used;
+        }
+    }
+
+    /// One balance_pgdat() priority step of kswapd on `cpu`. Returns the CPU time used.
+    fn run_kswapd(&mut self, cpu: u32) -> u64 {
+        let t = self.sched.clock;
+        self.kswapd.cpu = cpu;
+        self.cur = Some(ExecCtx {
+            pid: None,
+            cpu,
+            start: t,
+            cpu_ns: 0,
+            wait_ns: 0,
+        });
+        let more = self.kswapd_step();
+        let ctx = self.cur.take().expect("kswapd context");
+        self.kswapd.cpu_ns += ctx.cpu_ns;
+        if let Some(sleep) = more {
+            let next = t + (ctx.cpu_ns + ctx.wait_ns).max(1_000) + sleep;
+            self.sched.push(next, Event::Kswapd(self.kswapd.gen));
+        }
+        ctx.cpu_ns
+    }
+
+    /// A task's quantum on `cpu`. Returns the CPU time used.
+    fn run_task(&mut self, pid: Pid, cpu: u32) -> u64 {
+        let t = self.sched.clock;
+        let cpu = cpu as usize;
         self.task_mut(pid).cpu = cpu as u32;
         let Some(mut prog) = self.task_mut(pid).program.take() else {
-            return;
+            return 0;
         };
         self.cur = Some(ExecCtx {
             pid: Some(pid),
@@ -242,7 +374,7 @@ impl Machine {
             }
         }
         let ctx = self.cur.take().expect("task context");
-        self.sched.cpu_free[cpu] = t + ctx.cpu_ns;
+        let used = ctx.cpu_ns;
         {
             let st = &mut self.task_mut(pid).stats;
             st.cpu_ns += ctx.cpu_ns;
@@ -250,7 +382,7 @@ impl Machine {
         let end = t + ctx.cpu_ns + ctx.wait_ns;
         if self.task(pid).exited() {
             self.task_mut(pid).stats.end_ns = end;
-            return;
+            return used;
         }
         if let Some(b) = self.task(pid).block {
             if matches!(outcome, Some(Step::Exit(_) | Step::Hold)) {
@@ -259,7 +391,7 @@ impl Machine {
             } else {
                 self.task_mut(pid).program = Some(prog);
                 self.sleep_blocked(pid, b, end);
-                return;
+                return used;
             }
         }
         match outcome {
@@ -286,6 +418,7 @@ impl Machine {
                 self.sched.push(end, Event::TaskRun(pid, g));
             }
         }
+        used
     }
 }
 
@@ -355,5 +488,187 @@ impl Machine {
             let slept = self.sched.clock.saturating_sub(from);
             self.task_mut(pid).stats.reclaim_ns += slept;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::MachineConfig;
+    use crate::memcontrol::ROOT_MEMCG;
+    use crate::program::{Program, Step};
+    use crate::task::{TaskCtx, TaskState, Vma};
+    use crate::{Machine, Pid};
+
+    /// Computes for `left` ns of CPU, 100 µs at a time, then exits.
+    struct Spinner {
+        left: u64,
+    }
+
+    impl Program for Spinner {
+        fn name(&self) -> &str {
+            "spinner"
+        }
+        fn step(&mut self, cx: &mut TaskCtx<'_>) -> Step {
+            while self.left > 0 && cx.has_time() {
+                let ns = self.left.min(100_000);
+                cx.compute(ns);
+                self.left -= ns;
+            }
+            if self.left == 0 {
+                Step::Exit(0)
+            } else {
+                Step::Continue
+            }
+        }
+    }
+
+    /// Touches `pages` of anon memory once, then exits.
+    struct Toucher {
+        pages: u64,
+        next: u64,
+        vma: Option<Vma>,
+    }
+
+    impl Program for Toucher {
+        fn name(&self) -> &str {
+            "toucher"
+        }
+        fn step(&mut self, cx: &mut TaskCtx<'_>) -> Step {
+            let vma = match self.vma {
+                Some(v) => v,
+                None => match cx.mmap_anon(self.pages, false) {
+                    Ok(v) => *self.vma.insert(v),
+                    Err(_) => return Step::Exit(1),
+                },
+            };
+            while self.next < self.pages && cx.has_time() {
+                if cx.touch(vma, self.next).is_err() {
+                    return Step::Continue;
+                }
+                self.next += 1;
+            }
+            if self.next < self.pages {
+                Step::Continue
+            } else {
+                Step::Exit(0)
+            }
+        }
+    }
+
+    fn machine(cpus: u32, memory: &str, swap: &str) -> Machine {
+        let mut cfg = MachineConfig::default();
+        cfg.set("cpus", &cpus.to_string()).unwrap();
+        cfg.set("memory", memory).unwrap();
+        cfg.set("swap", swap).unwrap();
+        cfg.set("swap_disk", "zram").unwrap();
+        let mut m = Machine::new(cfg).unwrap();
+        m.check_invariants = true;
+        m
+    }
+
+    fn run_all(m: &mut Machine, pids: &[Pid]) {
+        let done = |m: &Machine| pids.iter().all(|&p| m.task(p).state != TaskState::Runnable);
+        assert!(m.run_until(600_000_000_000, done), "tasks did not finish");
+    }
+
+    #[test]
+    fn cpu_bound_tasks_share_one_cpu_in_turn() {
+        let mut m = machine(1, "256M", "0");
+        let pids: Vec<Pid> = (0..3)
+            .map(|i| {
+                let p = Box::new(Spinner { left: 50_000_000 });
+                m.spawn(ROOT_MEMCG, format!("s{i}"), 0, p)
+            })
+            .collect();
+        run_all(&mut m, &pids);
+        // 150 ms of work on one CPU: each task ends in the last few quanta, none first.
+        for &p in &pids {
+            let st = &m.task(p).stats;
+            assert_eq!(st.cpu_ns, 50_000_000);
+            assert!(
+                (147_000_000..=150_000_000).contains(&st.end_ns),
+                "{p:?} ended at {} ns",
+                st.end_ns
+            );
+        }
+    }
+
+    #[test]
+    fn more_cpus_than_tasks_run_them_side_by_side() {
+        let mut m = machine(2, "256M", "0");
+        let pids: Vec<Pid> = (0..2)
+            .map(|i| {
+                let p = Box::new(Spinner { left: 20_000_000 });
+                m.spawn(ROOT_MEMCG, format!("s{i}"), 0, p)
+            })
+            .collect();
+        run_all(&mut m, &pids);
+        for &p in &pids {
+            assert_eq!(m.task(p).stats.end_ns, 20_000_000);
+        }
+    }
+
+    #[test]
+    fn a_sleeper_is_credited_at_most_half_the_latency() {
+        // Two spinners on one CPU; a third thread that slept long comes back with no more
+        // than the sleeper credit over them, so it cannot starve them for its whole sleep.
+        let mut m = machine(1, "256M", "0");
+        let credit = m.sched.sleeper_credit_ns;
+        assert_eq!(credit, 3_000_000, "6 ms latency on one CPU, halved");
+        let a = m.spawn(
+            ROOT_MEMCG,
+            "a".into(),
+            0,
+            Box::new(Spinner { left: 40_000_000 }),
+        );
+        let b = m.spawn(
+            ROOT_MEMCG,
+            "b".into(),
+            0,
+            Box::new(Spinner { left: 40_000_000 }),
+        );
+        m.run_until(20_000_000, |_| false);
+        let c = m.spawn(
+            ROOT_MEMCG,
+            "c".into(),
+            0,
+            Box::new(Spinner { left: 10_000_000 }),
+        );
+        let min_vr = m.sched.rq.min_vruntime;
+        assert!(min_vr >= 9_000_000, "min_vruntime {min_vr}");
+        run_all(&mut m, &[a, b, c]);
+        // c starts at min_vruntime (a new task gets no credit) and shares the CPU three ways:
+        // its 10 ms take about 30 ms of wall time.
+        let c_end = m.task(c).stats.end_ns;
+        assert!(
+            (45_000_000..=52_000_000).contains(&c_end),
+            "c ended at {c_end}"
+        );
+    }
+
+    #[test]
+    fn kswapd_competes_for_the_cpu_with_the_allocator() {
+        // One allocator overcommits RAM with swap on a synchronous device: on one CPU it
+        // waits while kswapd reclaims; with a second CPU kswapd runs beside it.
+        let elapsed = |cpus| {
+            let mut m = machine(cpus, "64M", "256M");
+            let t = Toucher {
+                pages: 40_000,
+                next: 0,
+                vma: None,
+            };
+            let pid = m.spawn(ROOT_MEMCG, "t".into(), 0, Box::new(t));
+            run_all(&mut m, &[pid]);
+            assert!(matches!(m.task(pid).state, TaskState::Exited(_)));
+            let st = &m.task(pid).stats;
+            (st.end_ns - st.start_ns, m.kswapd.cpu_ns)
+        };
+        let (one, ks1) = elapsed(1);
+        let (two, ks2) = elapsed(2);
+        assert!(
+            ks1 > 1_000_000 && ks2 > 1_000_000,
+            "kswapd used {ks1} and {ks2} ns"
+        );
+        assert!(one > two + ks1 / 4, "1 CPU: {one} ns, 2 CPUs: {two} ns");
     }
 }

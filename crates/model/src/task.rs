@@ -90,6 +90,8 @@ pub struct Task {
     pub gen: u64,
     /// The CPU it last ran on.
     pub cpu: u32,
+    /// CPU time used, as the run queue orders it (sched.rs; vruntime at nice 0).
+    pub vruntime: u64,
     /// Asleep inside an allocation (reclaim_throttle(), or a wait on a page's writeback).
     pub block: Option<Block>,
     /// Where the retry loop of the allocation it sleeps in stood.
@@ -189,6 +191,7 @@ impl Machine {
             parked: false,
             gen: 0,
             cpu: (pid.0 - FIRST_PID) % self.cfg.cpus,
+            vruntime: self.sched.rq.min_vruntime,
             block: None,
             alloc_retry: None,
             stats: TaskStats {

@@ -198,6 +198,9 @@ pub struct Kswapd {
     pub page_wait: Option<Pfn>,
     /// Generation of kswapd's pending event (a wakeup supersedes the timeout's event).
     pub gen: u64,
+    /// Its virtual runtime in the run queue (sched.rs) and the CPU it last ran on.
+    pub vruntime: u64,
+    pub cpu: u32,
 }
 
 impl Default for Kswapd {
@@ -211,6 +214,8 @@ impl Default for Kswapd {
             throttled: false,
             page_wait: None,
             gen: 0,
+            vruntime: 0,
+            cpu: 0,
         }
     }
 }
@@ -937,16 +942,16 @@ impl Machine {
         if nr_pageout > 0 {
             self.spend_cpu(nr_pageout * self.cfg.costs.pageout_ns);
             if self.swap_synchronous_io() {
-                // The writes ended inside pageout(); the reclaimer waited for each.
-                let now = self.now();
+                // The writes ended inside pageout(): the reclaimer's CPU did the copy.
                 let runs = crate::blkdev::page_runs(
                     pageout
                         .iter()
                         .map(|&(_, s)| crate::blkdev::swap_pos(s))
                         .collect(),
                 );
-                let wait = self.swap_dev().write_sync(now, &runs);
-                self.spend_wait(wait);
+                let ns = self.swap_dev().cpu_copy(&runs, true);
+                self.spend_cpu(ns);
+                self.writeback.nr_written += nr_pageout;
             } else {
                 self.swap_submit(pageout);
             }
