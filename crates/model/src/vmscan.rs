@@ -34,10 +34,13 @@
 //! DEF_PRIORITY. Reclaim from a control-file write or memory.high's return-to-user path does
 //! not sleep.
 //!
-//! Simplifications (docs/FIDELITY.md): swap writes are synchronous, as on a
-//! SWP_SYNCHRONOUS_IO device, so an anon page is written and freed in one pass; dirty file
-//! pages are never written from reclaim (the flusher cleans them, as in the newest kernels);
-//! too_many_isolated() is not modelled; no slab shrinkers.
+//! kswapd is a thread on the simulated CPUs (sched.rs): each run is one priority step, atomic
+//! in virtual time like a task's reclaim.
+//!
+//! Simplifications (docs/FIDELITY.md): swap writes are asynchronous (page_io.rs) except on a
+//! SWP_SYNCHRONOUS_IO device; dirty file pages are never written from reclaim (the flusher
+//! cleans them, as in the newest kernels); too_many_isolated() is not modelled; no slab
+//! shrinkers.
 
 use crate::config::SoftLimitPolicy;
 use crate::machine::Machine;
