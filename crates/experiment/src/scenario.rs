@@ -714,13 +714,36 @@ pub fn load(path: impl AsRef<std::path::Path>) -> Result<Scenario, String> {
     parse(&text, &name)
 }
 
+/// Does the text start like a script (docs/SCRIPTING.md) rather than a TOML scenario: its
+/// first line that is not blank or a comment begins with a script command?
+fn looks_like_script(text: &str) -> bool {
+    const COMMANDS: &[&str] = &[
+        "machine", "mkdir", "rmdir", "echo", "cat", "run", "expect", "let", "open", "wait",
+        "sleep", "kill", "repeat", "cd",
+    ];
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+        .and_then(|l| l.split_whitespace().next())
+        .is_some_and(|w| COMMANDS.contains(&w))
+}
+
 /// Parse scenario text; `file_name` is used in error messages.
 pub fn parse(text: &str, file_name: &str) -> Result<Scenario, String> {
     let src = Src {
         file: file_name,
         text,
     };
-    let raw: RawScenario = toml::from_str(text).map_err(|e| toml_error(&src, &e))?;
+    let raw: RawScenario = toml::from_str(text).map_err(|e| {
+        let msg = toml_error(&src, &e);
+        if looks_like_script(text) {
+            format!(
+                "{msg}\n{file_name} looks like a script, not a scenario: run it with `memcgsim script {file_name}`"
+            )
+        } else {
+            msg
+        }
+    })?;
     let name = check_name(&src, &raw.name, "name")?;
 
     // [machine]
@@ -1235,6 +1258,16 @@ impl Scenario {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_script_given_as_a_scenario_is_named_as_such() {
+        let script = "# two groups\n\nmachine memory=512M swap=1G cpus=2\nmkdir /A\n";
+        let e = parse(script, "s.mcg").unwrap_err();
+        assert!(e.contains("s.mcg:3"), "{e}");
+        assert!(e.contains("run it with `memcgsim script s.mcg`"), "{e}");
+        let e = parse("name = \"x\"\n[machine\n", "x.toml").unwrap_err();
+        assert!(!e.contains("script"), "{e}");
+    }
 
     #[test]
     fn key_at_finds_nested_keys() {
