@@ -1428,7 +1428,7 @@ static uint64_t now_ms(void)
 
 /* Has process pid ended?  kill(pid, 0) still succeeds for a zombie (our
  * caller's child that the shell has not reaped yet), so a zombie or dead
- * state in /proc/PID/stat also counts as gone. */
+ * state in /proc/PID/stat, or a task already exiting, also counts as gone. */
 static int process_gone(pid_t pid)
 {
     char path[64], buf[512];
@@ -1451,7 +1451,24 @@ static int process_gone(pid_t pid)
     rp = strrchr(buf, ')');
     if (rp == NULL || rp[1] != ' ')
         return 0;
-    return rp[2] == 'Z' || rp[2] == 'X' || rp[2] == 'x';
+    if (rp[2] == 'Z' || rp[2] == 'X' || rp[2] == 'x')
+        return 1;
+    /* A task in do_exit() (PF_EXITING, 0x4, in the flags field, the sixth
+     * after the state) has left its cgroup already: it is ending. */
+    {
+        const char *f = rp + 2;
+        unsigned long long flags;
+        int i;
+
+        for (i = 0; i < 6 && f != NULL; i++) {
+            f = strchr(f, ' ');
+            if (f != NULL)
+                f++;
+        }
+        if (f != NULL && sscanf(f, "%llu", &flags) == 1 && (flags & 0x4u))
+            return 1;
+    }
+    return 0;
 }
 
 /* mcgh waitready NAME PID TIMEOUT_MS: every 10 ms, check for NAME.ready

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use memcgsim_model::{Errno, TaskOutcome};
-use memcgsim_script::{judge, operands, Command, Interpreter, Value};
+use memcgsim_script::{judge, operands, Command, Interpreter, Target, Value};
 
 use crate::translate::{parse_kernel_value, Translation};
 
@@ -89,10 +89,72 @@ impl Report {
     }
 }
 
-fn within(a: i64, b: i64, opts: &CompareOpts) -> bool {
+/// What a compared value measures: the slack (given in bytes) applies to sizes only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Bytes,
+    /// /proc/meminfo's kB.
+    Kib,
+    /// Pages and events (/proc/vmstat, memory.events, memory.stat's event keys, failcnt).
+    Count,
+}
+
+/// The unit of a file's value, or of one key of a keyed file.
+pub fn unit_of(path: &str, key: Option<&str>) -> Unit {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    if file == "meminfo" {
+        return Unit::Kib;
+    }
+    if file == "vmstat"
+        || file.starts_with("memory.events")
+        || file == "memory.swap.events"
+        || file.ends_with("failcnt")
+        || file == "cgroup.stat"
+        || file == "cgroup.events"
+        || file == "memory.oom_control"
+        || (path.contains("/proc/sys/") && !file.ends_with("_bytes"))
+    {
+        return Unit::Count;
+    }
+    if file.ends_with("stat") {
+        if let Some(k) = key {
+            let k = k.strip_prefix("total_").unwrap_or(k);
+            let event = ["pg", "thp_", "workingset_", "zswp", "swpin", "swpout"]
+                .iter()
+                .any(|p| k.starts_with(p));
+            if event {
+                return Unit::Count;
+            }
+        }
+    }
+    Unit::Bytes
+}
+
+/// The unit of a script VALUE; `vars` holds the units of the `let` names so far, `fds` the
+/// files of the open fds.
+fn unit_of_value(
+    v: &Value,
+    vars: &BTreeMap<String, Unit>,
+    fds: &BTreeMap<String, String>,
+) -> Option<Unit> {
+    match v {
+        Value::Int(_) => None,
+        Value::File(p) => Some(unit_of(p, None)),
+        Value::Key(p, k) => Some(unit_of(p, Some(k))),
+        Value::Fd(name) => Some(fds.get(name).map_or(Unit::Bytes, |p| unit_of(p, None))),
+        Value::Var(name) => vars.get(name).copied(),
+    }
+}
+
+fn within(a: i64, b: i64, opts: &CompareOpts, unit: Unit) -> bool {
     let d = (a as i128 - b as i128).unsigned_abs();
     let m = (a.unsigned_abs().max(b.unsigned_abs())) as f64;
-    d <= opts.slack as u128 || d as f64 <= m * opts.tolerance_pct / 100.0 + 0.5
+    let slack = match unit {
+        Unit::Bytes => opts.slack,
+        Unit::Kib => opts.slack / 1024,
+        Unit::Count => 0,
+    };
+    d <= slack as u128 || d as f64 <= m * opts.tolerance_pct / 100.0 + 0.5
 }
 
 /// Count one compared single value (the model's, and the kernel's if it could be read): the
@@ -101,12 +163,13 @@ fn single_value(
     mv: i64,
     kv: Option<i64>,
     opts: &CompareOpts,
+    unit: Unit,
     r: &mut Report,
 ) -> (String, String, &'static str) {
     r.values += 1;
     match kv {
         Some(kv) => {
-            let ok = within(mv, kv, opts);
+            let ok = within(mv, kv, opts, unit);
             if !ok {
                 r.value_disagreements += 1;
             }
@@ -163,6 +226,8 @@ pub fn compare(
         model_failures: 0,
         kernel_failures: 0,
     };
+    let mut var_units: BTreeMap<String, Unit> = BTreeMap::new();
+    let mut fd_files: BTreeMap<String, String> = BTreeMap::new();
     let mut k_last_fg: Option<(String, TaskOutcome)> = None;
     let mut k_last_op: Option<(&'static str, Result<(), Errno>)> = None;
     let empty = KernelLine::default();
@@ -180,6 +245,9 @@ pub fn compare(
             Command::Expect { expr, .. } => interp.operand_values(expr).ok(),
             _ => None,
         };
+        if let Command::Open { name, path } = cmd {
+            fd_files.insert(name.clone(), path.clone());
+        }
         let mut out = Vec::new();
         let mut err = Vec::new();
         let res = interp.exec_line(*n, raw, &mut out, &mut err);
@@ -277,10 +345,17 @@ pub fn compare(
                     k_last_fg = Some((name.clone(), outcome_of_status(st)));
                 }
             }
-            Command::Let { name, .. } => {
-                // The remembered value on each side, compared as a single-value read.
+            Command::Let { name, terms } => {
+                // The remembered value on each side, compared as a single-value read, in the
+                // unit of its first operand that has one (a literal alone is a count).
+                let unit = terms
+                    .iter()
+                    .find_map(|(_, v)| unit_of_value(v, &var_units, &fd_files))
+                    .unwrap_or(Unit::Count);
+                var_units.insert(name.clone(), unit);
                 let kv = k.out.first().and_then(|s| parse_kernel_value(s).ok());
-                let (m, kern, mark) = single_value(interp.var(name).unwrap_or(0), kv, opts, &mut r);
+                let mv = interp.var(name).unwrap_or(0);
+                let (m, kern, mark) = single_value(mv, kv, opts, unit, &mut r);
                 row(m, kern, mark, &mut r);
             }
             Command::Cat(_) | Command::Echo { target: None, .. } => {
@@ -291,9 +366,19 @@ pub fn compare(
                 if matches!(cmd, Command::Echo { .. }) {
                     continue;
                 }
+                let path = match cmd {
+                    Command::Cat(t) => match t.as_slice() {
+                        [Target::Path(p)] => p.clone(),
+                        [Target::Fd(f)] => fd_files.get(f).cloned().unwrap_or_default(),
+                        _ => String::new(),
+                    },
+                    _ => String::new(),
+                };
                 if single {
                     let kv = kn.first().and_then(|x| x.1);
-                    let (m, kern, mark) = single_value(mn[0].1.unwrap_or(0), kv, opts, &mut r);
+                    let unit = unit_of(&path, None);
+                    let (m, kern, mark) =
+                        single_value(mn[0].1.unwrap_or(0), kv, opts, unit, &mut r);
                     row(m, kern, mark, &mut r);
                 } else {
                     // Keyed file: show the keys that differ beyond the tolerance.
@@ -304,7 +389,8 @@ pub fn compare(
                         let Some(mv) = mv else { continue };
                         r.values += 1;
                         match kmap.get(key.as_str()) {
-                            Some(Some(kv)) if within(*mv, *kv, opts) => {}
+                            Some(Some(kv)) if within(*mv, *kv, opts, unit_of(&path, Some(key))) => {
+                            }
                             Some(Some(kv)) => diffs.push(format!("{key} {mv} vs {kv}")),
                             _ => diffs.push(format!("{key} {mv} vs (absent)")),
                         }
@@ -384,7 +470,7 @@ pub fn compare(
     }
     let _ = writeln!(
         r.text,
-        "\nexpects: {} ({} hold on the model, {} on the kernel), {} disagree; values: {} compared, {} beyond {}% and {} B{}",
+        "\nexpects: {} ({} hold on the model, {} on the kernel), {} disagree; values: {} compared, {} beyond {}% (sizes: and {} B){}",
         r.expects,
         r.expects - r.model_failures,
         r.expects - r.kernel_failures,
@@ -400,4 +486,50 @@ pub fn compare(
 
 fn interp_last_fg(i: &Interpreter) -> Option<(&str, TaskOutcome)> {
     i.last_foreground()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_slack_applies_to_sizes_not_to_counts() {
+        assert_eq!(unit_of("/A/memory.current", None), Unit::Bytes);
+        assert_eq!(unit_of("memory.swap.peak", None), Unit::Bytes);
+        assert_eq!(unit_of("/A/memory.stat", Some("anon")), Unit::Bytes);
+        assert_eq!(unit_of("/A/memory.stat", Some("pgmajfault")), Unit::Count);
+        assert_eq!(
+            unit_of("/A/memory.stat", Some("workingset_refault_anon")),
+            Unit::Count
+        );
+        assert_eq!(unit_of("/A/memory.stat", Some("total_pgpgin")), Unit::Count);
+        assert_eq!(unit_of("/A/memory.stat", Some("total_rss")), Unit::Bytes);
+        assert_eq!(unit_of("/proc/vmstat", Some("pgsteal_direct")), Unit::Count);
+        assert_eq!(unit_of("/proc/meminfo", Some("MemFree")), Unit::Kib);
+        assert_eq!(unit_of("/A/memory.events", Some("oom_kill")), Unit::Count);
+        assert_eq!(unit_of("/A/memory.failcnt", None), Unit::Count);
+        assert_eq!(unit_of("/A/memory.limit_in_bytes", None), Unit::Bytes);
+        assert_eq!(unit_of("/proc/sys/vm/page-cluster", None), Unit::Count);
+        assert_eq!(unit_of("/proc/sys/vm/dirty_bytes", None), Unit::Bytes);
+
+        let opts = CompareOpts {
+            tolerance_pct: 10.0,
+            slack: 1 << 20,
+            strict: false,
+        };
+        // 41,882 pages against 76,119: within 1M as bytes, far apart as a count.
+        assert!(within(41_882, 76_119, &opts, Unit::Bytes));
+        assert!(!within(41_882, 76_119, &opts, Unit::Count));
+        assert!(within(100, 105, &opts, Unit::Count));
+        // kB: the slack divided by 1024.
+        assert!(within(0, 1024, &opts, Unit::Kib));
+        assert!(!within(0, 1025, &opts, Unit::Kib));
+
+        let vars = BTreeMap::from([("steal".to_string(), Unit::Count)]);
+        let fds = BTreeMap::from([("peak".to_string(), "/A/memory.peak".to_string())]);
+        let u = |v: Value| unit_of_value(&v, &vars, &fds);
+        assert_eq!(u(Value::Var("steal".into())), Some(Unit::Count));
+        assert_eq!(u(Value::Fd("peak".into())), Some(Unit::Bytes));
+        assert_eq!(u(Value::Int(3)), None);
+    }
 }

@@ -226,11 +226,25 @@ pub fn translate(text: &str) -> Result<Translation, String> {
             Command::Echo {
                 text,
                 target: Some(Target::Path(p)),
-            } => format!(
-                "/bin/mcgh write {n} {} \"{}\"",
-                q(&gpath(&cx.abs(p))),
-                cx.arith(text)?.replace('"', "\\\"")
-            ),
+            } => {
+                let path = cx.abs(p);
+                let text = cx.arith(text)?;
+                let mut code = format!(
+                    "/bin/mcgh write {n} {} \"{}\"",
+                    q(&gpath(&path)),
+                    text.replace('"', "\\\"")
+                );
+                // The kernel's cgroup.kill only sends SIGKILL; the model's kill is done
+                // when the write returns. Wait (10 s at most) for the subtree to empty
+                // so that the next line sees what the model shows.
+                if path.ends_with("/cgroup.kill") && text.trim() == "1" {
+                    let events = q(&gpath(&path.replace("/cgroup.kill", "/cgroup.events")));
+                    code.push_str(&format!(
+                        "; i=0; while [ $i -lt 1000 ] && ! grep -q '^populated 0' {events}; do usleep 10000; i=$((i+1)); done"
+                    ));
+                }
+                code
+            }
             Command::Echo {
                 text,
                 target: Some(Target::Fd(name)),
