@@ -195,6 +195,8 @@ script_tests! {
     swap_readahead => "swap/readahead.mcg",
     // kswapd and the allocators on the same CPUs.
     swap_kswapd_split => "swap/kswapd_split.mcg",
+    // Mapped file pages: executable text against a stream.
+    file_exec_text => "file/exec_text.mcg",
     // cgroup core files.
     cgroup_core_files => "cgroup/core_files.mcg",
     cgroup_dying => "cgroup/dying.mcg",

@@ -265,8 +265,8 @@ impl Machine {
             }
         }
         // Frames vs free list, ownership counts.
-        // anon (mapped), file, mlock, total, dirty, writeback, swap cache
-        let mut owned = vec![[0i64; 7]; n];
+        // anon (mapped), file, mlock, total, dirty, writeback, swap cache, file mapped
+        let mut owned = vec![[0i64; 8]; n];
         let mut anon_writeback = 0u64;
         let mut file_dirty = vec![0u64; self.files.v.len()];
         let mut wb_pages = vec![[0u64; 2]; self.writeback.wbs.len()];
@@ -360,6 +360,14 @@ impl Machine {
                     return Err(format!("file frame {pfn}: not found at its index"));
                 }
                 let fi = (map.mapping & !MAPPING_FILE_BIT) as usize;
+                if pc.flags & pf::MAPPED != 0 {
+                    if f.mappers == 0 {
+                        return Err(format!("file frame {pfn} mapped, its file in no mapping"));
+                    }
+                    owned[m][7] += 1;
+                } else if pc.flags & pf::YOUNG != 0 {
+                    return Err(format!("file frame {pfn} young without a mapping"));
+                }
                 let dirty = pc.flags & pf::DIRTY != 0;
                 let wback = pc.flags & pf::WRITEBACK != 0;
                 if dirty || wback {
@@ -487,6 +495,7 @@ impl Machine {
                 (Stat::FileDirty, owned[id][4]),
                 (Stat::Writeback, owned[id][5]),
                 (Stat::SwapCached, owned[id][6]),
+                (Stat::FileMapped, owned[id][7]),
             ] {
                 if l[item as usize] != v {
                     return Err(format!(

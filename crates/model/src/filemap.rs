@@ -4,8 +4,22 @@
 //! read promotes it (folio_mark_accessed). write() dirties pages (page-writeback.rs cleans
 //! them). Reclaim removes clean pages and leaves a shadow entry (`__remove_mapping()`).
 //!
-//! Page-cache pages here are only reached through read()/write(); file mmap is not modelled
-//! yet, so file pages are never mapped.
+//!
+//! Shared read-only file mappings (executables and libraries; mm/filemap.c filemap_fault()
+//! and filemap_map_pages(), mm/memory.c): a fault on a missing page reads around it
+//! (do_sync_mmap_readahead(): a window of read_ahead_kb centred on the page) and is a major
+//! fault; a fault on a cached page is a minor one; both map the resident pages of the 64 KiB
+//! around the faulting one (fault_around_bytes), young, as x86 creates PTEs. Accesses through
+//! the mapping set the page's young bit, which reclaim harvests (folio_referenced()); pages
+//! of a file mapped with VM_EXEC are activated after their first use and kept on the active
+//! list while referenced (vmscan.rs).
+//!
+//! Simplified (docs/FIDELITY.md): a page has one PTE shared by all the file's mappers, so a
+//! second process that maps a file already mapped finds its pages mapped (no minor faults of
+//! its own) and `referenced_ptes` is never more than 1; when the last mapping of the file
+//! goes, every page is unmapped (zap_pte_range(): a young PTE marks its page accessed). The
+//! mappings charge no page tables or vm_area_struct; mmap_miss is not kept, so read-around
+//! never turns off.
 
 use std::collections::BTreeMap;
 
@@ -41,6 +55,9 @@ pub struct File {
     pub inode_objcg: Option<crate::kmem::ObjcgId>,
     /// Windows of asynchronous readahead whose reads may be in flight (readahead.rs).
     pub ra_pending: Vec<crate::readahead::PendingRead>,
+    /// Live shared mappings of the file, and how many of them are VM_EXEC.
+    pub mappers: u32,
+    pub exec_mappers: u32,
 }
 
 /// The frame of a resident page-cache entry.
@@ -77,6 +94,8 @@ impl Machine {
             wb: 0,
             inode_objcg: None,
             ra_pending: Vec::new(),
+            mappers: 0,
+            exec_mappers: 0,
         });
         (self.files.v.len() - 1) as u32
     }
@@ -122,6 +141,8 @@ impl Machine {
         let m = self.frames.map[pfn as usize];
         let f = (m.mapping & !MAPPING_FILE_BIT) as usize;
         let memcg = self.frames.memcg(pfn);
+        // unmap_mapping_range() before the page leaves the cache.
+        self.file_unmap_page(pfn, false);
         self.lru_del(pfn);
         if self.frames.test(pfn, pf::DIRTY) {
             self.account_clean(pfn);
@@ -295,5 +316,230 @@ impl Machine {
         let f = (m.mapping & !MAPPING_FILE_BIT) as usize;
         self.files.v[f].entries[m.index as usize] |= ONDISK;
         self.frames.set(pfn, pf::ONDISK);
+    }
+}
+
+/// fault_around_bytes: 64 KiB, in pages.
+pub const FAULT_AROUND_PAGES: u64 = 16;
+
+impl Machine {
+    /// mmap() of file `f`, shared and read-only, executable if `exec`.
+    pub fn file_mmap(&mut self, pid: Pid, f: u32, exec: bool) {
+        let file = &mut self.files.v[f as usize];
+        file.mappers += 1;
+        file.exec_mappers += exec as u32;
+        self.task_mut(pid).file_maps.push((f, exec));
+    }
+
+    /// One mapping of `f` goes (munmap() or exit). With the last one, every page of the file
+    /// loses its PTE.
+    pub(crate) fn file_munmap_shared(&mut self, f: u32, exec: bool) {
+        let file = &mut self.files.v[f as usize];
+        debug_assert!(file.mappers > 0 && (!exec || file.exec_mappers > 0));
+        file.mappers -= 1;
+        file.exec_mappers -= exec as u32;
+        if file.mappers > 0 {
+            return;
+        }
+        let n = self.files.v[f as usize].entries.len();
+        for idx in 0..n {
+            if let Some(pfn) = resident(self.files.v[f as usize].entries[idx]) {
+                self.file_unmap_page(pfn, true);
+            }
+        }
+    }
+
+    /// Is this page in a VM_EXEC mapping (the vm_flags folio_referenced() returns)?
+    pub(crate) fn page_vm_exec(&self, pfn: Pfn) -> bool {
+        let m = self.frames.map[pfn as usize].mapping;
+        m & MAPPING_FILE_BIT != 0 && self.files.v[(m & !MAPPING_FILE_BIT) as usize].exec_mappers > 0
+    }
+
+    /// Map a resident file page (do_set_pte()): young, file_mapped counts it.
+    fn file_map_page(&mut self, pfn: Pfn) {
+        debug_assert!(!self.frames.test(pfn, pf::MAPPED));
+        self.frames.set(pfn, pf::MAPPED | pf::YOUNG);
+        let memcg = self.frames.memcg(pfn);
+        self.mod_stat(memcg, Stat::FileMapped, 1);
+    }
+
+    /// Take a file page out of its mapping (try_to_unmap(), zap_pte_range()). A zap of a
+    /// young PTE marks the page accessed; reclaim's unmap has harvested the bit already.
+    pub(crate) fn file_unmap_page(&mut self, pfn: Pfn, zap: bool) {
+        if !self.frames.test(pfn, pf::MAPPED) {
+            return;
+        }
+        let young = self.frames.test_clear(pfn, pf::YOUNG);
+        self.frames.clear(pfn, pf::MAPPED);
+        let memcg = self.frames.memcg(pfn);
+        self.mod_stat(memcg, Stat::FileMapped, -1);
+        if zap && young {
+            self.mark_page_accessed(pfn);
+        }
+    }
+
+    /// A read of page `idx` through a shared mapping of `f`: a hit sets the PTE's young
+    /// bit; otherwise a page fault (filemap_fault()), major if the page had to be read.
+    pub fn file_map_access(&mut self, pid: Pid, f: u32, idx: u64) -> Result<(), Fault> {
+        if idx >= self.files.v[f as usize].size {
+            // Past the end of the file: SIGBUS.
+            return Err(Fault::Segv);
+        }
+        if let Some(pfn) = resident(self.files.v[f as usize].entries[idx as usize]) {
+            if self.frames.test(pfn, pf::MAPPED) {
+                self.spend_cpu(self.cfg.costs.hit_ns);
+                self.frames.set(pfn, pf::YOUNG);
+                return Ok(());
+            }
+        }
+        let memcg = self.task(pid).memcg;
+        self.mod_stat(memcg, Stat::Pgfault, 1);
+        let major = !self.file_page_present(f, idx);
+        if major {
+            // do_sync_mmap_readahead(): read around the page.
+            self.mmap_read_around(pid, f, idx)?;
+            self.mod_stat(memcg, Stat::Pgmajfault, 1);
+            self.task_mut(pid).stats.majflt += 1;
+        } else {
+            self.task_mut(pid).stats.minflt += 1;
+        }
+        let pfn = match resident(self.files.v[f as usize].entries[idx as usize]) {
+            Some(pfn) => {
+                self.spend_cpu(self.cfg.costs.read_hit_ns);
+                self.wait_pending_read(pid, f, idx);
+                pfn
+            }
+            // The read-around could not add it (its allocations fail quietly).
+            None => self.file_get_page(pid, f, idx, false)?,
+        };
+        // filemap_map_pages(): the cached pages of the aligned 64 KiB around it.
+        let start = idx - idx % FAULT_AROUND_PAGES;
+        let end = (start + FAULT_AROUND_PAGES).min(self.files.v[f as usize].size);
+        for i in start..end {
+            if let Some(p) = resident(self.files.v[f as usize].entries[i as usize]) {
+                if !self.frames.test(p, pf::MAPPED) {
+                    self.file_map_page(p);
+                }
+            }
+        }
+        debug_assert!(self.frames.test(pfn, pf::MAPPED));
+        if self.task(pid).killed {
+            return Err(Fault::Killed);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::MachineConfig;
+    use crate::memcontrol::{MemcgId, ROOT_MEMCG};
+    use crate::program::{Pid, Program, Step};
+    use crate::stat::{lru, Stat};
+    use crate::task::{TaskCtx, TaskState};
+    use crate::vmscan::ScanControl;
+    use crate::Machine;
+
+    /// Maps a file of `pages` on disk, reads each page once through the mapping, holds.
+    struct Mapper {
+        pages: u64,
+        exec: bool,
+        next: u64,
+    }
+
+    impl Program for Mapper {
+        fn name(&self) -> &str {
+            "mapper"
+        }
+        fn step(&mut self, cx: &mut TaskCtx<'_>) -> Step {
+            let f = cx.open("text");
+            if self.next == 0 {
+                cx.extend_on_disk(f, self.pages);
+                cx.mmap_file(f, self.exec);
+            }
+            let map = crate::task::FileMap {
+                file: f.0,
+                exec: self.exec,
+            };
+            while self.next < self.pages {
+                if cx.touch_file(map, self.next).is_err() {
+                    return Step::Continue;
+                }
+                self.next += 1;
+            }
+            Step::Hold
+        }
+    }
+
+    fn mapped(exec: bool) -> (Machine, MemcgId, Pid) {
+        let mut m = Machine::new(MachineConfig::default()).unwrap();
+        m.check_invariants = true;
+        let a = m.memcg_create(ROOT_MEMCG).unwrap();
+        let p = Mapper {
+            pages: 64,
+            exec,
+            next: 0,
+        };
+        let pid = m.spawn(a, "mapper".into(), 0, Box::new(p));
+        m.run_until(10_000_000_000, |m| m.task(pid).state == TaskState::Holding);
+        assert_eq!(m.task(pid).state, TaskState::Holding);
+        (m, a, pid)
+    }
+
+    #[test]
+    fn faults_read_around_and_map_around() {
+        let (m, a, pid) = mapped(true);
+        // Page 0: a major fault reads pages 0-31 (read-around of 128K centred on it, clipped
+        // at the start) and maps 0-15 (fault-around of 64K). Page 16: cached, a minor fault
+        // mapping 16-31. Pages 32 and 48: major faults reading 32-47 and 48-63.
+        assert_eq!(m.task(pid).stats.majflt, 3);
+        assert_eq!(m.task(pid).stats.minflt, 1);
+        assert_eq!(m.stat_total(a, Stat::FileMapped), 64);
+        assert_eq!(m.stat_total(a, Stat::Pgmajfault), 3);
+    }
+
+    #[test]
+    fn referenced_executable_pages_are_activated_and_kept_active() {
+        for exec in [true, false] {
+            let (mut m, a, pid) = mapped(exec);
+            assert_eq!(m.stat_total(a, Stat::InactiveFile), 64);
+            // One pass over the inactive list: every PTE is young. An executable page is
+            // activated at once; another mapped page is only marked referenced.
+            let taken = m.stat_total(a, Stat::InactiveFile);
+            let mut sc = ScanControl::new(a, 1 << 20, true);
+            let mut left = taken;
+            while left > 0 {
+                let n = left.min(32);
+                m.shrink_inactive_list(n, a, &mut sc, lru::INACTIVE_FILE);
+                left -= n;
+            }
+            let active = m.stat_total(a, Stat::ActiveFile);
+            assert_eq!(active, if exec { 64 } else { 0 }, "exec {exec}");
+            assert_eq!(m.stat_total(a, Stat::FileMapped), 64, "nothing reclaimed");
+            if !exec {
+                continue;
+            }
+            // Used again: shrink_active_list() gives them another trip round the list.
+            let f = m.files.by_name["text"];
+            for i in 0..64 {
+                m.file_map_access(pid, f, i).unwrap();
+            }
+            m.shrink_active_list(64, a, &mut sc, lru::ACTIVE_FILE);
+            assert_eq!(m.stat_total(a, Stat::ActiveFile), 64);
+            // Not used since: deactivated.
+            m.shrink_active_list(64, a, &mut sc, lru::ACTIVE_FILE);
+            assert_eq!(m.stat_total(a, Stat::ActiveFile), 0);
+            assert_eq!(m.stat_total(a, Stat::InactiveFile), 64);
+        }
+    }
+
+    #[test]
+    fn the_last_unmap_zaps_every_pte() {
+        let (mut m, a, pid) = mapped(false);
+        m.exit_task(pid, crate::TaskOutcome::Exited(0));
+        assert_eq!(m.stat_total(a, Stat::FileMapped), 0);
+        // zap_pte_range() marked the young pages accessed: still cached, unmapped.
+        assert_eq!(m.stat_total(a, Stat::File), 64);
+        m.check().unwrap();
     }
 }

@@ -68,4 +68,4 @@ pub use page_counter::PAGE_COUNTER_MAX;
 pub use program::{Fault, Pid, Program, Step, TaskOutcome};
 pub use rstat::{StatsScheme, StatsWork};
 pub use stat::Stat;
-pub use task::{FileId, TaskCtx, TaskState, Vma};
+pub use task::{FileId, FileMap, TaskCtx, TaskState, Vma};

@@ -98,7 +98,7 @@ impl Machine {
     }
 
     /// folio_lock() on a page an asynchronous window is still reading.
-    fn wait_pending_read(&mut self, pid: Pid, f: u32, idx: u64) {
+    pub(crate) fn wait_pending_read(&mut self, pid: Pid, f: u32, idx: u64) {
         let now = self.now();
         let pending = &mut self.files.v[f as usize].ra_pending;
         pending.retain(|&(_, _, until)| until > now);
@@ -199,6 +199,37 @@ impl Machine {
             }
             pending.push((start, end, until));
         } else {
+            self.file_read_wait(pid, &runs);
+        }
+        Ok(())
+    }
+
+    /// do_sync_mmap_readahead() for a fault on missing page `idx` of a mapping: read-around,
+    /// a window of read_ahead_kb centred on the page, read synchronously (the faulting task
+    /// waits). The window's PG_readahead mark and mmap_miss are not kept.
+    pub(crate) fn mmap_read_around(&mut self, pid: Pid, f: u32, idx: u64) -> Result<(), Fault> {
+        let max = self.ra_pages.max(1);
+        let file_size = self.files.v[f as usize].size;
+        let start = idx.saturating_sub(max / 2);
+        let end = (start + max).min(file_size);
+        let memcg = self.task(pid).memcg;
+        let mut reads = Vec::new();
+        for i in start..end {
+            if self.file_page_present(f, i) {
+                continue;
+            }
+            let Some(ondisk) = self.ra_add_page(f, i, memcg) else {
+                break;
+            };
+            if ondisk {
+                reads.push(crate::blkdev::file_pos(f as usize, i));
+            }
+        }
+        if self.task(pid).killed {
+            return Err(Fault::Killed);
+        }
+        if !reads.is_empty() {
+            let runs = crate::blkdev::page_runs(reads);
             self.file_read_wait(pid, &runs);
         }
         Ok(())

@@ -16,6 +16,13 @@ pub const FIRST_PID: u32 = 100;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Vma(pub u32);
 
+/// A task's shared read-only mapping of a whole file (VM_EXEC if `exec`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileMap {
+    pub file: u32,
+    pub exec: bool,
+}
+
 /// A handle on a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FileId(pub u32);
@@ -56,6 +63,8 @@ pub struct Task {
     pub vmas: Vec<u32>,
     /// Unnamed files (O_TMPFILE) the task holds open; deleted when it exits.
     pub tmpfiles: Vec<u32>,
+    /// Its shared read-only file mappings: (file, VM_EXEC), one entry per mmap().
+    pub file_maps: Vec<(u32, bool)>,
     /// The readahead state of each file the task reads (its open file's file_ra_state).
     pub ra: std::collections::BTreeMap<u32, crate::readahead::RaState>,
     /// Pages of all its mappings (mm->total_vm).
@@ -173,6 +182,7 @@ impl Machine {
             program: Some(program),
             vmas: Vec::new(),
             tmpfiles: Vec::new(),
+            file_maps: Vec::new(),
             total_vm: 0,
             pmd_pages: 0,
             pmd_objcg: crate::kmem::ROOT_OBJCG,
@@ -233,6 +243,9 @@ impl Machine {
         let vmas = std::mem::take(&mut self.task_mut(pid).vmas);
         for v in vmas {
             self.munmap(v);
+        }
+        for (f, exec) in std::mem::take(&mut self.task_mut(pid).file_maps) {
+            self.file_munmap_shared(f, exec);
         }
         // Closing the last fd of an unlinked file frees its page cache and its inode.
         for f in std::mem::take(&mut self.task_mut(pid).tmpfiles) {
@@ -423,6 +436,27 @@ impl TaskCtx<'_> {
 
     pub fn munmap(&mut self, vma: Vma) {
         self.m.munmap(vma.0)
+    }
+
+    /// mmap(PROT_READ [| PROT_EXEC], MAP_SHARED) of a whole file.
+    pub fn mmap_file(&mut self, f: FileId, exec: bool) -> FileMap {
+        self.m.file_mmap(self.pid, f.0, exec);
+        FileMap { file: f.0, exec }
+    }
+
+    /// A user-space read of page `idx` through a file mapping (faults it in if needed).
+    #[inline]
+    pub fn touch_file(&mut self, map: FileMap, idx: u64) -> Result<(), Fault> {
+        self.m.file_map_access(self.pid, map.file, idx)
+    }
+
+    /// munmap() of a file mapping.
+    pub fn munmap_file(&mut self, map: FileMap) {
+        let maps = &mut self.m.task_mut(self.pid).file_maps;
+        if let Some(i) = maps.iter().position(|&m| m == (map.file, map.exec)) {
+            maps.remove(i);
+            self.m.file_munmap_shared(map.file, map.exec);
+        }
     }
 
     /// Open (or create) a named file.

@@ -870,9 +870,12 @@ impl Machine {
                 self.lru_add(pfn);
                 continue;
             }
-            // Referenced executable file pages would stay active; no VM_EXEC mappings are
-            // modelled, so every page is deactivated (its young bit is still harvested).
-            let _ = self.page_referenced(pfn);
+            // Referenced executable file pages get another trip round the active list; anon
+            // VM_EXEC pages are not modelled (anon mappings are never executable here).
+            if self.page_referenced(pfn) && lru::is_file(l) && self.page_vm_exec(pfn) {
+                self.lru_add(pfn);
+                continue;
+            }
             self.frames.clear(pfn, pf::ACTIVE);
             self.frames.set(pfn, pf::WORKINGSET);
             self.lru_add(pfn);
@@ -883,7 +886,7 @@ impl Machine {
     }
 
     /// shrink_inactive_list() with shrink_folio_list()'s per-page decisions.
-    fn shrink_inactive_list(
+    pub(crate) fn shrink_inactive_list(
         &mut self,
         n: u64,
         memcg: MemcgId,
@@ -1042,6 +1045,10 @@ impl Machine {
             if referenced_folio {
                 return Verdict::Activate;
             }
+            // Executable file pages are activated after their first use.
+            if !anon && self.page_vm_exec(pfn) {
+                return Verdict::Activate;
+            }
             return Verdict::Keep;
         }
         if referenced_folio && !anon {
@@ -1050,7 +1057,10 @@ impl Machine {
         if anon {
             return self.shrink_anon_folio(pfn, flags, sc, pageout);
         }
-        // File page.
+        // File page: try_to_unmap() takes it out of the mappings first.
+        if flags & pf::MAPPED != 0 {
+            self.file_unmap_page(pfn, false);
+        }
         if flags & pf::DIRTY != 0 {
             if reclaim_clean {
                 return Verdict::Keep;

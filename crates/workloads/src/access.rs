@@ -1,5 +1,5 @@
 //! `access SIZE [--pattern random|zipf] [--theta F] [--count N] [--file NAME] [--seed N]
-//! [--read-only] [--hold]` — synthetic page-access streams for studying reclaim against a
+//! [--read-only] [--mmap] [--exec] [--cold] [--hold]` — synthetic page-access streams for studying reclaim against a
 //! known popularity distribution: `--count` accesses (default 10 × the pages of SIZE) to
 //! pages of SIZE chosen uniformly (`random`, the default) or by a Zipf law of exponent
 //! `--theta` (default 0.99, YCSB's) where page 0 is the most popular, page 1 the next, and
@@ -7,8 +7,12 @@
 //! arguments).
 //!
 //! By default the pages are those of an anonymous mapping of SIZE, written from user space.
-//! With `--file NAME` they are pages of that file, extended sparse to SIZE if smaller,
+//! With `--file NAME` they are pages of that file, extended sparse to SIZE if smaller (with
+//! `--cold`, extended with data on disk that is not cached, so reading it costs disk reads),
 //! accessed with write() (or read() with `--read-only`, which only makes sense with a file).
+//! With `--mmap` the file is mapped shared and read-only and the pages are read through the
+//! mapping (page faults, PTE young bits); `--exec` maps it executable as well (VM_EXEC, as
+//! the text of a program or library).
 //! At the end the task holds its memory (`--hold`) or unmaps it and exits 0.
 
 use memcgsim_model::{Program, Step, TaskCtx};
@@ -18,7 +22,7 @@ use crate::common::{fault_step, pages, Budget, Region, MAX_SIZE};
 use crate::rand::{SplitMix64, Zipf};
 
 pub(crate) const SPEC: Spec = Spec {
-    flags: &["--read-only", "--hold"],
+    flags: &["--read-only", "--hold", "--mmap", "--exec", "--cold"],
     options: &["--pattern", "--theta", "--count", "--file", "--seed"],
     positional: &["SIZE"],
     required: 1,
@@ -39,11 +43,20 @@ pub(crate) fn build(args: &[String]) -> Result<Box<dyn Program>, String> {
     if read_only && file.is_none() {
         return Err("access: --read-only needs --file (anonymous pages are written)".into());
     }
+    let exec = a.flag("--exec");
+    let mmap = a.flag("--mmap") || exec;
+    let cold = a.flag("--cold");
+    if (mmap || cold) && file.is_none() {
+        return Err("access: --mmap, --exec and --cold need --file".into());
+    }
+    let mut region = Region::new(npages, file);
+    region.mmap = mmap.then_some(exec);
+    region.cold = cold;
     Ok(Box::new(Access {
         pages: npages,
         zipf: (pattern == "zipf").then(|| Zipf::new(npages, theta)),
         count,
-        region: Region::new(npages, file),
+        region,
         write: !read_only,
         hold: a.flag("--hold"),
         rng: SplitMix64::new(a.seed()?),

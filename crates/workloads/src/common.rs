@@ -1,7 +1,7 @@
 //! Helpers shared by the workloads: page arithmetic, the per-step work bound and what a
 //! failed memory operation means for the program.
 
-use memcgsim_model::{Fault, FileId, Step, TaskCtx, Vma, PAGE_SIZE};
+use memcgsim_model::{Fault, FileId, FileMap, Step, TaskCtx, Vma, PAGE_SIZE};
 
 /// Pages a program handles per `step` call at most (a bound on each step's work).
 pub(crate) const PAGES_PER_STEP: u64 = 4096;
@@ -70,6 +70,13 @@ pub(crate) struct Region {
     file_name: Option<String>,
     vma: Option<Vma>,
     file: Option<FileId>,
+    /// How the file is reached: read()/write(), or a shared read-only mapping (VM_EXEC
+    /// when `Some(true)`).
+    pub mmap: Option<bool>,
+    /// A missing part of the file is created on disk and not cached (a file written before
+    /// the caches were dropped), instead of as a hole.
+    pub cold: bool,
+    map: Option<FileMap>,
 }
 
 impl Region {
@@ -79,18 +86,29 @@ impl Region {
             file_name,
             vma: None,
             file: None,
+            mmap: None,
+            cold: false,
+            map: None,
         }
     }
 
-    /// Map the region or open the file (extending it to the region's size) on first use.
+    /// Map the region or open the file (extending it to the region's size, and mapping it
+    /// if asked) on first use.
     pub fn setup(&mut self, cx: &mut TaskCtx<'_>) -> Result<(), Step> {
         match &self.file_name {
             Some(n) if self.file.is_none() => {
                 let f = cx.open(n);
                 if cx.file_size(f) < self.pages {
-                    cx.truncate(f, self.pages);
+                    if self.cold {
+                        cx.extend_on_disk(f, self.pages);
+                    } else {
+                        cx.truncate(f, self.pages);
+                    }
                 }
                 self.file = Some(f);
+                if let Some(exec) = self.mmap {
+                    self.map = Some(cx.mmap_file(f, exec));
+                }
             }
             None if self.vma.is_none() => match cx.mmap_anon(self.pages, false) {
                 Ok(v) => self.vma = Some(v),
@@ -103,6 +121,9 @@ impl Region {
 
     /// Access page `idx`: a touch of the mapping, or a read()/write() of the file.
     pub fn access(&self, cx: &mut TaskCtx<'_>, idx: u64, write: bool) -> Result<(), Fault> {
+        if let Some(m) = self.map {
+            return cx.touch_file(m, idx);
+        }
         match (self.vma, self.file) {
             (Some(v), _) => cx.touch(v, idx),
             (None, Some(f)) if write => cx.write(f, idx),
@@ -111,10 +132,13 @@ impl Region {
         }
     }
 
-    /// Unmap the anonymous mapping, if any (files stay).
+    /// Unmap the mapping, if any (files stay).
     pub fn release(&mut self, cx: &mut TaskCtx<'_>) {
         if let Some(v) = self.vma.take() {
             cx.munmap(v);
+        }
+        if let Some(m) = self.map.take() {
+            cx.munmap_file(m);
         }
     }
 }

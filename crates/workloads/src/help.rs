@@ -82,7 +82,7 @@ pub(crate) const DOCS: &[Doc] = &[
     ),
     doc!(
         "kbuild",
-        "kbuild [--jobs N] [--units N] [--tree SIZE] [--anon SIZE] [--obj SIZE] [--cpu DURATION] [--src NAME] [--seed N] [--shard K/N] [--cold]",
+        "kbuild [--jobs N] [--units N] [--tree SIZE] [--anon SIZE] [--obj SIZE] [--cpu DURATION] [--exec SIZE] [--cc NAME] [--src NAME] [--seed N] [--shard K/N] [--cold]",
         "a make -jN kernel build, or shard K of N of one; --cold: the tree is on disk, not cached (defaults: 4 jobs, 3000 units, 1G tree, 40M heap, 200K objects, 300ms CPU per unit)"
     ),
     doc!(
@@ -107,8 +107,8 @@ pub(crate) const DOCS: &[Doc] = &[
     ),
     doc!(
         "access",
-        "access SIZE [--pattern random|zipf] [--theta F] [--count N] [--file NAME] [--seed N] [--read-only] [--hold]",
-        "N random or Zipf page accesses (default 10 x pages) to anonymous memory or a file"
+        "access SIZE [--pattern random|zipf] [--theta F] [--count N] [--file NAME] [--seed N] [--read-only] [--mmap] [--exec] [--cold] [--hold]",
+        "N random or Zipf page accesses (default 10 x pages) to anonymous memory, a file, or a file mapping"
     ),
     doc!(
         "trace",

@@ -1,5 +1,5 @@
 //! `kbuild [--jobs N] [--units N] [--tree SIZE] [--anon SIZE] [--obj SIZE] [--cpu DURATION]
-//! [--src NAME] [--seed N] [--shard K/N] [--cold]` — a kernel build, the workload of seeds 000 (parallel builds of a
+//! [--exec SIZE] [--cc NAME] [--src NAME] [--seed N] [--shard K/N] [--cold]` — a kernel build, the workload of seeds 000 (parallel builds of a
 //! distribution config under soft limits; a build squeezed next to mem_eater) and 003 (two
 //! `make -j16` defconfig builds while memory.stat is polled).
 //!
@@ -21,6 +21,13 @@
 //! 4. writes `--obj` to its own object file `kbuild.PID.UNIT.o` (truncated first);
 //! 5. unmaps its heap.
 //!
+//! With `--exec SIZE`, each unit also maps the compiler, the file `--cc` (default
+//! `kbuild.cc`, created at SIZE on disk and not cached if missing or smaller: an installed
+//! compiler and its libraries), shared and executable, for the unit's lifetime, and every
+//! page operation first reads one of its pages, drawn from a Zipf law (theta 0.99) as a
+//! compiler's hot text is; under pressure, reclaim takes text that the next units fault back
+//! from disk.
+//!
 //! With `--shard K/N` the task compiles only units K−1, K−1+N, K−1+2N, ... of the build, so
 //! N tasks with shards 1/N to N/N on the same `--src` do exactly the work of one build
 //! between them, on N CPUs (a `make -jN` whose jobs are separate processes).
@@ -33,7 +40,7 @@
 //! compiler, 200K per object file (600M of objects), 300 ms of CPU per unit (15 CPU minutes
 //! in all). A default build takes 900 s of virtual time and a few seconds of wall time.
 
-use memcgsim_model::{FileId, Program, Step, TaskCtx, Vma};
+use memcgsim_model::{FileId, FileMap, Program, Step, TaskCtx, Vma};
 
 use crate::args::{parse, Spec};
 use crate::common::{fault_step, pages, Budget, MAX_SIZE};
@@ -48,6 +55,7 @@ pub(crate) const SPEC: Spec = Spec {
     flags: &["--cold"],
     options: &[
         "--jobs", "--units", "--tree", "--anon", "--obj", "--cpu", "--src", "--seed", "--shard",
+        "--exec", "--cc",
     ],
     positional: &[],
     required: 0,
@@ -61,6 +69,11 @@ pub(crate) fn build(args: &[String]) -> Result<Box<dyn Program>, String> {
     let anon = a.size("--anon", 40 << 20, 0, 64 << 30)?;
     let obj = a.size("--obj", 200 << 10, 0, 64 << 30)?;
     let cpu = a.duration("--cpu", 300_000_000, 3_600_000_000_000)?;
+    let exec = a.size("--exec", 0, 0, 64 << 30)?;
+    let cc = a.string("--cc").unwrap_or_else(|| "kbuild.cc".to_string());
+    if a.value("--cc").is_some() && exec == 0 {
+        return Err("kbuild: --cc needs --exec SIZE".into());
+    }
     let src = a
         .string("--src")
         .unwrap_or_else(|| "kbuild.src".to_string());
@@ -86,6 +99,10 @@ pub(crate) fn build(args: &[String]) -> Result<Box<dyn Program>, String> {
             seed,
             cold: a.flag("--cold"),
             tree: None,
+            exec_pages: pages(exec),
+            exec_zipf: (exec > 0).then(|| Zipf::new(pages(exec), HEADER_THETA)),
+            cc,
+            cc_file: None,
         },
         slots: (0..jobs).map(|_| None).collect(),
         next_unit: shard - 1,
@@ -124,6 +141,11 @@ struct Shared {
     seed: u64,
     cold: bool,
     tree: Option<FileId>,
+    /// The compiler's text (`--exec`), its popularity law, name and file.
+    exec_pages: u64,
+    exec_zipf: Option<Zipf>,
+    cc: String,
+    cc_file: Option<FileId>,
 }
 
 /// One compile job in flight.
@@ -143,6 +165,9 @@ struct Job {
     written: u64,
     ops_left: u64,
     cpu_left: u64,
+    /// The compiler's mapping, and a text page drawn whose read must be retried.
+    text: Option<FileMap>,
+    text_pending: Option<u64>,
 }
 
 pub struct Kbuild {
@@ -169,7 +194,10 @@ impl Shared {
         } else {
             None
         };
+        let text = self.cc_file.map(|f| cx.mmap_file(f, true));
         Ok(Job {
+            text,
+            text_pending: None,
             unit,
             rng: SplitMix64::new(mix64(self.seed ^ mix64(unit))),
             own_start: self.header_pages + edge(unit),
@@ -192,6 +220,16 @@ impl Shared {
         let anon = self.anon_pages;
         let tree = self.tree.expect("tree opened");
         let mut finished = false;
+        if let (Some(map), Some(z)) = (job.text, &self.exec_zipf) {
+            // The compiler runs: one page of its text.
+            let p = job
+                .text_pending
+                .take()
+                .unwrap_or_else(|| z.sample(&mut job.rng));
+            job.text_pending = Some(p);
+            cx.touch_file(map, p).map_err(fault_step)?;
+            job.text_pending = None;
+        }
         if job.reads_done < job.reads_total || job.touched < anon {
             // Interleave the reads evenly with the heap's first writes.
             let read = job.reads_done < job.reads_total
@@ -235,6 +273,9 @@ impl Shared {
             if let Some(v) = job.vma.take() {
                 cx.munmap(v);
             }
+            if let Some(m) = job.text.take() {
+                cx.munmap_file(m);
+            }
             finished = true;
         }
         let share = job.cpu_left / job.ops_left.max(1);
@@ -261,6 +302,13 @@ impl Program for Kbuild {
                 }
             }
             self.sh.tree = Some(f);
+            if self.sh.exec_pages > 0 {
+                let cc = cx.open(&self.sh.cc);
+                if cx.file_size(cc) < self.sh.exec_pages {
+                    cx.extend_on_disk(cc, self.sh.exec_pages);
+                }
+                self.sh.cc_file = Some(cc);
+            }
         }
         let mut budget = Budget::new();
         loop {

@@ -713,6 +713,18 @@ mod tests {
                 &["1M", "--read-only"],
                 "access: --read-only needs --file",
             ),
+            (
+                "access",
+                &["1M", "--exec"],
+                "access: --mmap, --exec and --cold need --file",
+            ),
+            (
+                "access",
+                &["1M", "--cold"],
+                "access: --mmap, --exec and --cold need --file",
+            ),
+            ("kbuild", &["--cc", "gcc"], "kbuild: --cc needs --exec SIZE"),
+            ("kbuild", &["--exec", "65G"], "kbuild: --exec"),
             ("trace", &[], "trace: missing FILE"),
             (
                 "trace",
