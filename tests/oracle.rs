@@ -156,3 +156,136 @@ fn guest_helper_self_test() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The guest helper's `access` (oracle/guest/mcgh.c, built on the host) visits the model's
+/// pages in the model's order, bit for bit: its port of splitmix64, `below()`, `unit()` and
+/// the Zipf sampler, and its default seed (the ready-file name after `--hold` is not hashed),
+/// against the workload's own generators. Bad arguments are refused by both.
+#[test]
+fn guest_access_draws_match_the_model() {
+    let required = std::env::var("MEMCGSIM_ORACLE").as_deref() == Ok("1");
+    let dir = tempfile::tempdir().expect("a scratch directory");
+    let bin = dir.path().join("mcgh");
+    let built = Command::new("gcc")
+        .args(["-static", "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(&bin)
+        .arg("oracle/guest/mcgh.c")
+        .arg("-lm")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output();
+    let built = match built {
+        Ok(o) => o,
+        Err(e) => {
+            assert!(!required, "MEMCGSIM_ORACLE=1 but gcc cannot run: {e}");
+            eprintln!("access draw check skipped: gcc cannot run: {e}");
+            return;
+        }
+    };
+    assert!(
+        built.status.success(),
+        "mcgh does not build:\n{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    // The translation adds the task's name after --hold, as the ready file's name.
+    let guest_args = |args: &[String]| -> Vec<String> {
+        let mut v = Vec::new();
+        for a in args {
+            v.push(a.clone());
+            if a == "--hold" {
+                v.push("t1".into());
+            }
+        }
+        v
+    };
+    const DRAWS: usize = 5000;
+    let cases = [
+        "1M",
+        "1 --count 3",
+        "1M --seed 42",
+        "1M --seed=42 --count 7",
+        "100M --pattern random --seed 18446744073709551615",
+        "64M --pattern zipf",
+        "64M --pattern zipf --theta 1",
+        "64M --pattern zipf --theta=0",
+        "64M --pattern zipf --theta 1.00000001",
+        "64M --pattern zipf --theta 0.999999999999",
+        "1G --pattern zipf --theta 2.5 --seed 9",
+        "1T --pattern zipf --theta 0.5 --seed 1",
+        "10 --pattern zipf --theta 10 --seed 3",
+        "4097 --pattern seq",
+        "256K --file f --mmap --cold --pattern seq --count 64 --hold",
+        "16M --file e.text --exec --cold --pattern zipf --count 10000000 --hold",
+        "96M --file e.data --read-only --count 300000",
+        "8M --hold --file x --pattern zipf --theta 1.2e0",
+    ];
+    for case in cases {
+        let args: Vec<String> = case.split_whitespace().map(str::to_string).collect();
+        let want = memcgsim_workloads::access_pages(&args, DRAWS)
+            .unwrap_or_else(|e| panic!("access {case}: {e}"));
+        let out = Command::new(&bin)
+            .arg("access-draws")
+            .arg(DRAWS.to_string())
+            .args(guest_args(&args))
+            .output()
+            .expect("run mcgh");
+        assert!(
+            out.status.success(),
+            "mcgh access {case}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let got: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.parse().expect("a page number"))
+            .collect();
+        assert_eq!(got.len(), DRAWS, "access {case}");
+        if let Some(i) = (0..DRAWS).find(|&i| got[i] != want[i]) {
+            panic!(
+                "access {case}: draw {i} is page {} on the guest, {} in the model",
+                got[i], want[i]
+            );
+        }
+    }
+    let bad = [
+        "",
+        "0",
+        "2T",
+        "1M --theta 1",
+        "1M --pattern seq --theta 1",
+        "1M --pattern foo",
+        "1M --pattern zipf --theta -1",
+        "1M --pattern zipf --theta 10.5",
+        "1M --pattern zipf --theta nan",
+        "1M --pattern zipf --theta 0x1p1",
+        "1M --count 0",
+        "1M --count 1000000000001",
+        "1M --seed -1",
+        "1M --read-only",
+        "1M --mmap",
+        "1M --exec",
+        "1M --cold",
+        "1M --file x --cold --cold",
+        "1M --file",
+        "1M --file --mmap",
+        "1M 2M",
+        "1M --bogus",
+    ];
+    for case in bad {
+        let args: Vec<String> = case.split_whitespace().map(str::to_string).collect();
+        assert!(
+            memcgsim_workloads::access_pages(&args, 1).is_err(),
+            "the model takes access {case}"
+        );
+        let out = Command::new(&bin)
+            .arg("access-draws")
+            .arg("1")
+            .args(guest_args(&args))
+            .output()
+            .expect("run mcgh");
+        assert_eq!(out.status.code(), Some(2), "mcgh takes access {case}");
+    }
+    let hold_bad = Command::new(&bin)
+        .args(["access-draws", "1", "1M", "--hold=x"])
+        .output()
+        .expect("run mcgh");
+    assert_eq!(hold_bad.status.code(), Some(2), "--hold=x");
+}

@@ -197,6 +197,8 @@ script_tests! {
     swap_kswapd_split => "swap/kswapd_split.mcg",
     // Mapped file pages: executable text against a stream.
     file_exec_text => "file/exec_text.mcg",
+    // Read-around and fault-around of a file read in order through a mapping.
+    file_mmap_faults => "file/mmap_faults.mcg",
     // cgroup core files.
     cgroup_core_files => "cgroup/core_files.mcg",
     cgroup_dying => "cgroup/dying.mcg",

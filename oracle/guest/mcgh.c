@@ -7,8 +7,9 @@
  *
  *   - the workloads of the memory cgroup selftests (anonymous memory, page
  *     cache, mlocked memory), optionally held until killed;
- *   - the simulator's file writers and readers (dd, cat, tar), with the
- *     simulator's argument syntax;
+ *   - the simulator's file writers and readers (dd, cat, tar) and its
+ *     synthetic page accesses (access), with the simulator's argument syntax
+ *     and, for access, the simulator's page sequence;
  *   - joining a cgroup from the very process that will allocate;
  *   - control-file writes, mkdir and rmdir whose errno must be reported
  *     exactly (the shell only says "write error");
@@ -72,6 +73,15 @@
 #define MODEL_MAX_FILES 1000000ULL      /* tar --files: 1 to 1000000 */
 #define MODEL_MAX_LOOKUPS 100000000ULL  /* dcache N: 1 to 100000000 */
 #define MODEL_MAX_THREADS 100000ULL     /* threads N: 1 to 100000 */
+#define MODEL_MAX_ACCESSES 1000000000000ULL /* access --count: 1 to 10^12 */
+#define MODEL_MAX_THETA 10.0            /* access --theta: 0 to 10 */
+
+/* access --cold writes the missing part of its file from a buffer of this
+ * many non-zero bytes, and checks it left the cache in windows of this
+ * many pages (one mincore() vector). */
+#define COLD_BUF (1UL << 16)
+#define COLD_CHECK_PAGES 4096UL
+#define COLD_DROP_TRIES 5
 
 /* dd writes its blocks from a read-only mapping of this many zero bytes;
  * a larger --bs block is written with several write(2) calls of this size. */
@@ -79,6 +89,8 @@
 
 #define EXIT_USAGE 2
 #define EXIT_ENTERFAIL 126
+
+static uint64_t pages_of(uint64_t bytes);
 
 /* ------------------------------------------------------------------------ */
 /* Output: whole lines with a single write(2).                               */
@@ -209,6 +221,9 @@ static void usage(void)
         "       mcgh tar SIZE [--files N] [--gzip] [--archive NAME] [--dest PREFIX] [--seed N]\n"
         "       mcgh dcache N [--hold NAME]\n"
         "       mcgh threads N [--hold NAME]\n"
+        "       mcgh access SIZE [--pattern random|zipf|seq] [--theta F] [--count N]\n"
+        "                   [--file NAME] [--seed N] [--read-only] [--mmap] [--exec]\n"
+        "                   [--cold] [--hold NAME]\n"
         "       mcgh enter CGDIR ADJ -- WORKLOAD ARGS...\n"
         "       mcgh write LINE PATH VALUE\n"
         "       mcgh mkdir LINE PATH\n"
@@ -355,21 +370,30 @@ static int parse_fd(const char *s)
 /* ------------------------------------------------------------------------ */
 
 enum wl_kind { WL_ANON, WL_PAGECACHE, WL_MLOCK, WL_DD, WL_CAT, WL_TAR, WL_DCACHE,
-               WL_THREADS };
+               WL_THREADS, WL_ACCESS };
+
+/* access --pattern */
+enum access_pattern { PAT_RANDOM, PAT_ZIPF, PAT_SEQ };
 
 struct workload {
     enum wl_kind kind;
     uint64_t size;          /* bytes; cat: 0 = no SIZE given */
     unsigned long passes;   /* anon: passes over all pages */
-    const char *file;       /* pagecache: NULL = unnamed O_TMPFILE file; dd, cat */
+    const char *file;       /* pagecache: NULL = unnamed O_TMPFILE file; dd, cat;
+                               access: NULL = anonymous memory */
     const char *hold;       /* NULL = exit when done */
     uint64_t bs;            /* dd: bytes per write() block */
     uint64_t files;         /* tar: number of extracted files */
     const char *archive;    /* tar: the archive */
     const char *dest;       /* tar: prefix of the extracted files */
-    uint64_t seed;          /* tar: seed of the file sizes */
+    uint64_t seed;          /* tar: seed of the file sizes; access: of the draws */
     int gzip;               /* tar: the archive is compressed (--gzip) */
-    uint64_t count;         /* dcache: lookups; threads: threads */
+    uint64_t count;         /* dcache: lookups; threads: threads; access: accesses */
+    enum access_pattern pattern;    /* access */
+    double theta;           /* access: Zipf exponent */
+    int read_only;          /* access: pread() instead of pwrite() */
+    int map;                /* access: 0 = read()/write(), 1 = mmap, 2 = mmap PROT_EXEC */
+    int cold;               /* access: extend the file with data on disk, not cached */
 };
 
 /* FNV-1a over len bytes, continuing from h (0 starts a new hash), as the
@@ -607,6 +631,140 @@ static void parse_count(const char *name, int argc, char **argv, uint64_t max,
     }
 }
 
+/* A real number as Rust's f64::from_str reads it, restricted to what can be
+ * in range here: an optional sign, digits with an optional fraction (or a
+ * fraction alone), an optional decimal exponent; no blanks, hex, inf or nan
+ * (which the simulator's range check refuses anyway).  strtod() and Rust
+ * both round to the nearest double.  Returns 0 or -1. */
+static int parse_f64(const char *s, double *out)
+{
+    const char *p = s;
+    int digits = 0;
+
+    if (*p == '+' || *p == '-')
+        p++;
+    while (*p >= '0' && *p <= '9') {
+        p++;
+        digits++;
+    }
+    if (*p == '.') {
+        p++;
+        while (*p >= '0' && *p <= '9') {
+            p++;
+            digits++;
+        }
+    }
+    if (digits == 0)
+        return -1;
+    if (*p == 'e' || *p == 'E') {
+        int edigits = 0;
+
+        p++;
+        if (*p == '+' || *p == '-')
+            p++;
+        while (*p >= '0' && *p <= '9') {
+            p++;
+            edigits++;
+        }
+        if (edigits == 0)
+            return -1;
+    }
+    if (*p != '\0' || strlen(s) > 400)
+        return -1;
+    *out = strtod(s, NULL);
+    return 0;
+}
+
+/* access SIZE [--pattern random|zipf|seq] [--theta F] [--count N]
+ * [--file NAME] [--seed N] [--read-only] [--mmap] [--exec] [--cold]
+ * [--hold NAME], checked as crates/workloads/src/access.rs checks it.  The
+ * simulator's --hold is a flag; here it is followed by the ready-file NAME,
+ * which the default seed does not hash, so the seed is the simulator's. */
+static void parse_access(int argc, char **argv, struct workload *wl)
+{
+    static const char *const opts[] = { "--pattern", "--theta", "--count",
+                                        "--file", "--seed" };
+    static const char *const flags[] = { "--read-only", "--mmap", "--exec",
+                                         "--cold", "--hold" };
+    int seen[5] = { 0, 0, 0, 0, 0 };
+    const char *vals[5], *pos;
+    char *rest[64];
+    uint64_t npages, h;
+    int i, k, nrest = 0;
+
+    if (argc > 64)
+        arg_error("access", "too many arguments");
+    h = fnv1a(0, "access", 6);
+    for (i = 0; i < argc; i++) {
+        const char *eq = strchr(argv[i], '=');
+        size_t keylen = eq ? (size_t)(eq - argv[i]) : strlen(argv[i]);
+
+        h = fnv1a(h, argv[i], strlen(argv[i]));
+        h = fnv1a(h, "", 1);
+        for (k = 0; k < 5; k++)
+            if (strlen(flags[k]) == keylen && strncmp(argv[i], flags[k], keylen) == 0)
+                break;
+        if (k == 5) {
+            rest[nrest++] = argv[i];
+            continue;
+        }
+        if (eq != NULL)
+            arg_error("access", "%s takes no value", flags[k]);
+        if (seen[k]++)
+            arg_error("access", "%s given twice", flags[k]);
+        if (k == 4) {
+            if (i + 1 >= argc || !valid_name(argv[i + 1]))
+                arg_error("access", "--hold needs a NAME (of the ready file)");
+            wl->hold = argv[++i];
+        }
+    }
+    parse_model_args("access", nrest, rest, opts, vals, 5, &pos);
+    if (pos == NULL)
+        arg_error("access", "missing SIZE");
+    wl->size = model_size("access", "SIZE", pos, 1, MODEL_MAX_SIZE);
+    npages = pages_of(wl->size);
+
+    wl->pattern = PAT_RANDOM;
+    if (vals[0] != NULL) {
+        if (strcmp(vals[0], "random") == 0)
+            wl->pattern = PAT_RANDOM;
+        else if (strcmp(vals[0], "zipf") == 0)
+            wl->pattern = PAT_ZIPF;
+        else if (strcmp(vals[0], "seq") == 0)
+            wl->pattern = PAT_SEQ;
+        else
+            arg_error("access", "--pattern: bad value '%s' (expected random or zipf or seq)",
+                      vals[0]);
+    }
+    wl->theta = 0.99;
+    if (vals[1] != NULL) {
+        if (parse_f64(vals[1], &wl->theta) != 0 || !isfinite(wl->theta) ||
+            !(wl->theta >= 0.0) || wl->theta > MODEL_MAX_THETA)
+            arg_error("access", "--theta: bad number '%s' (expected a value in [0, 10])",
+                      vals[1]);
+        if (wl->pattern != PAT_ZIPF)
+            arg_error("access", "--theta needs --pattern zipf");
+    }
+    wl->count = 10 * npages;
+    if (vals[2] != NULL &&
+        (parse_u64(vals[2], &wl->count) != 0 || wl->count < 1 ||
+         wl->count > MODEL_MAX_ACCESSES))
+        arg_error("access", "--count: bad count '%s' (expected an integer in 1..=1000000000000)",
+                  vals[2]);
+    wl->file = vals[3] ? model_name("access", "--file", vals[3]) : NULL;
+    wl->seed = h;
+    if (vals[4] != NULL && parse_u64(vals[4], &wl->seed) != 0)
+        arg_error("access", "--seed: bad seed '%s' (expected an unsigned integer)",
+                  vals[4]);
+    wl->read_only = seen[0];
+    wl->map = seen[2] ? 2 : seen[1] ? 1 : 0;
+    wl->cold = seen[3];
+    if (wl->read_only && wl->file == NULL)
+        arg_error("access", "--read-only needs --file (anonymous pages are written)");
+    if ((wl->map || wl->cold) && wl->file == NULL)
+        arg_error("access", "--mmap, --exec and --cold need --file");
+}
+
 /* Parse "WORKLOAD ARGS..." starting at argv[0]: anon|pagecache|mlock SIZE
  * [options] with the selftests' helpers' options, or dd|cat|readonce|tar
  * with the simulator's syntax.  Returns 0, or -1 if argv[0] is not a
@@ -639,6 +797,11 @@ static int parse_workload(int argc, char **argv, struct workload *wl)
         wl->kind = dc ? WL_DCACHE : WL_THREADS;
         parse_count(argv[0], argc - 1, argv + 1,
                     dc ? MODEL_MAX_LOOKUPS : MODEL_MAX_THREADS, wl);
+        return 0;
+    }
+    if (strcmp(argv[0], "access") == 0) {
+        wl->kind = WL_ACCESS;
+        parse_access(argc - 1, argv + 1, wl);
         return 0;
     }
     if (strcmp(argv[0], "anon") == 0)
@@ -1203,6 +1366,366 @@ static int run_threads(const struct workload *wl)
     return 0;
 }
 
+/* The simulator's random generators (crates/workloads/src/rand.rs), ported
+ * operation for operation so that access draws the same pages: splitmix64
+ * (splitmix64_next above), below() by a 128-bit multiply, unit() with 53
+ * random bits, and the Zipf sampler by rejection-inversion.  The C library's
+ * exp, log, expm1 and log1p stand for Rust's f64::exp, ln, exp_m1 and ln_1p,
+ * which call the same functions of the C library on Linux. */
+
+/* Uniform in 0..n (n > 0). */
+static uint64_t rng_below(uint64_t *state, uint64_t n)
+{
+    return (uint64_t)(((unsigned __int128)splitmix64_next(state) *
+                       (unsigned __int128)n) >> 64);
+}
+
+/* Uniform in [0, 1). */
+static double rng_unit(uint64_t *state)
+{
+    return (double)(splitmix64_next(state) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* Rust's `f as u64`: saturating, NaN gives 0 (a C cast of an out-of-range
+ * double is undefined). */
+static uint64_t f64_to_u64(double f)
+{
+    if (!(f > 0.0))
+        return 0;
+    if (f >= 18446744073709551616.0)
+        return UINT64_MAX;
+    return (uint64_t)f;
+}
+
+/* (e^x - 1) / x, continuous at 0. */
+static double expm1_over_x(double x)
+{
+    if (fabs(x) > 1e-8)
+        return expm1(x) / x;
+    return 1.0 + x * (0.5 + x / 6.0);
+}
+
+/* ln(1 + x) / x, continuous at 0. */
+static double ln1p_over_x(double x)
+{
+    if (fabs(x) > 1e-8)
+        return log1p(x) / x;
+    return 1.0 - x * (0.5 - x / 3.0);
+}
+
+struct zipf {
+    uint64_t n;
+    double theta;
+    double lo;      /* H(1.5) - h(1) */
+    double hi;      /* H(n + 0.5) */
+};
+
+/* h(x) = x^-theta */
+static double zipf_h(const struct zipf *z, double x)
+{
+    return exp(-z->theta * log(x));
+}
+
+/* H(x) = (x^(1-theta) - 1) / (1 - theta), or ln x for theta = 1 */
+static double zipf_big_h(const struct zipf *z, double x)
+{
+    double lx = log(x);
+
+    return expm1_over_x((1.0 - z->theta) * lx) * lx;
+}
+
+static double zipf_big_h_inv(const struct zipf *z, double y)
+{
+    /* fmax, as Rust's f64::max, returns the other operand for a NaN. */
+    double t = fmax(y * (1.0 - z->theta), -1.0);
+
+    return exp(ln1p_over_x(t) * y);
+}
+
+static void zipf_init(struct zipf *z, uint64_t n, double theta)
+{
+    z->n = n < 1 ? 1 : n;
+    z->theta = fmax(theta, 0.0);
+    z->lo = 0.0;
+    z->hi = 0.0;
+    z->lo = zipf_big_h(z, 1.5) - 1.0;
+    z->hi = zipf_big_h(z, (double)z->n + 0.5);
+}
+
+/* A rank in 0..n; 0 is the most popular.  At most 64 tries, as the model. */
+static uint64_t zipf_sample(const struct zipf *z, uint64_t *state)
+{
+    uint64_t k = 1;
+    int i;
+
+    for (i = 0; i < 64; i++) {
+        double u = z->lo + rng_unit(state) * (z->hi - z->lo);
+        double x = zipf_big_h_inv(z, u);
+        double kf;
+
+        k = f64_to_u64(x + 0.5);
+        if (k < 1)
+            k = 1;
+        if (k > z->n)
+            k = z->n;
+        kf = (double)k;
+        if (u >= zipf_big_h(z, kf + 0.5) - zipf_h(z, kf))
+            break;
+    }
+    return k - 1;
+}
+
+/* The page sequence of access. */
+struct access_gen {
+    enum access_pattern pattern;
+    uint64_t pages, state, next;
+    struct zipf zipf;
+};
+
+static void access_gen_init(struct access_gen *g, const struct workload *wl)
+{
+    memset(g, 0, sizeof(*g));
+    g->pattern = wl->pattern;
+    g->pages = pages_of(wl->size);
+    g->state = wl->seed;
+    if (g->pattern == PAT_ZIPF)
+        zipf_init(&g->zipf, g->pages, wl->theta);
+}
+
+static uint64_t access_next(struct access_gen *g)
+{
+    uint64_t i;
+
+    switch (g->pattern) {
+    case PAT_ZIPF:
+        return zipf_sample(&g->zipf, &g->state);
+    case PAT_SEQ:
+        i = g->next;
+        g->next = i + 1 == g->pages ? 0 : i + 1;
+        return i;
+    case PAT_RANDOM:
+        break;
+    }
+    return rng_below(&g->state, g->pages);
+}
+
+/* How many pages of fd's byte range [start, end) (start page-aligned) are in
+ * the page cache, by mincore() on a mapping that is never touched; -1 if it
+ * cannot be told. */
+static int64_t cached_pages(int fd, uint64_t start, uint64_t end)
+{
+    static unsigned char vec[COLD_CHECK_PAGES];
+    uint64_t off, n = 0;
+    size_t len = (size_t)(end - start);
+    char *p;
+
+    if (end <= start)
+        return 0;
+    p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, (off_t)start);
+    if (p == MAP_FAILED)
+        return -1;
+    for (off = 0; off < len; off += COLD_CHECK_PAGES * MCGH_PAGE) {
+        size_t chunk = len - off < COLD_CHECK_PAGES * MCGH_PAGE
+                           ? len - off : COLD_CHECK_PAGES * MCGH_PAGE;
+        size_t i;
+
+        if (mincore(p + off, chunk, vec) != 0) {
+            munmap(p, len);
+            return -1;
+        }
+        for (i = 0; i < pages_of(chunk); i++)
+            n += vec[i] & 1;
+    }
+    munmap(p, len);
+    return (int64_t)n;
+}
+
+/* access --cold: make DATA_DIR/NAME at least SIZE (whole pages) long, the
+ * added part written with non-zero data, synced to disk and dropped from
+ * the page cache (POSIX_FADV_DONTNEED), as a file written before the caches
+ * were dropped: reading it costs disk reads.  mincore() checks that the
+ * pages left the cache; a few more tries are made if some did not (a page
+ * under writeback is skipped by DONTNEED).  Returns 0 or 1 (reported). */
+static int access_extend_cold(const struct workload *wl)
+{
+    static char buf[COLD_BUF];
+    char path[PATH_MAX];
+    struct stat st;
+    uint64_t end = pages_of(wl->size) * MCGH_PAGE, off, start;
+    int64_t left = -1;
+    int fd, tries;
+
+    if (data_path(path, sizeof(path), wl->file) != 0)
+        return 1;
+    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        report_err(path, errno);
+        return 1;
+    }
+    if (fstat(fd, &st) != 0) {
+        report_err("fstat", errno);
+        close(fd);
+        return 1;
+    }
+    if (pages_of((uint64_t)st.st_size) >= pages_of(wl->size)) {
+        close(fd);
+        return 0;
+    }
+    memset(buf, 0xa5, sizeof(buf));
+    /* Each pwrite() adds at least one byte or fails: at most end - size rounds. */
+    for (off = (uint64_t)st.st_size; off < end;) {
+        size_t len = end - off < sizeof(buf) ? (size_t)(end - off) : sizeof(buf);
+        ssize_t n;
+        int retries = 0;
+
+        do
+            n = pwrite(fd, buf, len, (off_t)off);
+        while (n < 0 && errno == EINTR && ++retries < MAX_EINTR_RETRIES);
+        if (n <= 0) {
+            report_err("pwrite", n < 0 ? errno : EIO);
+            close(fd);
+            return 1;
+        }
+        off += (uint64_t)n;
+    }
+    start = (uint64_t)st.st_size - (uint64_t)st.st_size % MCGH_PAGE;
+    for (tries = 0; tries < COLD_DROP_TRIES; tries++) {
+        int err;
+
+        if (fsync(fd) != 0) {
+            report_err("fsync", errno);
+            close(fd);
+            return 1;
+        }
+        err = posix_fadvise(fd, (off_t)start, (off_t)(end - start),
+                            POSIX_FADV_DONTNEED);
+        if (err != 0) {
+            report_err("posix_fadvise", err);
+            close(fd);
+            return 1;
+        }
+        left = cached_pages(fd, start, end);
+        if (left == 0)
+            break;
+        usleep(10000);
+    }
+    if (left != 0)
+        emit(2, "mcgh: access: %s: %lld pages of the cold part are still cached",
+             wl->file, (long long)left);
+    close(fd);
+    return 0;
+}
+
+/* The simulator's access: --count accesses to pages of SIZE drawn as the
+ * simulator draws them.  Anonymous: a private mapping of SIZE, one byte of
+ * the page written per access.  --file: DATA_DIR/NAME extended to SIZE
+ * (sparse with ftruncate; with --cold, data on disk that is not cached, see
+ * access_extend_cold) and accessed with a pwrite() of the page (pread() with
+ * --read-only).  --mmap: the file mapped shared, PROT_READ (and PROT_EXEC
+ * with --exec), one byte of the page read per access.  Then hold, or unmap
+ * and exit 0. */
+static int run_access(const struct workload *wl)
+{
+    static char page[MCGH_PAGE];
+    char path[PATH_MAX];
+    struct access_gen g;
+    struct stat st;
+    uint64_t npages = pages_of(wl->size), i;
+    size_t len = (size_t)(npages * MCGH_PAGE);
+    volatile char *mem = NULL;
+    volatile char sink = 0;
+    int fd = -1;
+
+    if (wl->file == NULL) {
+        void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            report_err("mmap", errno);
+            return 1;
+        }
+        mem = p;
+    } else {
+        if (wl->cold && access_extend_cold(wl) != 0)
+            return 1;
+        if (data_path(path, sizeof(path), wl->file) != 0)
+            return 1;
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            report_err(path, errno);
+            return 1;
+        }
+        if (fstat(fd, &st) != 0) {
+            report_err("fstat", errno);
+            return 1;
+        }
+        if (pages_of((uint64_t)st.st_size) < npages &&
+            ftruncate(fd, (off_t)len) != 0) {
+            report_err("ftruncate", errno);
+            return 1;
+        }
+        if (wl->map) {
+            int prot = PROT_READ | (wl->map == 2 ? PROT_EXEC : 0);
+            void *p = mmap(NULL, len, prot, MAP_SHARED, fd, 0);
+            if (p == MAP_FAILED) {
+                report_err("mmap", errno);
+                return 1;
+            }
+            mem = p;
+        }
+    }
+    access_gen_init(&g, wl);
+    for (i = 0; i < wl->count; i++) {
+        uint64_t idx = access_next(&g);
+        off_t off = (off_t)(idx * MCGH_PAGE);
+        ssize_t n;
+        int retries = 0;
+
+        if (mem != NULL && fd < 0) {
+            mem[off] = (char)(i + 1);
+            continue;
+        }
+        if (mem != NULL) {
+            sink += mem[off];
+            continue;
+        }
+        do
+            n = wl->read_only ? pread(fd, page, sizeof(page), off)
+                              : pwrite(fd, page, sizeof(page), off);
+        while (n < 0 && errno == EINTR && ++retries < MAX_EINTR_RETRIES);
+        if (n < 0) {
+            report_err(wl->read_only ? "pread" : "pwrite", errno);
+            return 1;
+        }
+    }
+    (void)sink;
+    if (wl->hold != NULL)
+        hold_forever(wl->hold);     /* keeps the mapping and the file open */
+    if (mem != NULL)
+        munmap((void *)mem, len);
+    if (fd >= 0)
+        close(fd);
+    return 0;
+}
+
+/* mcgh access-draws N ARGS...: the first N pages access ARGS would visit,
+ * one per line, to check the port of the generators against the simulator. */
+static int cmd_access_draws(int argc, char **argv)
+{
+    struct workload wl;
+    struct access_gen g;
+    uint64_t n, i;
+
+    if (argc < 4 || parse_u64(argv[2], &n) != 0 || n > 100000000ULL)
+        usage_exit("access-draws needs N (at most 100000000) and access ARGS", NULL);
+    memset(&wl, 0, sizeof(wl));
+    wl.kind = WL_ACCESS;
+    parse_access(argc - 3, argv + 3, &wl);
+    access_gen_init(&g, &wl);
+    for (i = 0; i < n; i++)
+        emit(1, "%llu", (unsigned long long)access_next(&g));
+    return 0;
+}
+
 static int run_workload(const struct workload *wl)
 {
     /* A stale NAME.ready from an earlier run must not announce this one. */
@@ -1229,6 +1752,8 @@ static int run_workload(const struct workload *wl)
         return run_dcache(wl);
     case WL_THREADS:
         return run_threads(wl);
+    case WL_ACCESS:
+        return run_access(wl);
     }
     return EXIT_USAGE;
 }
@@ -1388,8 +1913,21 @@ static int cmd_enter(int argc, char **argv)
         usage_exit("bad ADJ", argv[3]);
     /* Validate the workload before joining, so bad arguments move nothing. */
     if (parse_workload(argc - 5, argv + 5, &wl) != 0)
-        usage_exit("enter: COMMAND must be anon, pagecache, mlock, dd, cat, readonce or tar",
-                   argv[5]);
+        usage_exit("enter: COMMAND must be anon, pagecache, mlock, dd, cat, readonce, tar, "
+                   "dcache, threads or access", argv[5]);
+    /* access --cold writes its file and drops it from the cache before the
+     * join, so the group is charged only for what the accesses bring in, as
+     * in the simulator, where the file was on disk before the task ran. */
+    if (wl.kind == WL_ACCESS && wl.cold && wl.file != NULL &&
+        access_extend_cold(&wl) != 0)
+        return 1;
+    /* access is judged by the group's page-fault counters, which count every
+     * fault of the task once it has joined; the simulator's access faults
+     * only on its region.  Populating the helper's own pages (text, data,
+     * bss, stack) now, by mlockall() and munlockall() at once, leaves it no
+     * faults of its own to take inside the group.  Best effort. */
+    if (wl.kind == WL_ACCESS && mlockall(MCL_CURRENT) == 0)
+        (void)munlockall();
 
     if ((size_t)snprintf(path, sizeof(path), "%s/cgroup.procs", argv[2]) >=
         sizeof(path)) {
@@ -1562,5 +2100,7 @@ int main(int argc, char **argv)
         return cmd_waitready(argc, argv);
     if (strcmp(cmd, "size") == 0)
         return cmd_size(argc, argv);
+    if (strcmp(cmd, "access-draws") == 0)
+        return cmd_access_draws(argc, argv);
     usage_exit("unknown command", cmd);
 }

@@ -221,6 +221,36 @@ sum=0; i=0
 while [ $i -lt 1000 ]; do sum=$((sum + $(size_of "$DATA/many.$i"))); i=$((i + 1)); done
 check "tar: 1000 files summing to SIZE" 4194304 "$sum"
 
+# ---------------------------------------------------------------- access
+# (its page sequence is compared with the model's by tests/oracle.rs)
+for a in "access" "access 0" "access 2T" "access 1M --theta 1" "access 1M --pattern x" \
+         "access 1M --count 0" "access 1M --read-only" "access 1M --mmap" \
+         "access 1M --cold" "access 1M --file a/b" "access 1M --hold" "access 1M --hold=x" \
+         "access 1M --file x --cold --cold" "access 1M --pattern zipf --theta 11"; do
+    # shellcheck disable=SC2086
+    check_rc "access: '$a' is refused with exit 2" 2 "$BIN" $a
+done
+check_rc "access 4M (anonymous) exits 0" 0 "$BIN" access 4M
+check_rc "access 1M --pattern zipf --file az exits 0" 0 "$BIN" access 1M --pattern zipf --file az
+check "access: --file is extended to SIZE" 1048576 "$(size_of "$DATA/az")"
+check_rc "access 8K --file az --read-only keeps a larger file" 0 "$BIN" access 8K --file az --read-only
+check "access: a larger file is kept" 1048576 "$(size_of "$DATA/az")"
+check_rc "access 64M --file ac --cold --mmap --count 1 --pattern seq exits 0" 0 \
+    "$BIN" access 64M --file ac --cold --mmap --count 1 --pattern seq
+check "access: --cold writes SIZE" 67108864 "$(size_of "$DATA/ac")"
+check "access: --cold leaves no complaint about cached pages" "" "$(cat "$T/err")"
+if command -v fincore >/dev/null 2>&1; then
+    # one access of page 0 reads around it (read_ahead_kb, 8M on some hosts), not all 64M
+    pages=$(fincore --bytes --noheadings --output PAGES "$DATA/ac" 2>/dev/null | tr -d ' ')
+    if [ -n "$pages" ] && [ "$pages" -lt 8192 ]; then
+        pass "access: --cold data is not cached ($pages of 16384 pages after one access)"
+    else
+        fail "access: --cold data is not cached" "fincore says '$pages' pages"
+    fi
+fi
+check_rc "access 64K --file ax --exec --cold exits 0" 0 "$BIN" access 64K --file ax --exec --cold
+check_rc "access 64K --file ay --count 100 (pwrite) exits 0" 0 "$BIN" access 64K --file ay --count 100
+
 # ---------------------------------------------------------------- hold + waitready
 # hold_case NAME COMMAND...: start a held workload, wait for it, check, kill
 hold_case() {
@@ -241,6 +271,7 @@ hold_case h_anon anon 16M --passes 2
 hold_case h_pc pagecache 4M
 hold_case h_pcf pagecache 4M --file held
 hold_case h_mlock mlock 8M
+hold_case h_acc access 4M --file held.acc --mmap --pattern zipf
 check "hold: pagecache --file held is 4M" 4194304 "$(wc -c <"$DATA/held" | tr -d ' ')"
 
 # A held workload removes a stale NAME.ready before it starts.

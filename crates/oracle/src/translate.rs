@@ -28,6 +28,7 @@ pub const GUEST_WORKLOADS: &[&str] = &[
     "tar",
     "dcache",
     "threads",
+    "access",
 ];
 
 /// Workload options that name a file. The model has one flat namespace of files; the guest

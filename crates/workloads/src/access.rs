@@ -1,9 +1,10 @@
-//! `access SIZE [--pattern random|zipf] [--theta F] [--count N] [--file NAME] [--seed N]
+//! `access SIZE [--pattern random|zipf|seq] [--theta F] [--count N] [--file NAME] [--seed N]
 //! [--read-only] [--mmap] [--exec] [--cold] [--hold]` — synthetic page-access streams for studying reclaim against a
 //! known popularity distribution: `--count` accesses (default 10 × the pages of SIZE) to
 //! pages of SIZE chosen uniformly (`random`, the default) or by a Zipf law of exponent
 //! `--theta` (default 0.99, YCSB's) where page 0 is the most popular, page 1 the next, and
-//! so on. Pages are drawn with a generator seeded by `--seed` (default: derived from the
+//! so on, or taken in order (`seq`: 0, 1, 2, ..., wrapping to 0 after the last page, for
+//! checking readahead and fault arithmetic). Random pages are drawn with a generator seeded by `--seed` (default: derived from the
 //! arguments).
 //!
 //! By default the pages are those of an anonymous mapping of SIZE, written from user space.
@@ -29,10 +30,22 @@ pub(crate) const SPEC: Spec = Spec {
 };
 
 pub(crate) fn build(args: &[String]) -> Result<Box<dyn Program>, String> {
+    Ok(Box::new(parse_access(args)?))
+}
+
+/// The first `n` pages `access` with these arguments visits, in order: the same parsing,
+/// seed and generators as the workload, without a machine. Other implementations of the
+/// workload (the oracle's guest helper) are checked against it.
+pub fn draws(args: &[String], n: usize) -> Result<Vec<u64>, String> {
+    let mut a = parse_access(args)?;
+    Ok((0..n).map(|_| a.draw()).collect())
+}
+
+fn parse_access(args: &[String]) -> Result<Access, String> {
     let a = parse("access", args, &SPEC)?;
     let size = a.pos_size(0, "SIZE", 1, MAX_SIZE)?.expect("required");
     let npages = pages(size);
-    let pattern = a.choice("--pattern", &["random", "zipf"], "random")?;
+    let pattern = a.choice("--pattern", &["random", "zipf", "seq"], "random")?;
     let theta = a.float("--theta", 0.99, 0.0, false, 10.0)?;
     if a.value("--theta").is_some() && pattern != "zipf" {
         return Err("access: --theta needs --pattern zipf".into());
@@ -52,9 +65,11 @@ pub(crate) fn build(args: &[String]) -> Result<Box<dyn Program>, String> {
     let mut region = Region::new(npages, file);
     region.mmap = mmap.then_some(exec);
     region.cold = cold;
-    Ok(Box::new(Access {
+    Ok(Access {
         pages: npages,
         zipf: (pattern == "zipf").then(|| Zipf::new(npages, theta)),
+        seq: pattern == "seq",
+        next: 0,
         count,
         region,
         write: !read_only,
@@ -62,12 +77,15 @@ pub(crate) fn build(args: &[String]) -> Result<Box<dyn Program>, String> {
         rng: SplitMix64::new(a.seed()?),
         done: 0,
         pending: None,
-    }))
+    })
 }
 
 pub struct Access {
     pages: u64,
     zipf: Option<Zipf>,
+    /// `--pattern seq`: pages in order from `next`, wrapping.
+    seq: bool,
+    next: u64,
     count: u64,
     region: Region,
     write: bool,
@@ -80,6 +98,11 @@ pub struct Access {
 
 impl Access {
     fn draw(&mut self) -> u64 {
+        if self.seq {
+            let i = self.next;
+            self.next = if i + 1 == self.pages { 0 } else { i + 1 };
+            return i;
+        }
         match &self.zipf {
             Some(z) => z.sample(&mut self.rng),
             None => self.rng.below(self.pages),
@@ -116,5 +139,36 @@ impl Program for Access {
         }
         self.region.release(cx);
         Step::Exit(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn seq_visits_pages_in_order_and_wraps() {
+        let d = draws(&args("5 --pattern seq --count 3"), 6).unwrap();
+        assert_eq!(d, [0, 0, 0, 0, 0, 0]);
+        let d = draws(&args("12K --pattern seq"), 7).unwrap();
+        assert_eq!(d, [0, 1, 2, 0, 1, 2, 0]);
+        assert!(draws(&args("12K --pattern seq --theta 1"), 1).is_err());
+    }
+
+    #[test]
+    fn draws_follow_the_seed() {
+        let a = draws(&args("1M --seed 3"), 100).unwrap();
+        let mut g = SplitMix64::new(3);
+        let b: Vec<u64> = (0..100).map(|_| g.below(256)).collect();
+        assert_eq!(a, b);
+        let z = draws(&args("1M --seed 3 --pattern zipf --theta 1.2"), 100).unwrap();
+        let zipf = Zipf::new(256, 1.2);
+        let mut g = SplitMix64::new(3);
+        let w: Vec<u64> = (0..100).map(|_| zipf.sample(&mut g)).collect();
+        assert_eq!(z, w);
     }
 }

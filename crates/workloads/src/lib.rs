@@ -20,7 +20,7 @@
 //! * `mem_eater` (seed 000), `dd` (seeds 000 and 001), `cat`/`readonce` (seed 002), `tar`
 //!   (seed 001), `kbuild` (seeds 000 and 003), `pagetest` and `hackbench` (seed 002),
 //!   `fault-bench` (seed 001), `usemem` (vm-scalability; seed 002's idle working set),
-//!   `access` (random and Zipf page accesses) and `trace` (replay of libCacheSim
+//!   `access` (random, Zipf and sequential page accesses) and `trace` (replay of libCacheSim
 //!   oracleGeneral or CSV cache traces).
 //!
 //! [`usage`] gives each workload's argument syntax, [`describe`] a one-line description and
@@ -84,6 +84,13 @@ pub fn describe(name: &str) -> Option<&'static str> {
 /// default and range, and the seed experiments that use it.
 pub fn help(name: &str) -> Option<&'static str> {
     help::doc(name).map(|d| d.help)
+}
+
+/// The first `n` pages the `access` workload with these arguments visits, in order (the
+/// same parsing, default seed and generators as [`build`]), for checking other
+/// implementations of it bit for bit.
+pub fn access_pages(args: &[String], n: usize) -> Result<Vec<u64>, String> {
+    access::draws(args, n)
 }
 
 struct Args {
