@@ -334,13 +334,13 @@ fn run_charts_draw_the_machine_first_and_keep_legends_off_the_data() {
     let r = run_variant(&sc, "roomy", 7, false).unwrap();
     let tmp = scratch();
     let d = tmp.path();
-    render_charts(&r, &d).unwrap();
+    render_charts(&r, d).unwrap();
     for (stem, unit) in [
         ("usage", "bytes"),
         ("faults", "faults/s"),
         ("reclaim", "pages/s"),
     ] {
-        let els = read_svg(&d, stem);
+        let els = read_svg(d, stem);
         let plots = plot_boxes(&els);
         assert_eq!(plots.len(), 2, "{stem}: two panels");
         let legends = legends(&els);
@@ -417,11 +417,11 @@ fn run_charts_draw_the_machine_first_and_keep_legends_off_the_data() {
     }
 
     // Memory in bytes with binary suffixes; fault rates in the thousands with SI ones.
-    let els = read_svg(&d, "usage");
+    let els = read_svg(d, "usage");
     let y = y_ticks_by_panel(&els, &plot_boxes(&els));
     assert!(y[0].iter().any(|t| t.ends_with('M')), "{:?}", y[0]);
     assert!(y[0].iter().all(|t| *t == "0" || t.ends_with(['K', 'M'])));
-    let els = read_svg(&d, "faults");
+    let els = read_svg(d, "faults");
     let y = y_ticks_by_panel(&els, &plot_boxes(&els));
     assert!(y[0].iter().any(|t| t.ends_with(['k', 'M'])), "{:?}", y[0]);
 }

@@ -277,7 +277,7 @@ fn charts_are_written_as_svg_and_png() {
     let r = run_variant(&sc, "base", 7, false).unwrap();
     let tmp = scratch();
     let d = tmp.path();
-    memcgsim_experiment::render_charts(&r, &d).unwrap();
+    memcgsim_experiment::render_charts(&r, d).unwrap();
     for stem in ["usage", "faults", "reclaim"] {
         let png = fs::read(d.join(format!("{stem}.png"))).unwrap();
         assert!(png.len() > 1000, "{stem}.png is too small");
@@ -291,7 +291,7 @@ fn charts_are_written_as_svg_and_png() {
             assert!(svg.contains(&format!("\n{cg}\n")), "{stem}.svg lacks {cg}");
         }
     }
-    let summary = fs::read_dir(&d).unwrap().count();
+    let summary = fs::read_dir(d).unwrap().count();
     assert_eq!(summary, 6);
 }
 
@@ -400,7 +400,7 @@ fn results_folders_never_remove_what_memcgsim_did_not_write() {
     let first = files_of(&out);
     write_results(&r, &out, Overwrite::Safe).unwrap();
     assert_eq!(files_of(&out), first);
-    let mut siblings: Vec<String> = fs::read_dir(&d)
+    let mut siblings: Vec<String> = fs::read_dir(d)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
@@ -423,5 +423,5 @@ fn results_folders_never_remove_what_memcgsim_did_not_write() {
     .unwrap_err();
     assert_eq!(e, "disk on fire");
     assert_eq!(files_of(&out), before);
-    assert_eq!(fs::read_dir(&d).unwrap().count(), 3);
+    assert_eq!(fs::read_dir(d).unwrap().count(), 3);
 }
