@@ -1025,6 +1025,40 @@ static int data_path(char *path, size_t len, const char *name)
     return 0;
 }
 
+/* Open DATA_DIR/NAME for reading and writing, creating it if missing, and
+ * extend it sparse with ftruncate to PAGES pages if it has fewer.  Returns
+ * the descriptor and stores the file's size in *size, or reports the error
+ * and returns -1. */
+static int open_data_extended(const char *name, uint64_t pages, uint64_t *size)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    int fd;
+
+    if (data_path(path, sizeof(path), name) != 0)
+        return -1;
+    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        report_err(path, errno);
+        return -1;
+    }
+    if (fstat(fd, &st) != 0) {
+        report_err("fstat", errno);
+        close(fd);
+        return -1;
+    }
+    *size = (uint64_t)st.st_size;
+    if (pages_of(*size) < pages) {
+        *size = pages * MCGH_PAGE;
+        if (ftruncate(fd, (off_t)*size) != 0) {
+            report_err("ftruncate", errno);
+            close(fd);
+            return -1;
+        }
+    }
+    return fd;
+}
+
 /* Whole pages of a byte count. */
 static uint64_t pages_of(uint64_t bytes)
 {
@@ -1100,31 +1134,13 @@ static int run_dd(const struct workload *wl)
  * file a page at a time up to its size at that point. */
 static int run_cat(const struct workload *wl)
 {
-    char path[PATH_MAX];
     static char buf[MCGH_PAGE];
-    struct stat st;
     uint64_t end, done = 0;
     int fd;
 
-    if (data_path(path, sizeof(path), wl->file) != 0)
+    fd = open_data_extended(wl->file, wl->size > 0 ? pages_of(wl->size) : 0, &end);
+    if (fd < 0)
         return 1;
-    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        report_err(path, errno);
-        return 1;
-    }
-    if (fstat(fd, &st) != 0) {
-        report_err("fstat", errno);
-        return 1;
-    }
-    end = (uint64_t)st.st_size;
-    if (wl->size > 0 && pages_of(end) < pages_of(wl->size)) {
-        end = pages_of(wl->size) * MCGH_PAGE;
-        if (ftruncate(fd, (off_t)end) != 0) {
-            report_err("ftruncate", errno);
-            return 1;
-        }
-    }
     while (done < end) {
         ssize_t n = read_retry(fd, buf, sizeof(buf));
         if (n < 0) {
@@ -1243,27 +1259,13 @@ static int run_tar(const struct workload *wl)
     char path[PATH_MAX], name[256];
     static char buf[MCGH_PAGE];
     struct tar_plan tp;
-    struct stat st;
     uint64_t total = pages_of(wl->size), pos, cur = 0, size = 0, off = 0;
-    uint64_t apages = tar_archive_page(wl, total - 1) + 1;
+    uint64_t apages = tar_archive_page(wl, total - 1) + 1, asize;
     int afd, ofd = -1;
 
-    if (data_path(path, sizeof(path), wl->archive) != 0)
+    afd = open_data_extended(wl->archive, apages, &asize);
+    if (afd < 0)
         return 1;
-    afd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (afd < 0) {
-        report_err(path, errno);
-        return 1;
-    }
-    if (fstat(afd, &st) != 0) {
-        report_err("fstat", errno);
-        return 1;
-    }
-    if (pages_of((uint64_t)st.st_size) < apages &&
-        ftruncate(afd, (off_t)(apages * MCGH_PAGE)) != 0) {
-        report_err("ftruncate", errno);
-        return 1;
-    }
     tar_plan_init(&tp, total, wl->files, wl->seed);
     for (pos = 0; pos < total; pos++) {
         ssize_t n;
@@ -1627,10 +1629,8 @@ static int access_extend_cold(const struct workload *wl)
 static int run_access(const struct workload *wl)
 {
     static char page[MCGH_PAGE];
-    char path[PATH_MAX];
     struct access_gen g;
-    struct stat st;
-    uint64_t npages = pages_of(wl->size), i;
+    uint64_t npages = pages_of(wl->size), i, fsize;
     size_t len = (size_t)(npages * MCGH_PAGE);
     volatile char *mem = NULL;
     volatile char sink = 0;
@@ -1647,22 +1647,9 @@ static int run_access(const struct workload *wl)
     } else {
         if (wl->cold && access_extend_cold(wl) != 0)
             return 1;
-        if (data_path(path, sizeof(path), wl->file) != 0)
+        fd = open_data_extended(wl->file, npages, &fsize);
+        if (fd < 0)
             return 1;
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        if (fd < 0) {
-            report_err(path, errno);
-            return 1;
-        }
-        if (fstat(fd, &st) != 0) {
-            report_err("fstat", errno);
-            return 1;
-        }
-        if (pages_of((uint64_t)st.st_size) < npages &&
-            ftruncate(fd, (off_t)len) != 0) {
-            report_err("ftruncate", errno);
-            return 1;
-        }
         if (wl->map) {
             int prot = PROT_READ | (wl->map == 2 ? PROT_EXEC : 0);
             void *p = mmap(NULL, len, prot, MAP_SHARED, fd, 0);

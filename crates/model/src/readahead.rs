@@ -164,24 +164,7 @@ impl Machine {
         let (start, size, async_size) = (ra.start, ra.size, ra.async_size);
         let end = (start + size).min(file_size);
         let mark = start + size - async_size;
-        let memcg = self.task(pid).memcg;
-        let mut reads = Vec::new();
-        for i in start..end {
-            if self.file_page_present(f, i) {
-                continue;
-            }
-            // A failed readahead allocation ends the window; the page the reader needs is
-            // then allocated normally (filemap_get_page_ra()).
-            let Some(ondisk) = self.ra_add_page(f, i, memcg) else {
-                break;
-            };
-            if ondisk {
-                reads.push(crate::blkdev::file_pos(f as usize, i));
-            }
-            if i == mark {
-                self.task_mut(pid).ra.entry(f).or_default().marker = Some(i);
-            }
-        }
+        let reads = self.ra_add_window(pid, f, start, end, Some(mark));
         if self.task(pid).killed {
             return Err(Fault::Killed);
         }
@@ -212,6 +195,29 @@ impl Machine {
         let file_size = self.files.v[f as usize].size;
         let start = idx.saturating_sub(max / 2);
         let end = (start + max).min(file_size);
+        let reads = self.ra_add_window(pid, f, start, end, None);
+        if self.task(pid).killed {
+            return Err(Fault::Killed);
+        }
+        if !reads.is_empty() {
+            let runs = crate::blkdev::page_runs(reads);
+            self.file_read_wait(pid, &runs);
+        }
+        Ok(())
+    }
+
+    /// The missing pages of a window `start..end`, added to the cache for the reader's group:
+    /// the device positions to read. A failed readahead allocation ends the window; the page
+    /// the reader needs is then allocated normally. The page at `mark`, if added, becomes the
+    /// task's PG_readahead mark.
+    fn ra_add_window(
+        &mut self,
+        pid: Pid,
+        f: u32,
+        start: u64,
+        end: u64,
+        mark: Option<u64>,
+    ) -> Vec<u64> {
         let memcg = self.task(pid).memcg;
         let mut reads = Vec::new();
         for i in start..end {
@@ -224,15 +230,11 @@ impl Machine {
             if ondisk {
                 reads.push(crate::blkdev::file_pos(f as usize, i));
             }
+            if mark == Some(i) {
+                self.task_mut(pid).ra.entry(f).or_default().marker = Some(i);
+            }
         }
-        if self.task(pid).killed {
-            return Err(Fault::Killed);
-        }
-        if !reads.is_empty() {
-            let runs = crate::blkdev::page_runs(reads);
-            self.file_read_wait(pid, &runs);
-        }
-        Ok(())
+        reads
     }
 
     /// A readahead page: allocated and charged with __GFP_NORETRY (its reclaim does not

@@ -1,11 +1,11 @@
 //! `access SIZE [--pattern random|zipf|seq] [--theta F] [--count N] [--file NAME] [--seed N]
-//! [--read-only] [--mmap] [--exec] [--cold] [--hold]` — synthetic page-access streams for studying reclaim against a
-//! known popularity distribution: `--count` accesses (default 10 × the pages of SIZE) to
-//! pages of SIZE chosen uniformly (`random`, the default) or by a Zipf law of exponent
-//! `--theta` (default 0.99, YCSB's) where page 0 is the most popular, page 1 the next, and
-//! so on, or taken in order (`seq`: 0, 1, 2, ..., wrapping to 0 after the last page, for
-//! checking readahead and fault arithmetic). Random pages are drawn with a generator seeded by `--seed` (default: derived from the
-//! arguments).
+//! [--read-only] [--mmap] [--exec] [--cold] [--hold]` — synthetic page-access streams for
+//! studying reclaim against a known popularity distribution: `--count` accesses (default
+//! 10 × the pages of SIZE) to pages of SIZE chosen uniformly (`random`, the default) or by a
+//! Zipf law of exponent `--theta` (default 0.99, YCSB's) where page 0 is the most popular,
+//! page 1 the next, and so on, or taken in order (`seq`: 0, 1, 2, ..., wrapping to 0 after
+//! the last page, for checking readahead and fault arithmetic). Random pages are drawn with a
+//! generator seeded by `--seed` (default: derived from the arguments).
 //!
 //! By default the pages are those of an anonymous mapping of SIZE, written from user space.
 //! With `--file NAME` they are pages of that file, extended sparse to SIZE if smaller (with

@@ -222,11 +222,9 @@ impl Shared {
         let mut finished = false;
         if let (Some(map), Some(z)) = (job.text, &self.exec_zipf) {
             // The compiler runs: one page of its text.
-            let p = job
+            let p = *job
                 .text_pending
-                .take()
-                .unwrap_or_else(|| z.sample(&mut job.rng));
-            job.text_pending = Some(p);
+                .get_or_insert_with(|| z.sample(&mut job.rng));
             cx.touch_file(map, p).map_err(fault_step)?;
             job.text_pending = None;
         }
