@@ -75,6 +75,11 @@ struct OracleArgs {
     /// Print the translated guest scripts and the guest console
     #[arg(long)]
     verbose: bool,
+    /// Set a histogram trigger on a kernel tracepoint in the guest and print its table after
+    /// the script, e.g. 'vmscan/mm_vmscan_direct_reclaim_end:hist:keys=nr_reclaimed'
+    /// (EVENT:TRIGGER; repeatable)
+    #[arg(long = "trace", value_name = "EVENT:TRIGGER")]
+    traces: Vec<memcgsim_oracle::TraceHist>,
 }
 
 #[derive(Args)]

@@ -20,6 +20,7 @@ pub fn run(args: &OracleArgs) -> i32 {
             strict: args.strict,
         },
         verbose: args.verbose,
+        traces: args.traces.clone(),
     };
     let setup = match GuestSetup::locate(
         opts.kernel.clone(),
@@ -55,6 +56,9 @@ pub fn run(args: &OracleArgs) -> i32 {
                     r.guest_seconds
                 );
                 print!("{}", r.report.text);
+                for (event, table) in &r.traces {
+                    println!("-- trace {event} (Linux)\n{table}");
+                }
                 let agrees = r.report.agrees();
                 if !agrees {
                     worst = worst.max(1);

@@ -4,11 +4,14 @@
 //! mm/page-writeback.c (dirty_ratio, dirty_bytes, dirty_background_ratio,
 //! dirty_background_bytes, dirty_expire_centisecs, dirty_writeback_centisecs, with their
 //! handlers' rules: a ratio and its bytes twin exclude each other), and the simulator's own
-//! /proc/memcgsim/reclaim (reclaim-walk and soft-limit reclaim counters) and
-//! /proc/memcgsim/stats (the statistics scheme's work).
+//! /proc/memcgsim/reclaim (reclaim-walk and soft-limit reclaim counters),
+//! /proc/memcgsim/stats (the statistics scheme's work) and /proc/memcgsim/vmscan
+//! (shrink_inactive_list() per reclaimer and priority, the mm_vmscan_lru_shrink_inactive
+//! tracepoint's fields summed).
 
 use std::fmt::Write;
 
+use memcgsim_model::vmscan::ShrinkInactiveHist;
 use memcgsim_model::{Errno, Stat, PAGE_SIZE};
 
 use crate::parse::{kstrtoull, proc_dointvec_minmax, proc_doulongvec_min};
@@ -32,6 +35,7 @@ pub(crate) fn proc_files() -> &'static [&'static str] {
         "sys/vm/dirty_writeback_centisecs",
         "memcgsim/reclaim",
         "memcgsim/stats",
+        "memcgsim/vmscan",
     ]
 }
 
@@ -287,6 +291,7 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
                     ("reclaim_all_fallbacks", st.fallbacks),
                     ("soft_limit_updates", st.updates),
                     ("memcg_walk_steps", st.walk_steps),
+                    ("kswapd_cpu_ns", m.kswapd.cpu_ns),
                 ],
             );
         }
@@ -307,6 +312,26 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
                     ("read_sum_visits", w.read_sum_visits),
                 ],
             );
+        }
+        "memcgsim/vmscan" => {
+            // shrink_inactive_list() per reclaimer and priority, summed as a histogram
+            // trigger on mm_vmscan_lru_shrink_inactive sums it on a kernel.
+            let _ = writeln!(
+                s,
+                "reclaimer priority calls scanned reclaimed ref_keep activate writeback"
+            );
+            let h = &m.shrink_inactive_hist;
+            for (kind, rows) in ShrinkInactiveHist::KINDS.iter().zip(&h.rows) {
+                for (prio, r) in rows.iter().enumerate().rev() {
+                    if r.calls > 0 {
+                        let _ = writeln!(
+                            s,
+                            "{kind} {prio} {} {} {} {} {} {}",
+                            r.calls, r.scanned, r.reclaimed, r.ref_keep, r.activate, r.writeback
+                        );
+                    }
+                }
+            }
         }
         _ => return Err(Errno::ENOENT),
     }

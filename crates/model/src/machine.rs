@@ -70,6 +70,7 @@ pub struct Machine {
     /// The per-node soft-limit tree (one node) and what soft-limit reclaim did.
     pub soft_tree: crate::soft_limit::SoftLimitTree,
     pub soft_stats: crate::soft_limit::SoftStats,
+    pub shrink_inactive_hist: crate::vmscan::ShrinkInactiveHist,
     /// The statistics scheme's machine-wide state (rstat.rs).
     pub rstat: crate::rstat::Rstat,
     /// Dying memcgs with nothing left, to be freed between events.
@@ -120,6 +121,7 @@ impl Machine {
             unified_lru: cfg.lru == crate::config::LruPolicy::Unified,
             soft_tree: Default::default(),
             soft_stats: Default::default(),
+            shrink_inactive_hist: Default::default(),
             rstat: crate::rstat::Rstat::new(cfg.stats, cfg.cpus as usize),
             dying_release: Vec::new(),
             kmem: Default::default(),

@@ -99,6 +99,8 @@ pub struct ScanControl {
     pub nr_immediate: u64,
     pub nr_taken: u64,
     pub nr_file_taken: u64,
+    /// FOLIOREF_KEEP verdicts: young pages spared for another trip (nr_ref_keep).
+    pub nr_ref_keep: u64,
     /// The reclaimer is a task's allocation that can sleep (reclaim_throttle()); reclaim
     /// from elsewhere never sleeps.
     pub may_block: bool,
@@ -178,10 +180,35 @@ impl ScanControl {
             nr_immediate: 0,
             nr_taken: 0,
             nr_file_taken: 0,
+            nr_ref_keep: 0,
             may_block: false,
             throttle: None,
         }
     }
+}
+
+/// What shrink_inactive_list() did, per kind of reclaimer and priority: the model's side of
+/// the kernel's mm_vmscan_lru_shrink_inactive tracepoint, printed in /proc/memcgsim/vmscan
+/// and read on a kernel with `memcgsim oracle --trace`.
+#[derive(Clone, Debug, Default)]
+pub struct ShrinkInactiveHist {
+    /// [kswapd, direct (global), memcg (limit, high, memory.reclaim, soft limit)][priority]
+    pub rows: [[ShrinkInactiveRow; DEF_PRIORITY as usize + 1]; 3],
+}
+
+/// One row of [`ShrinkInactiveHist`]: the tracepoint's fields summed over calls.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ShrinkInactiveRow {
+    pub calls: u64,
+    pub scanned: u64,
+    pub reclaimed: u64,
+    pub ref_keep: u64,
+    pub activate: u64,
+    pub writeback: u64,
+}
+
+impl ShrinkInactiveHist {
+    pub const KINDS: [&'static str; 3] = ["kswapd", "direct", "memcg"];
 }
 
 /// kswapd's state between its events.
@@ -921,6 +948,7 @@ impl Machine {
         let mut pageout = Vec::new();
         let mut nr_activate = 0i64;
         let unqueued_before = sc.nr_unqueued_dirty;
+        let (keep_before, writeback_before) = (sc.nr_ref_keep, sc.nr_writeback);
         for &pfn in &pages {
             if sc.throttle.is_some() {
                 // The task sleeps on a page's writeback: the rest go back untouched.
@@ -973,6 +1001,21 @@ impl Machine {
             nr_reclaimed as i64,
         );
         self.lru_note_cost(memcg, file, nr_pageout, 0);
+        let kind = if sc.kswapd {
+            0
+        } else if sc.cgroup_reclaim {
+            2
+        } else {
+            1
+        };
+        let row =
+            &mut self.shrink_inactive_hist.rows[kind][sc.priority.clamp(0, DEF_PRIORITY) as usize];
+        row.calls += 1;
+        row.scanned += taken;
+        row.reclaimed += nr_reclaimed;
+        row.ref_keep += sc.nr_ref_keep - keep_before;
+        row.activate += nr_activate as u64;
+        row.writeback += sc.nr_writeback - writeback_before;
         // Every page taken was dirty and not queued for writeback: the flushers are behind.
         // Legacy memcg has no dirty throttling of its own; its reclaim sleeps here.
         if sc.nr_unqueued_dirty - unqueued_before == taken {
@@ -1049,6 +1092,7 @@ impl Machine {
             if !anon && self.page_vm_exec(pfn) {
                 return Verdict::Activate;
             }
+            sc.nr_ref_keep += 1;
             return Verdict::Keep;
         }
         if referenced_folio && !anon {

@@ -26,6 +26,92 @@ pub struct OracleOpts {
     pub compare: CompareOpts,
     /// Print the translated guest script and the raw console too.
     pub verbose: bool,
+    /// Event histograms to collect on the guest (`--trace`), see [`TraceHist`].
+    pub traces: Vec<TraceHist>,
+}
+
+/// One `--trace EVENT:TRIGGER` of `memcgsim oracle`: a histogram trigger set on a kernel
+/// tracepoint before the script runs (Documentation/trace/histogram.rst), whose table the
+/// guest prints after the script. For measuring what the kernel does where no counter in
+/// /proc or cgroupfs says it, for example which priorities direct reclaim reaches.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceHist {
+    /// The event's directory under events/, `vmscan/mm_vmscan_lru_shrink_inactive`.
+    pub event: String,
+    /// What is written to its `trigger` file, `hist:keys=priority:vals=nr_scanned`.
+    pub trigger: String,
+}
+
+impl std::str::FromStr for TraceHist {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (event, trigger) = s
+            .split_once(':')
+            .ok_or_else(|| format!("--trace {s:?}: expected EVENT:TRIGGER, as in vmscan/mm_vmscan_direct_reclaim_end:hist:keys=nr_reclaimed"))?;
+        let ok_event = event.split('/').count() == 2
+            && event
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '/');
+        if !ok_event {
+            return Err(format!(
+                "--trace {s:?}: the event must be SYSTEM/NAME, as under the kernel's tracing/events"
+            ));
+        }
+        if !trigger.starts_with("hist:") || trigger.contains('\'') || trigger.contains('\n') {
+            return Err(format!(
+                "--trace {s:?}: the trigger must be a hist: trigger without quotes or newlines"
+            ));
+        }
+        Ok(TraceHist {
+            event: event.to_string(),
+            trigger: trigger.to_string(),
+        })
+    }
+}
+
+/// The shell that sets the triggers (before the script) and prints the tables (after it).
+fn trace_shell(traces: &[TraceHist]) -> (String, String) {
+    let mut pre = String::new();
+    let mut post = String::new();
+    if traces.is_empty() {
+        return (pre, post);
+    }
+    pre.push_str("mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null\n");
+    // Appended (>>): opening the trigger file with O_TRUNC would drop the triggers set before.
+    for t in traces {
+        let dir = format!("/sys/kernel/tracing/events/{}", t.event);
+        pre.push_str(&format!(
+            "echo '{}' >> {dir}/trigger || echo \"@@MCG FATAL cannot set the trigger on {}: $(tail -n 3 /sys/kernel/tracing/error_log | tr '\\n' ' ')\"\n",
+            t.trigger, t.event
+        ));
+        // Several triggers on one event share its hist file: print it once.
+        let cat = format!(
+            "echo \"@@MCG TRACE BEGIN {}\"; cat {dir}/hist; echo \"@@MCG TRACE END\"\n",
+            t.event
+        );
+        if !post.contains(&cat) {
+            post.push_str(&cat);
+        }
+    }
+    (pre, post)
+}
+
+/// The tables the guest printed for `--trace`, in order: (event, table text).
+pub fn trace_tables(output: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut cur: Option<(String, String)> = None;
+    for line in output.lines() {
+        if let Some(ev) = line.strip_prefix("@@MCG TRACE BEGIN ") {
+            cur = Some((ev.trim().to_string(), String::new()));
+        } else if line.starts_with("@@MCG TRACE END") {
+            out.extend(cur.take());
+        } else if let Some((_, text)) = cur.as_mut() {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    out
 }
 
 /// The result of one script on both sides.
@@ -33,6 +119,8 @@ pub struct ScriptResult {
     pub report: Report,
     pub kernel_release: String,
     pub guest_seconds: f64,
+    /// The `--trace` tables, (event, text).
+    pub traces: Vec<(String, String)>,
 }
 
 /// Run one script on the kernel and compare. Err: the script or the guest could not be run.
@@ -44,10 +132,12 @@ pub fn run_script(
     log: &mut dyn std::io::Write,
 ) -> Result<ScriptResult, String> {
     let tr = translate::translate(text)?;
+    let (pre, post) = trace_shell(&opts.traces);
+    let shell = format!("{pre}{}{post}", tr.shell);
     if opts.verbose {
-        let _ = writeln!(log, "--- guest script for {file}\n{}", tr.shell);
+        let _ = writeln!(log, "--- guest script for {file}\n{shell}");
     }
-    let run = setup.run(&tr.cfg, &tr.shell)?;
+    let run = setup.run(&tr.cfg, &shell)?;
     if opts.verbose {
         let _ = writeln!(log, "--- console\n{}", run.output);
     }
@@ -57,12 +147,47 @@ pub fn run_script(
         report,
         kernel_release: run.kernel_release.unwrap_or_else(|| "?".into()),
         guest_seconds: run.seconds,
+        traces: trace_tables(&run.output),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trace_option_parses_and_tables_are_cut_from_the_console() {
+        let t: TraceHist = "vmscan/mm_vmscan_direct_reclaim_end:hist:keys=nr_reclaimed"
+            .parse()
+            .unwrap();
+        assert_eq!(t.event, "vmscan/mm_vmscan_direct_reclaim_end");
+        assert_eq!(t.trigger, "hist:keys=nr_reclaimed");
+        for bad in [
+            "vmscan",
+            "vmscan:hist:keys=a",
+            "a/b/c:hist:keys=a",
+            "vmscan/x:traceon",
+            "vmscan/x:hist:keys=a'; reboot '",
+            "../x/y:hist:keys=a",
+        ] {
+            assert!(bad.parse::<TraceHist>().is_err(), "{bad}");
+        }
+        let (pre, post) = trace_shell(&[t]);
+        assert!(pre.contains(
+            "echo 'hist:keys=nr_reclaimed' >> /sys/kernel/tracing/events/vmscan/mm_vmscan_direct_reclaim_end/trigger"
+        ));
+        assert!(post
+            .contains("cat /sys/kernel/tracing/events/vmscan/mm_vmscan_direct_reclaim_end/hist"));
+        let console = "@@MCG L3 VAL 0 5\n@@MCG TRACE BEGIN vmscan/x\n{ nr_reclaimed: 32 } hitcount: 7\n@@MCG TRACE END\n@@MCG DONE\n";
+        assert_eq!(
+            trace_tables(console),
+            vec![(
+                "vmscan/x".to_string(),
+                "{ nr_reclaimed: 32 } hitcount: 7\n".to_string()
+            )]
+        );
+        assert!(trace_shell(&[]).0.is_empty());
+    }
 
     const SCRIPT: &str = "machine memory=256M swap=0 cgroup=v2 recursiveprot=1\n\
         mkdir /A\n\

@@ -1,0 +1,65 @@
+//! /proc/memcgsim/vmscan: what shrink_inactive_list() did per reclaimer and priority adds up
+//! to the vmstat and memory.stat counters the same calls moved.
+
+use memcgsim_cgroupfs::{SpawnOpts, System};
+use memcgsim_model::MachineConfig;
+
+fn vmstat(sys: &mut System, key: &str) -> u64 {
+    let text = sys.read("/proc/vmstat").unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("{key} in /proc/vmstat"))
+}
+
+#[test]
+fn the_histogram_adds_up_to_pgscan_and_pgsteal() {
+    let mut cfg = MachineConfig::default();
+    for (k, v) in [("memory", "256M"), ("swap", "512M"), ("cpus", "2")] {
+        cfg.set(k, v).unwrap();
+    }
+    let mut sys = System::new(cfg).unwrap();
+    sys.mkdir("/A").unwrap();
+    sys.mkdir("/B").unwrap();
+    sys.write("/B/memory.max", "40M").unwrap();
+    let mut pids = Vec::new();
+    for (g, size) in [("/A", "300M"), ("/B", "60M")] {
+        let prog = memcgsim_workloads::build("anon", &[size.to_string()]).unwrap();
+        pids.push(sys.spawn(g, SpawnOpts::default(), prog).unwrap());
+    }
+    for p in pids {
+        sys.wait(p, false, u64::MAX).unwrap();
+    }
+    let text = sys.read("/proc/memcgsim/vmscan").unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("reclaimer priority calls scanned reclaimed ref_keep activate writeback")
+    );
+    // [kswapd, direct, memcg] × [scanned, reclaimed]
+    let mut sum = [[0u64; 2]; 3];
+    let mut last_prio = [13u64; 3];
+    for l in lines {
+        let f: Vec<&str> = l.split(' ').collect();
+        assert_eq!(f.len(), 8, "{l}");
+        let kind = ["kswapd", "direct", "memcg"]
+            .iter()
+            .position(|k| *k == f[0])
+            .unwrap_or_else(|| panic!("reclaimer {l}"));
+        let n: Vec<u64> = f[1..].iter().map(|x| x.parse().unwrap()).collect();
+        // Rows run from DEF_PRIORITY down, each with calls, and a call scans at most a batch.
+        assert!(n[0] < last_prio[kind], "{l}");
+        last_prio[kind] = n[0];
+        assert!(n[1] > 0 && n[2] <= n[1] * 32, "{l}");
+        // Reclaimed, kept and activated pages are among the scanned ones.
+        assert!(n[3] + n[4] + n[5] <= n[2], "{l}");
+        sum[kind][0] += n[2];
+        sum[kind][1] += n[3];
+    }
+    assert_eq!(sum[0][0], vmstat(&mut sys, "pgscan_kswapd"));
+    assert_eq!(sum[0][1], vmstat(&mut sys, "pgsteal_kswapd"));
+    // B's limit reclaim is memcg reclaim; global direct reclaim counts with it in pgscan_direct.
+    assert_eq!(sum[1][0] + sum[2][0], vmstat(&mut sys, "pgscan_direct"));
+    assert_eq!(sum[1][1] + sum[2][1], vmstat(&mut sys, "pgsteal_direct"));
+    assert!(sum[2][1] > 0, "B's limit reclaim is in the memcg rows");
+    assert!(sum[0][1] > 0, "A's overcommit woke kswapd");
+}
