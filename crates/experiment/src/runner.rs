@@ -117,8 +117,9 @@ pub struct TaskRecord {
     pub copy: u32,
     pub run: u32,
     pub pid: Option<u32>,
-    /// `exit N`, `killed`, `holding` (done, keeping its memory), `running` (still working when
-    /// the run ended) or `not started`.
+    /// `exit N`, `killed`, `holding` (done, keeping its memory to the end of the run),
+    /// `running` (still working when the run ended) or `not started`. A task killed after it
+    /// began holding shows how it ended, with its figures taken at its death.
     pub outcome: String,
     pub start_ns: Option<u64>,
     /// When it ended or started holding; the end of the run for one still running.
@@ -871,6 +872,19 @@ pub fn run_variant(
     for ch in &chains {
         if let Some((pid, idx)) = ch.current {
             fill_stats(&mut records[idx], &sys.machine, pid, end_ns);
+        }
+    }
+    // A task that began holding its memory may have been killed later (the OOM killer, a
+    // group kill): it no longer holds anything, so its record says how and when it ended.
+    for rec in records.iter_mut().filter(|r| r.outcome == "holding") {
+        let Some(pid) = rec.pid.map(Pid) else {
+            continue;
+        };
+        let t = sys.machine.task(pid);
+        if let TaskState::Exited(o) = t.state {
+            rec.outcome = o.to_string();
+            let end = t.stats.end_ns;
+            fill_stats(rec, &sys.machine, pid, end);
         }
     }
     for (i, t) in setup.tasks.iter().enumerate() {

@@ -179,6 +179,41 @@ sample = "10ms"
 }
 
 #[test]
+fn a_holder_killed_later_is_reported_killed() {
+    // h holds 6M of an 8M limit; late then needs 4M in the same group and the memcg OOM
+    // killer takes the largest task, the holder.
+    let text = r#"name = "hold-kill"
+[machine]
+memory = "64M"
+swap = "0"
+[[cgroup]]
+path = "/A"
+files = { "memory.max" = "8M" }
+[[task]]
+name = "h"
+cgroup = "/A"
+workload = "anon"
+args = ["6M", "--hold"]
+[[task]]
+name = "late"
+cgroup = "/A"
+workload = "anon"
+args = ["4M"]
+start = "100ms"
+[run]
+duration = "1s"
+sample = "10ms"
+until = "duration"
+"#;
+    let r = run_variant(&scenario(text), "base", 1, false).unwrap();
+    let h = r.tasks.iter().find(|t| t.task == "h").unwrap();
+    assert_eq!(h.outcome, "killed");
+    assert!(h.end_ns.unwrap() >= 100_000_000, "{h:?}");
+    let late = r.tasks.iter().find(|t| t.task == "late").unwrap();
+    assert_eq!(late.outcome, "exit 0");
+}
+
+#[test]
 fn cgroup_v1_scenario_runs() {
     let text = r#"name = "v1"
 [machine]
