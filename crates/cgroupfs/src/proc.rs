@@ -60,9 +60,12 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
         "meminfo" => {
             let free = m.nr_free_pages();
             let pagecache = g(Stat::ActiveFile) + g(Stat::InactiveFile);
-            let reserve = m.wmark.high;
+            // si_mem_available(): free less totalreserve_pages, plus the page cache less
+            // what the low watermarks would keep.
+            let reserve = m.zones.totalreserve_pages();
+            let wmark_low = m.zones.total(memcgsim_model::mmzone::Wmark::Low);
             let avail = (free as i64 - reserve as i64 + pagecache as i64
-                - (pagecache / 2).min(m.wmark.low) as i64)
+                - (pagecache / 2).min(wmark_low) as i64)
                 .max(0) as u64;
             let swap_free = m.swap.nr_free() as u64;
             kb(&mut s, "MemTotal", m.totalram_pages);
@@ -248,7 +251,7 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
             let _ = writeln!(s, "{}", m.page_cluster);
         }
         "sys/vm/min_free_kbytes" => {
-            let _ = writeln!(s, "{}", m.wmark.min_free_kbytes);
+            let _ = writeln!(s, "{}", m.zones.min_free_kbytes);
         }
         "sys/vm/watermark_scale_factor" => {
             let _ = writeln!(s, "{}", m.cfg.watermark_scale_factor);

@@ -271,10 +271,23 @@ impl Machine {
         let mut file_dirty = vec![0u64; self.files.v.len()];
         let mut wb_pages = vec![[0u64; 2]; self.writeback.wbs.len()];
         let mut free_seen = vec![false; nr_frames];
-        for &f in &self.frames.free {
+        for z in 0..crate::mmzone::NR_ZONES {
+            for &f in self.frames.free.zone_iter(z) {
+                if self.zones.zone_of(f) != z {
+                    return Err(format!("frame {f} on the free list of the wrong zone"));
+                }
+                let f = f as usize;
+                if free_seen[f] {
+                    return Err(format!("frame {f} twice on the free list"));
+                }
+                free_seen[f] = true;
+            }
+        }
+        // Frames kswapd freed that the clock has not reached yet are free too.
+        for &(_, f, _) in &self.kswapd.freeing {
             let f = f as usize;
             if free_seen[f] {
-                return Err(format!("frame {f} twice on the free list"));
+                return Err(format!("frame {f} twice among the free frames"));
             }
             free_seen[f] = true;
         }

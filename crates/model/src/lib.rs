@@ -37,6 +37,7 @@ pub mod machine;
 pub mod memcg_dirty;
 pub mod memcontrol;
 pub mod memory;
+pub mod mmzone;
 pub mod oom_kill;
 pub mod page_alloc;
 pub mod page_cgroup;

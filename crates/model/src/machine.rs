@@ -9,7 +9,6 @@ use crate::config::{MachineConfig, PAGE_SIZE};
 use crate::filemap::Files;
 use crate::memcontrol::{Memcg, Stock, ROOT_MEMCG};
 use crate::memory::Vmas;
-use crate::page_alloc::Watermarks;
 use crate::page_cgroup::Frames;
 use crate::page_counter::Counters;
 use crate::page_writeback::Writeback;
@@ -31,7 +30,8 @@ pub struct Machine {
     pub memsw: Counters,
     /// Per-CPU charge stock.
     pub stock: Vec<Stock>,
-    pub wmark: Watermarks,
+    /// The node's zones and their watermarks (mmzone.rs).
+    pub zones: crate::mmzone::Zones,
     pub swap: SwapSpace,
     pub files: Files,
     pub vmas: Vmas,
@@ -88,16 +88,23 @@ impl Machine {
         cfg.cpu_scale_milli = 1000;
         // The page allocator manages RAM less the kernel's boot reservations (MemTotal).
         let nr_frames = cfg.managed_pages() as u32;
+        let zones = crate::mmzone::Zones::new(
+            cfg.ram_pages(),
+            nr_frames as u64,
+            cfg.min_free_kbytes,
+            cfg.watermark_scale_factor,
+            cfg.cpus,
+        );
         let nr_swap = cfg.swap_bytes / PAGE_SIZE;
         let mut m = Machine {
-            frames: Frames::new(nr_frames),
+            frames: Frames::new(&zones, cfg.cpus),
             memcgs: Vec::new(),
             free_memcg_ids: Vec::new(),
             memory: Counters::default(),
             swap_counter: Counters::default(),
             memsw: Counters::default(),
             stock: (0..cfg.cpus).map(|_| Stock::default()).collect(),
-            wmark: Watermarks::compute(&cfg, nr_frames as u64),
+            zones,
             swap: SwapSpace::new(nr_swap as u32),
             files: Files::default(),
             vmas: Vmas::default(),
@@ -215,6 +222,6 @@ impl Machine {
     }
 
     pub fn nr_free_pages(&self) -> u64 {
-        self.frames.free.len() as u64
+        self.frames.free.nr_free_pages()
     }
 }

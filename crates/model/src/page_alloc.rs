@@ -1,51 +1,31 @@
-//! The page allocator: mm/page_alloc.c — zone watermarks derived as
-//! calculate_min_free_kbytes() and __setup_per_zone_wmarks() derive them (one zone), the fast
-//! path that wakes kswapd below the low watermark, and the slow path that enters direct
-//! reclaim below min and the global OOM killer after MAX_RECLAIM_RETRIES rounds without
+//! The page allocator: mm/page_alloc.c — get_page_from_freelist() over the zonelist (highest
+//! zone first, each zone above its watermark plus its lowmem reserve; the zones and their
+//! watermarks are mmzone.rs), the fast path at the low watermark, the slow path that wakes
+//! kswapd when no zone is above low, takes a page above min, enters direct reclaim when no
+//! zone is above min and the global OOM killer after MAX_RECLAIM_RETRIES rounds without
 //! progress. A task can sleep in its direct reclaim (reclaim_throttle(), vmscan.rs); the
 //! allocation then fails with `ChargeError::Blocked` and resumes its loop when it wakes.
 
-use crate::config::MachineConfig;
 use crate::machine::Machine;
 use crate::memcontrol::{ChargeError, MAX_RECLAIM_RETRIES};
+use crate::mmzone::{Wmark, NR_ZONES};
 use crate::page_cgroup::{pf, Pfn};
 use crate::task::AllocRetry;
-
-/// Zone watermarks in pages.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Watermarks {
-    pub min_free_kbytes: u64,
-    pub min: u64,
-    pub low: u64,
-    pub high: u64,
-}
-
-impl Watermarks {
-    pub fn compute(cfg: &MachineConfig, managed_pages: u64) -> Watermarks {
-        let lowmem_kbytes = managed_pages * 4;
-        let min_free_kbytes = cfg
-            .min_free_kbytes
-            .unwrap_or_else(|| crate::vmscan::int_sqrt(lowmem_kbytes * 16).clamp(128, 262_144));
-        let min = min_free_kbytes >> 2; // pages
-        let tmp = (min / 4).max(managed_pages * cfg.watermark_scale_factor / 10_000);
-        Watermarks {
-            min_free_kbytes,
-            min,
-            low: min + tmp,
-            high: min + 2 * tmp,
-        }
-    }
-}
 
 impl Machine {
     /// Allocate one page frame for the current context (alloc_pages, order 0, GFP_KERNEL-like
     /// user allocation). The frame comes back with only the ALLOCATED flag.
     pub fn alloc_page(&mut self) -> Result<Pfn, ChargeError> {
-        if self.nr_free_pages() <= self.wmark.low {
-            self.wakeup_kswapd();
+        if !self.kswapd.freeing.is_empty() {
+            self.kswapd_release_freed(self.now());
         }
-        if self.nr_free_pages() > self.wmark.min {
-            return Ok(self.take_free_frame());
+        if let Some(pfn) = self.get_page_from_freelist(Wmark::Low) {
+            return Ok(pfn);
+        }
+        // __alloc_pages_slowpath(): wake kswapd, then try again at the min watermark.
+        self.wakeup_kswapd();
+        if let Some(pfn) = self.get_page_from_freelist(Wmark::Min) {
+            return Ok(pfn);
         }
         // __alloc_pages_slowpath(); a task that slept in its reclaim goes on where its
         // retry loop stood.
@@ -86,8 +66,14 @@ impl Machine {
                     r
                 }
             };
-            if self.nr_free_pages() > self.wmark.min {
-                return Ok(self.take_free_frame());
+            if let Some(pfn) = self.get_page_from_freelist(Wmark::Min) {
+                return Ok(pfn);
+            }
+            // __alloc_pages_direct_reclaim(): pages may be pinned on the CPUs' lists;
+            // drain them and try once more.
+            self.frames.free.drain_all_pages();
+            if let Some(pfn) = self.get_page_from_freelist(Wmark::Min) {
+                return Ok(pfn);
             }
             if self.gfp_noretry {
                 // __GFP_NORETRY: one round of direct reclaim, no retries, no OOM.
@@ -113,26 +99,39 @@ impl Machine {
         Err(ChargeError::NoMem)
     }
 
+    /// get_page_from_freelist() for an order-0 page that may come from any zone
+    /// (GFP_HIGHUSER_MOVABLE): the zonelist runs from the highest zone down, and a zone gives
+    /// a page while its free pages are above the watermark plus its lowmem reserve
+    /// (zone_watermark_fast()).
+    fn get_page_from_freelist(&mut self, w: Wmark) -> Option<Pfn> {
+        for z in (0..NR_ZONES).rev() {
+            let zone = &self.zones.zone[z];
+            if zone.managed == 0 {
+                continue;
+            }
+            if self.frames.free.zone_len(z) > self.zones.mark(z, w) + zone.lowmem_reserve {
+                let cpu = self.current_cpu();
+                let pfn = self
+                    .frames
+                    .free
+                    .rmqueue(z, cpu, &self.zones)
+                    .expect("the zone has free pages");
+                return Some(self.prep_new_page(pfn));
+            }
+        }
+        None
+    }
+
+    /// A page from any zone regardless of watermarks (OOM victims, and the last resort when
+    /// nothing is left to kill).
     fn take_free_frame(&mut self) -> Pfn {
         let pfn = self.frames.free.pop().expect("free list is not empty");
+        self.prep_new_page(pfn)
+    }
+
+    fn prep_new_page(&mut self, pfn: Pfn) -> Pfn {
         debug_assert_eq!(self.frames.flags(pfn) & pf::ALLOCATED, 0);
         self.frames.pc[pfn as usize].flags = crate::page_cgroup::LRU_NONE | pf::ALLOCATED;
         pfn
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    #[test]
-    fn watermarks_like_the_kernel() {
-        // 8 GiB: min_free_kbytes = sqrt(8G/1K*16) = 11585 KiB; min = 2896 pages;
-        // tmp = max(724, 2097152*10/10000 = 2097) -> low = 4993, high = 7090.
-        let cfg = MachineConfig::default();
-        let w = Watermarks::compute(&cfg, 2_097_152);
-        assert_eq!(w.min_free_kbytes, 11585);
-        assert_eq!(w.min, 2896);
-        assert_eq!(w.low, 2896 + 2097);
-        assert_eq!(w.high, 2896 + 2 * 2097);
     }
 }

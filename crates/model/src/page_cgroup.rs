@@ -83,12 +83,13 @@ pub struct PageMap {
 pub struct Frames {
     pub pc: Vec<PageCgroup>,
     pub map: Vec<PageMap>,
-    /// Free frames, a stack (the page allocator's free list).
-    pub free: Vec<Pfn>,
+    /// Free frames, per zone (the page allocator's free lists).
+    pub free: crate::mmzone::FreeArea,
 }
 
 impl Frames {
-    pub fn new(nr: u32) -> Frames {
+    pub fn new(zones: &crate::mmzone::Zones, cpus: u32) -> Frames {
+        let nr: u32 = zones.zone.iter().map(|z| z.managed as u32).sum();
         let pc = vec![
             PageCgroup {
                 memcg: 0,
@@ -105,8 +106,7 @@ impl Frames {
             };
             nr as usize
         ];
-        // Pop order: low frame numbers first.
-        let free: Vec<Pfn> = (0..nr).rev().collect();
+        let free = crate::mmzone::FreeArea::new(zones, cpus);
         Frames { pc, map, free }
     }
 

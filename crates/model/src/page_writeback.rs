@@ -571,9 +571,11 @@ impl Machine {
         }
     }
 
-    /// global_dirtyable_memory(): free pages above the reserve plus the file LRUs.
+    /// global_dirtyable_memory(): free pages above the reserve (totalreserve_pages) plus the
+    /// file LRUs.
     pub fn global_dirtyable_memory(&self) -> u64 {
-        self.nr_free_pages().saturating_sub(self.wmark.high)
+        self.nr_free_pages()
+            .saturating_sub(self.zones.totalreserve_pages())
             + self.global_stat(Stat::ActiveFile)
             + self.global_stat(Stat::InactiveFile)
             + 1

@@ -172,6 +172,7 @@ impl Machine {
                 }
                 _ => {
                     self.sched.clock = self.sched.clock.max(until);
+                    self.kswapd_release_freed(self.sched.clock);
                     return stop(self);
                 }
             }
@@ -191,6 +192,7 @@ impl Machine {
         debug_assert!(t >= self.sched.clock, "time goes backwards");
         self.sched.clock = t;
         self.sched.nr_events += 1;
+        self.kswapd_release_freed(t);
         match ev {
             ev if ev.runs_thread() => {
                 self.enqueue_thread(ev);
@@ -312,7 +314,19 @@ impl Machine {
             cpu_ns: 0,
             wait_ns: 0,
         });
-        let more = self.kswapd_step();
+        self.kswapd.in_step = true;
+        // kswapd's cond_resched() between batches gives the CPU up only once the tick has
+        // found its slice used (need_resched): batches follow each other for a quantum, as a
+        // task's steps do, unless one slept.
+        let mut more = self.kswapd_step();
+        for _ in 0..MAX_STEPS_PER_QUANTUM {
+            let c = self.cur.as_ref().expect("kswapd context");
+            if more != Some(0) || c.wait_ns > 0 || c.cpu_ns >= self.cfg.costs.quantum_ns {
+                break;
+            }
+            more = self.kswapd_step();
+        }
+        self.kswapd.in_step = false;
         let ctx = self.cur.take().expect("kswapd context");
         self.kswapd.cpu_ns += ctx.cpu_ns;
         if let Some(sleep) = more {

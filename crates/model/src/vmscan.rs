@@ -14,7 +14,7 @@
 //! * `shrink_active_list()`, `shrink_inactive_list()` + `shrink_folio_list()` decisions and
 //!   `folio_check_references()`;
 //! * memcg limit reclaim (`try_to_free_mem_cgroup_pages()`), global direct reclaim
-//!   (`try_to_free_pages()`), and kswapd's `balance_pgdat()` run one priority step per event.
+//!   (`try_to_free_pages()`), and kswapd's `balance_pgdat()`, resumable between batches.
 //!
 //! * reclaim_throttle(): the dirty and writeback bookkeeping of shrink_folio_list()
 //!   (nr.dirty, unqueued_dirty, congested, writeback, immediate), PGDAT_WRITEBACK and
@@ -34,8 +34,11 @@
 //! DEF_PRIORITY. Reclaim from a control-file write or memory.high's return-to-user path does
 //! not sleep.
 //!
-//! kswapd is a thread on the simulated CPUs (sched.rs): each run is one priority step, atomic
-//! in virtual time like a task's reclaim.
+//! kswapd is a thread on the simulated CPUs (sched.rs). Its priority step is resumable: the
+//! scan_control, the memcg walk, the soft pass's phase and the lruvec's nr[] stay in
+//! [`KswapdScan`] between runs, and each run does batches of the step until it has used a
+//! quantum of CPU (cond_resched() once the tick sets need_resched). The frames it frees join
+//! the free lists when the clock reaches the CPU time at which it freed them.
 //!
 //! Simplifications (docs/FIDELITY.md): swap writes are asynchronous (page_io.rs) except on a
 //! SWP_SYNCHRONOUS_IO device; dirty file pages are never written from reclaim (the flusher
@@ -231,6 +234,45 @@ pub struct Kswapd {
     /// Its virtual runtime in the run queue (sched.rs) and the CPU it last ran on.
     pub vruntime: u64,
     pub cpu: u32,
+    /// kswapd is running a step: the frames it frees go to `freeing`.
+    pub in_step: bool,
+    /// Frames kswapd has freed, each with the virtual time at which it freed it, oldest
+    /// first, with the CPU whose list it goes to. A run of kswapd is atomic in virtual time,
+    /// but in the kernel kswapd frees batch by batch over that CPU time while allocators
+    /// run beside it; a frame joins the free lists when the clock reaches its time
+    /// (kswapd_release_freed()).
+    pub freeing: std::collections::VecDeque<(u64, Pfn, usize)>,
+    /// The priority step in progress, between kswapd's batches.
+    pub scan: Option<Box<KswapdScan>>,
+}
+
+/// Which pass of shrink_node() kswapd is in: the rework's soft pass (the first, or its
+/// repeat when the first found no eligible group), or the pass over every group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodePass {
+    Soft { first: bool },
+    All,
+}
+
+/// kswapd's priority step in progress: its scan_control, where its shrink_node() stands
+/// (the pass, the memcgs of the walk and the next one, the lruvec being scanned), and the
+/// sleep soft-limit reclaim asked for.
+#[derive(Clone, Debug)]
+pub struct KswapdScan {
+    sc: ScanControl,
+    before: u64,
+    soft_wait: Option<Wait>,
+    pass: NodePass,
+    /// Pages scanned before the soft passes (the fallback's test), the current soft pass's
+    /// start (scanned, reclaimed) with the memcg walk steps of its own walk, the groups its
+    /// walk returned and the time its runs took.
+    soft_scanned_before: u64,
+    soft_mark: (u64, u64, u64),
+    soft_groups: usize,
+    soft_ns: u64,
+    list: Vec<MemcgId>,
+    pos: usize,
+    lruvec: Option<LruvecScan>,
 }
 
 impl Default for Kswapd {
@@ -246,8 +288,23 @@ impl Default for Kswapd {
             gen: 0,
             vruntime: 0,
             cpu: 0,
+            in_step: false,
+            freeing: std::collections::VecDeque::new(),
+            scan: None,
         }
     }
+}
+
+/// shrink_lruvec()'s loop state: what is left to scan of each list, the targets, and what
+/// the loop reclaimed. kswapd keeps it between its batches.
+#[derive(Clone, Debug)]
+pub struct LruvecScan {
+    memcg: MemcgId,
+    nr: [u64; 4],
+    targets: [u64; 4],
+    nr_to_reclaim: u64,
+    scan_adjusted: bool,
+    reclaimed: u64,
 }
 
 /// What shrink_folio_list decided for one page.
@@ -440,7 +497,9 @@ impl Machine {
             let free = self.nr_free_pages();
             let file = self.global_stat(Stat::ActiveFile) + self.global_stat(Stat::InactiveFile);
             let anon = self.global_stat(Stat::InactiveAnon);
-            sc.file_is_tiny = file + free <= self.wmark.high
+            // The free pages of every zone, those no user allocation may take included,
+            // against the sum of the zones' high watermarks.
+            sc.file_is_tiny = file + free <= self.zones.total(crate::mmzone::Wmark::High)
                 && sc.may_deactivate & DEACTIVATE_ANON == 0
                 && (anon >> sc.priority) > 0;
         } else {
@@ -453,17 +512,7 @@ impl Machine {
     /// lets through, repeated once if it visited none (rework patch 8), and the reclaim-all
     /// pass follows only if the soft pass scanned nothing.
     pub fn shrink_node(&mut self, sc: &mut ScanControl) {
-        // Swap writes that ended while this reclaimer ran (page_io.rs).
-        self.swap_io_poll();
-        sc.nr_dirty = 0;
-        sc.nr_unqueued_dirty = 0;
-        sc.nr_congested = 0;
-        sc.nr_writeback = 0;
-        sc.nr_immediate = 0;
-        sc.nr_taken = 0;
-        sc.nr_file_taken = 0;
-        let before = sc.nr_reclaimed;
-        self.prepare_scan_control(sc);
+        let before = self.shrink_node_begin(sc);
         if self.should_soft_reclaim(sc) {
             let scanned_before = sc.nr_scanned;
             let groups = self.soft_pass(sc);
@@ -477,6 +526,28 @@ impl Machine {
         } else {
             self.shrink_node_memcgs(sc, false);
         }
+        self.shrink_node_end(sc, before);
+    }
+
+    /// The start of shrink_node(): the per-node counters, prepare_scan_count(). Returns what
+    /// was reclaimed before it.
+    fn shrink_node_begin(&mut self, sc: &mut ScanControl) -> u64 {
+        // Swap writes that ended while this reclaimer ran (page_io.rs).
+        self.swap_io_poll();
+        sc.nr_dirty = 0;
+        sc.nr_unqueued_dirty = 0;
+        sc.nr_congested = 0;
+        sc.nr_writeback = 0;
+        sc.nr_immediate = 0;
+        sc.nr_taken = 0;
+        sc.nr_file_taken = 0;
+        let before = sc.nr_reclaimed;
+        self.prepare_scan_control(sc);
+        before
+    }
+
+    /// The end of shrink_node(): progress resets kswapd's failures; the writeback verdicts.
+    fn shrink_node_end(&mut self, sc: &mut ScanControl, before: u64) {
         if sc.nr_reclaimed > before && !sc.cgroup_reclaim {
             // Any progress makes the node reclaimable again.
             self.kswapd.failures = 0;
@@ -626,10 +697,28 @@ impl Machine {
     /// One soft pass of the rework, with its statistics. Returns the groups it visited.
     fn soft_pass(&mut self, sc: &mut ScanControl) -> usize {
         let start = self.now();
-        let (scanned, reclaimed) = (sc.nr_scanned, sc.nr_reclaimed);
-        let steps = self.soft_stats.walk_steps;
+        let mark = self.soft_pass_mark(sc);
         let groups = self.shrink_node_memcgs(sc, true);
         let spent = self.now() - start;
+        self.soft_pass_account(mark, sc, groups, spent);
+        groups
+    }
+
+    /// Where a soft pass starts: (scanned, reclaimed, memcg walk steps).
+    fn soft_pass_mark(&self, sc: &ScanControl) -> (u64, u64, u64) {
+        (sc.nr_scanned, sc.nr_reclaimed, self.soft_stats.walk_steps)
+    }
+
+    /// A soft pass's statistics: what it walked, shrank, scanned and reclaimed since `mark`,
+    /// and the time it took.
+    fn soft_pass_account(
+        &mut self,
+        mark: (u64, u64, u64),
+        sc: &ScanControl,
+        groups: usize,
+        spent: u64,
+    ) {
+        let (scanned, reclaimed, steps) = mark;
         let st = &mut self.soft_stats;
         st.calls += 1;
         st.walked += st.walk_steps - steps;
@@ -637,7 +726,6 @@ impl Machine {
         st.scanned += sc.nr_scanned - scanned;
         st.reclaimed += sc.nr_reclaimed - reclaimed;
         st.ns += spent;
-        groups
     }
 
     /// mem_cgroup_unprotected(): the root and the reclaim target are never protected.
@@ -649,6 +737,24 @@ impl Machine {
     /// rework's soft pass) the soft-limit eligible ones. Returns how many groups the walk
     /// returned.
     fn shrink_node_memcgs(&mut self, sc: &mut ScanControl, soft: bool) -> usize {
+        let list = self.shrink_node_walk(sc, soft);
+        let groups = list.len();
+        for memcg in list {
+            if !self.memcg_reclaim_check(memcg, sc) {
+                continue;
+            }
+            self.shrink_lruvec(memcg, sc);
+            self.memcg_shrink_slab(memcg, sc);
+            if sc.throttle.is_some() {
+                break;
+            }
+        }
+        groups
+    }
+
+    /// The walk of shrink_node_memcgs() (all groups, or the soft pass's eligible ones), with
+    /// its CPU cost.
+    fn shrink_node_walk(&mut self, sc: &ScanControl, soft: bool) -> Vec<MemcgId> {
         let mut list = Vec::new();
         let root = sc.target;
         let looked = if soft {
@@ -657,33 +763,34 @@ impl Machine {
             self.memcg_walk(root, |_, _| IterVisit::Visit, &mut list)
         };
         self.charge_walk(looked);
+        list
+    }
+
+    /// shrink_node_memcgs()' protection checks for one memcg: may reclaim touch it?
+    fn memcg_reclaim_check(&mut self, memcg: MemcgId, sc: &mut ScanControl) -> bool {
         let recursive = self.cfg.recursive_prot;
-        let groups = list.len();
-        for memcg in list {
-            self.memory
-                .calculate_protection(sc.target as usize, memcg as usize, recursive);
-            if !Self::memcg_unprotected(sc.target, memcg) {
-                let c = self.memory.get(memcg as usize);
-                if c.emin >= c.usage {
-                    continue;
-                }
-                if c.elow >= c.usage {
-                    if !sc.memcg_low_reclaim {
-                        sc.memcg_low_skipped = true;
-                        continue;
-                    }
-                    self.memcg_memory_event(memcg, MemcgEvent::Low);
-                }
+        self.memory
+            .calculate_protection(sc.target as usize, memcg as usize, recursive);
+        if !Self::memcg_unprotected(sc.target, memcg) {
+            let c = self.memory.get(memcg as usize);
+            if c.emin >= c.usage {
+                return false;
             }
-            self.shrink_lruvec(memcg, sc);
-            // shrink_slab() for the memcg; what it frees counts as reclaimed
-            // (reclaim_state->reclaimed_slab).
-            sc.nr_reclaimed += self.shrink_slab(memcg, sc.priority);
-            if sc.throttle.is_some() {
-                break;
+            if c.elow >= c.usage {
+                if !sc.memcg_low_reclaim {
+                    sc.memcg_low_skipped = true;
+                    return false;
+                }
+                self.memcg_memory_event(memcg, MemcgEvent::Low);
             }
         }
-        groups
+        true
+    }
+
+    /// shrink_slab() for the memcg; what it frees counts as reclaimed
+    /// (reclaim_state->reclaimed_slab).
+    fn memcg_shrink_slab(&mut self, memcg: MemcgId, sc: &mut ScanControl) {
+        sc.nr_reclaimed += self.shrink_slab(memcg, sc.priority);
     }
 
     /// The CPU cost of a reclaim walk that looked at `looked` memcgs.
@@ -781,67 +888,107 @@ impl Machine {
 
     /// shrink_lruvec().
     pub fn shrink_lruvec(&mut self, memcg: MemcgId, sc: &mut ScanControl) {
-        let mut nr = self.get_scan_count(memcg, sc);
-        let targets = nr;
-        let nr_to_reclaim = sc.nr_to_reclaim;
-        let v3_11 = self.cfg.shrink_lruvec == crate::config::ShrinkLruvec::V3_11;
-        let mut scan_adjusted =
-            !v3_11 && !sc.cgroup_reclaim && !sc.kswapd && sc.priority == DEF_PRIORITY;
-        let mut reclaimed = 0u64;
-        let mut guard = 0u64;
-        while nr[lru::INACTIVE_ANON] > 0 || nr[lru::ACTIVE_FILE] > 0 || nr[lru::INACTIVE_FILE] > 0 {
-            guard += 1;
-            assert!(guard < 1 << 40, "shrink_lruvec does not terminate");
-            // for_each_evictable_lru: inactive anon, active anon, inactive file, active file.
-            #[allow(clippy::needless_range_loop)]
-            for l in 0..4 {
-                if nr[l] > 0 {
-                    let n = nr[l].min(SWAP_CLUSTER_MAX);
-                    nr[l] -= n;
-                    reclaimed += self.shrink_list(l, n, memcg, sc);
-                }
+        let mut s = self.lruvec_scan_begin(memcg, sc);
+        // Each batch scans at least one page or ends the loop; the targets bound it.
+        for _ in 0..1u64 << 40 {
+            if self.lruvec_scan_batch(&mut s, sc).0 {
+                return self.lruvec_scan_end(s, sc);
             }
-            if sc.throttle.is_some() {
-                break;
-            }
-            if reclaimed < nr_to_reclaim || scan_adjusted {
-                continue;
-            }
-            if v3_11 && !sc.cgroup_reclaim && !sc.kswapd {
-                // 3.11: global direct reclaim takes only what it asked for.
-                break;
-            }
-            let nr_file = nr[lru::INACTIVE_FILE] + nr[lru::ACTIVE_FILE];
-            let nr_anon = nr[lru::INACTIVE_ANON] + nr[lru::ACTIVE_ANON];
-            if !v3_11 && (nr_file == 0 || nr_anon == 0) {
-                // 3.16+: no attack on the larger list once the smaller is empty. 3.11 goes
-                // on with all of it (at priority 0, a memcg's whole list).
-                break;
-            }
-            let (stop, percentage) = if nr_file > nr_anon {
-                let t = targets[lru::INACTIVE_ANON] + targets[lru::ACTIVE_ANON] + 1;
-                (lru::INACTIVE_ANON, nr_anon * 100 / t)
-            } else {
-                let t = targets[lru::INACTIVE_FILE] + targets[lru::ACTIVE_FILE] + 1;
-                (lru::INACTIVE_FILE, nr_file * 100 / t)
-            };
-            nr[stop] = 0;
-            nr[stop + lru::LRU_ACTIVE] = 0;
-            let other = if stop == lru::INACTIVE_FILE {
-                lru::INACTIVE_ANON
-            } else {
-                lru::INACTIVE_FILE
-            };
-            for l in [other, other + lru::LRU_ACTIVE] {
-                let scanned = targets[l] - nr[l];
-                let v = targets[l] * (100 - percentage) / 100;
-                nr[l] = v - v.min(scanned);
-            }
-            scan_adjusted = true;
         }
-        sc.nr_reclaimed += reclaimed;
-        if self.total_swap_pages > 0 && self.inactive_is_low(memcg, false) {
-            self.shrink_active_list(SWAP_CLUSTER_MAX, memcg, sc, lru::ACTIVE_ANON);
+        unreachable!("shrink_lruvec does not terminate");
+    }
+
+    /// shrink_lruvec() up to its loop: get_scan_count()'s targets.
+    fn lruvec_scan_begin(&mut self, memcg: MemcgId, sc: &mut ScanControl) -> LruvecScan {
+        let nr = self.get_scan_count(memcg, sc);
+        let v3_11 = self.cfg.shrink_lruvec == crate::config::ShrinkLruvec::V3_11;
+        LruvecScan {
+            memcg,
+            nr,
+            targets: nr,
+            nr_to_reclaim: sc.nr_to_reclaim,
+            scan_adjusted: !v3_11
+                && !sc.cgroup_reclaim
+                && !sc.kswapd
+                && sc.priority == DEF_PRIORITY,
+            reclaimed: 0,
+        }
+    }
+
+    /// One pass of shrink_lruvec()'s loop: up to SWAP_CLUSTER_MAX pages of each evictable
+    /// list, then the proportional adjustment once enough is reclaimed. Returns whether the
+    /// loop is over, and whether this pass scanned (false: the loop had ended already).
+    fn lruvec_scan_batch(&mut self, s: &mut LruvecScan, sc: &mut ScanControl) -> (bool, bool) {
+        let done = self.lruvec_scan_batch_inner(s, sc);
+        (done.unwrap_or(true), done.is_some())
+    }
+
+    fn lruvec_scan_batch_inner(
+        &mut self,
+        s: &mut LruvecScan,
+        sc: &mut ScanControl,
+    ) -> Option<bool> {
+        let nr = &mut s.nr;
+        if nr[lru::INACTIVE_ANON] == 0 && nr[lru::ACTIVE_FILE] == 0 && nr[lru::INACTIVE_FILE] == 0 {
+            return None;
+        }
+        let v3_11 = self.cfg.shrink_lruvec == crate::config::ShrinkLruvec::V3_11;
+        // for_each_evictable_lru: inactive anon, active anon, inactive file, active file.
+        #[allow(clippy::needless_range_loop)]
+        for l in 0..4 {
+            if nr[l] > 0 {
+                let n = nr[l].min(SWAP_CLUSTER_MAX);
+                nr[l] -= n;
+                s.reclaimed += self.shrink_list(l, n, s.memcg, sc);
+            }
+        }
+        let nr = &mut s.nr;
+        if sc.throttle.is_some() {
+            return Some(true);
+        }
+        if s.reclaimed < s.nr_to_reclaim || s.scan_adjusted {
+            return Some(false);
+        }
+        if v3_11 && !sc.cgroup_reclaim && !sc.kswapd {
+            // 3.11: global direct reclaim takes only what it asked for.
+            return Some(true);
+        }
+        let nr_file = nr[lru::INACTIVE_FILE] + nr[lru::ACTIVE_FILE];
+        let nr_anon = nr[lru::INACTIVE_ANON] + nr[lru::ACTIVE_ANON];
+        if !v3_11 && (nr_file == 0 || nr_anon == 0) {
+            // 3.16+: no attack on the larger list once the smaller is empty. 3.11 goes
+            // on with all of it (at priority 0, a memcg's whole list).
+            return Some(true);
+        }
+        let targets = s.targets;
+        let (stop, percentage) = if nr_file > nr_anon {
+            let t = targets[lru::INACTIVE_ANON] + targets[lru::ACTIVE_ANON] + 1;
+            (lru::INACTIVE_ANON, nr_anon * 100 / t)
+        } else {
+            let t = targets[lru::INACTIVE_FILE] + targets[lru::ACTIVE_FILE] + 1;
+            (lru::INACTIVE_FILE, nr_file * 100 / t)
+        };
+        nr[stop] = 0;
+        nr[stop + lru::LRU_ACTIVE] = 0;
+        let other = if stop == lru::INACTIVE_FILE {
+            lru::INACTIVE_ANON
+        } else {
+            lru::INACTIVE_FILE
+        };
+        for l in [other, other + lru::LRU_ACTIVE] {
+            let scanned = targets[l] - nr[l];
+            let v = targets[l] * (100 - percentage) / 100;
+            nr[l] = v - v.min(scanned);
+        }
+        s.scan_adjusted = true;
+        Some(false)
+    }
+
+    /// The end of shrink_lruvec(): what it reclaimed, and the anon list's ageing.
+    fn lruvec_scan_end(&mut self, s: LruvecScan, sc: &mut ScanControl) {
+        sc.nr_reclaimed += s.reclaimed;
+        if self.total_swap_pages > 0 && self.inactive_is_low(s.memcg, false) {
+            self.shrink_active_list(SWAP_CLUSTER_MAX, s.memcg, sc, lru::ACTIVE_ANON);
         }
     }
 
@@ -1211,8 +1358,12 @@ impl Machine {
             .push(now, crate::sched::Event::Kswapd(self.kswapd.gen));
     }
 
+    /// pgdat_balanced() for order 0: any one zone above its high watermark plus its lowmem
+    /// reserve balances the node.
     fn pgdat_balanced(&self) -> bool {
-        self.nr_free_pages() > self.wmark.high
+        self.zones.zone.iter().enumerate().any(|(z, zone)| {
+            zone.managed > 0 && self.frames.free.zone_len(z) > zone.high + zone.lowmem_reserve
+        })
     }
 
     /// clear_pgdat_congested(): the node is balanced again.
@@ -1221,9 +1372,98 @@ impl Machine {
         self.reclaim_wait.pgdat_writeback = false;
     }
 
-    /// One priority step of balance_pgdat(). Returns how long kswapd sleeps before its next
-    /// step (reclaim_throttle()), or None when it goes back to sleep.
+    /// One run of kswapd: one batch of its current balance_pgdat() priority step (a pass of
+    /// shrink_lruvec()'s loop, SWAP_CLUSTER_MAX pages of each list, after which the kernel's
+    /// kswapd may be rescheduled in cond_resched()), or the start of a step. Returns how long
+    /// kswapd sleeps before its next run (0 between batches; reclaim_throttle() at the end of
+    /// a step), or None when it goes back to sleep.
     pub fn kswapd_step(&mut self) -> Option<u64> {
+        let mut st = match self.kswapd.scan.take() {
+            Some(st) => st,
+            None => self.kswapd_step_begin()?,
+        };
+        let seg_start = self.now();
+        // Each round does at most one scanning batch, or moves to the next memcg or pass;
+        // the walk's groups and the three passes bound the rounds.
+        for _ in 0..3 * (st.list.len() + self.memcgs.len()) + 8 {
+            if let Some(mut lv) = st.lruvec.take() {
+                if !self.memcg_alive(lv.memcg) {
+                    // The group went while kswapd was away from it.
+                    continue;
+                }
+                let (done, scanned) = self.lruvec_scan_batch(&mut lv, &mut st.sc);
+                if done {
+                    let memcg = lv.memcg;
+                    self.lruvec_scan_end(lv, &mut st.sc);
+                    self.memcg_shrink_slab(memcg, &mut st.sc);
+                    if st.sc.throttle.is_some() {
+                        st.pos = st.list.len();
+                    }
+                } else {
+                    st.lruvec = Some(lv);
+                }
+                if scanned {
+                    // cond_resched(): back in the run queue.
+                    if matches!(st.pass, NodePass::Soft { .. }) {
+                        st.soft_ns += self.now() - seg_start;
+                    }
+                    self.kswapd.scan = Some(st);
+                    return Some(0);
+                }
+                continue;
+            }
+            if st.pos < st.list.len() {
+                let memcg = st.list[st.pos];
+                st.pos += 1;
+                if self.memcg_alive(memcg) && self.memcg_reclaim_check(memcg, &mut st.sc) {
+                    st.lruvec = Some(self.lruvec_scan_begin(memcg, &mut st.sc));
+                }
+                continue;
+            }
+            // The pass's walk is done.
+            if let NodePass::Soft { first } = st.pass {
+                st.soft_ns += self.now() - seg_start;
+                // Other reclaimers walked while kswapd was off its CPU: the pass's own walk
+                // is what it counts.
+                let (scanned, reclaimed, walked) = st.soft_mark;
+                let mark = (scanned, reclaimed, self.soft_stats.walk_steps - walked);
+                let (groups, ns) = (st.soft_groups, st.soft_ns);
+                self.soft_pass_account(mark, &st.sc, groups, ns);
+                if first && st.soft_groups == 0 && self.cfg.softlimit == SoftLimitPolicy::Rework {
+                    self.kswapd_pass_start(&mut st, NodePass::Soft { first: false });
+                    continue;
+                }
+                if st.sc.nr_scanned == st.soft_scanned_before {
+                    self.soft_stats.fallbacks += 1;
+                    self.kswapd_pass_start(&mut st, NodePass::All);
+                    continue;
+                }
+            }
+            return self.kswapd_step_end(*st);
+        }
+        unreachable!("kswapd's shrink_node does not end");
+    }
+
+    /// Start a pass of kswapd's shrink_node(): walk the groups it visits.
+    fn kswapd_pass_start(&mut self, st: &mut KswapdScan, pass: NodePass) {
+        st.pass = pass;
+        let soft = matches!(pass, NodePass::Soft { .. });
+        let steps = self.soft_stats.walk_steps;
+        st.list = self.shrink_node_walk(&st.sc, soft);
+        if soft {
+            // (scanned, reclaimed) at the pass's start and the steps of its walk.
+            let (scanned, reclaimed, _) = self.soft_pass_mark(&st.sc);
+            st.soft_mark = (scanned, reclaimed, self.soft_stats.walk_steps - steps);
+            st.soft_ns = 0;
+        }
+        st.soft_groups = st.list.len();
+        st.pos = 0;
+        st.lruvec = None;
+    }
+
+    /// The start of a balance_pgdat() priority step: the node's balance, ageing, soft-limit
+    /// tree reclaim, and shrink_node()'s start. None when the node is balanced.
+    fn kswapd_step_begin(&mut self) -> Option<Box<KswapdScan>> {
         if self.pgdat_balanced() {
             self.clear_pgdat_congested();
             self.kswapd.awake = false;
@@ -1243,12 +1483,20 @@ impl Machine {
                 }
             }
         }
-        sc.nr_to_reclaim = self.wmark.high.max(SWAP_CLUSTER_MAX);
+        // kswapd_shrink_node(): each zone's high watermark, at least a batch per zone.
+        sc.nr_to_reclaim = self
+            .zones
+            .zone
+            .iter()
+            .filter(|z| z.managed > 0)
+            .map(|z| z.high.max(SWAP_CLUSTER_MAX))
+            .sum();
         sc.nr_scanned = 0;
         let mut soft_wait = None;
         if self.cfg.softlimit == SoftLimitPolicy::Tree {
             // balance_pgdat(): soft-limit reclaim before kswapd_shrink_node(); what it
-            // scanned does not count toward raising the priority.
+            // scanned does not count toward raising the priority. It runs whole, in the
+            // step's first run.
             // A sleep it asks for (reclaim_throttle(), or folio_wait_writeback() on a page
             // it met again) comes after kswapd_shrink_node(): the kernel sleeps first and
             // then goes on; the model's kswapd step does the same work, then sleeps.
@@ -1256,9 +1504,35 @@ impl Machine {
             sc.nr_reclaimed += reclaimed;
             soft_wait = wait;
         }
-        self.shrink_node(&mut sc);
+        let before = self.shrink_node_begin(&mut sc);
+        let pass = if self.should_soft_reclaim(&sc) {
+            NodePass::Soft { first: true }
+        } else {
+            NodePass::All
+        };
+        let mut st = Box::new(KswapdScan {
+            soft_scanned_before: sc.nr_scanned,
+            sc,
+            before,
+            soft_wait,
+            pass,
+            soft_mark: (0, 0, 0),
+            soft_groups: 0,
+            soft_ns: 0,
+            list: Vec::new(),
+            pos: 0,
+            lruvec: None,
+        });
+        self.kswapd_pass_start(&mut st, pass);
+        Some(st)
+    }
+
+    /// The end of a priority step: shrink_node()'s end, the priority, and the sleep.
+    fn kswapd_step_end(&mut self, st: KswapdScan) -> Option<u64> {
+        let mut sc = st.sc;
+        self.shrink_node_end(&mut sc, st.before);
         if sc.throttle.is_none() {
-            sc.throttle = soft_wait;
+            sc.throttle = st.soft_wait;
         }
         let raise_priority = sc.nr_scanned < sc.nr_to_reclaim;
         self.kswapd.nr_reclaimed += sc.nr_reclaimed;
@@ -1318,7 +1592,31 @@ impl Machine {
             mapping: crate::page_cgroup::NO_MAPPING,
             index: 0,
         };
-        self.frames.free.push(pfn);
+        let cpu = self.current_cpu();
+        if self.kswapd.in_step {
+            let t = self.now();
+            self.kswapd.freeing.push_back((t, pfn, cpu));
+        } else {
+            let reclaim_active = self.kswapd.awake;
+            self.frames
+                .free
+                .free_unref_page(pfn, cpu, &self.zones, reclaim_active);
+        }
+    }
+
+    /// The frames kswapd freed up to `now` join the free lists (its CPU's list first, as
+    /// free_unref_page() puts them).
+    pub(crate) fn kswapd_release_freed(&mut self, now: u64) {
+        while let Some(&(t, pfn, cpu)) = self.kswapd.freeing.front() {
+            if t > now {
+                break;
+            }
+            self.kswapd.freeing.pop_front();
+            let reclaim_active = self.kswapd.awake;
+            self.frames
+                .free
+                .free_unref_page(pfn, cpu, &self.zones, reclaim_active);
+        }
     }
 
     /// Is this frame's mapping a file?

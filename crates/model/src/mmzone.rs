@@ -1,0 +1,485 @@
+//! Memory zones of one node (include/linux/mmzone.h) as x86_64 lays them out, with the
+//! per-zone watermarks of __setup_per_zone_wmarks(), the lowmem reserves of
+//! setup_per_zone_lowmem_reserve(), the per-zone free lists (free_area) and the per-CPU page
+//! lists (per_cpu_pages: zone_batchsize(), zone_highsize(), free_unref_page_commit(),
+//! nr_pcp_high(), nr_pcp_free(), rmqueue_pcplist(), drain_all_pages()) in mm/page_alloc.c.
+//!
+//! Pages on a per-CPU list are free but not in the zone's NR_FREE_PAGES: the watermark checks
+//! and MemFree do not see them, up to `pcp_high` pages per CPU and zone (a quarter of that
+//! while kswapd reclaims the node, ZONE_RECLAIM_ACTIVE), so allocators wake kswapd and enter
+//! direct reclaim while such pages sit on other CPUs' lists. Simplified: one list per CPU and
+//! zone (the kernel keeps one per migratetype and order); no vmstat drain of remote pages
+//! (one node).
+//!
+//! Why zones matter to memcg and reclaim: the page allocator takes a user page from the highest
+//! zone above its watermark and falls back to lower zones only above their watermark plus a
+//! lowmem reserve, so ZONE_DMA keeps hundreds of free pages that user allocations cannot reach;
+//! kswapd stops when any one zone is above its high watermark (pgdat_balanced()); and the
+//! "file is tiny" test of prepare_scan_count() compares the free pages of all zones, stranded
+//! ones included, with the sum of the high watermarks. On a 512M machine the DMA zone's
+//! stranded pages are what keeps 6.1's reclaim in proportional (SCAN_FRACT) scanning.
+//!
+//! Layout (x86_64): ZONE_DMA is the first 16 MiB, of which the first MiB is always reserved
+//! (3840 managed pages), present on machines of 64M and more; ZONE_DMA32 runs up to 4 GiB;
+//! ZONE_NORMAL holds the rest. Simplified: no PCI hole below 4 GiB (a real machine, and QEMU
+//! above 3.5G of RAM, move part of DMA32 above 4 GiB); the kernel's boot reservations beyond
+//! the first MiB are taken from the top zone down (memblock allocates top-down); ZONE_MOVABLE
+//! and ZONE_DEVICE are empty; one node.
+
+use std::collections::VecDeque;
+
+use crate::page_cgroup::Pfn;
+
+/// Zones in the kernel's order (lowest first).
+pub const ZONE_DMA: usize = 0;
+pub const ZONE_DMA32: usize = 1;
+pub const ZONE_NORMAL: usize = 2;
+pub const NR_ZONES: usize = 3;
+pub const ZONE_NAMES: [&str; NR_ZONES] = ["DMA", "DMA32", "Normal"];
+
+/// Pages of the first 16 MiB (ZONE_DMA's span) and of its always-reserved first MiB.
+const DMA_SPAN_PAGES: u64 = 4096;
+const FIRST_MIB_PAGES: u64 = 256;
+/// Pages below 4 GiB.
+const BELOW_4G_PAGES: u64 = 1 << 20;
+/// sysctl_lowmem_reserve_ratio of DMA, DMA32 and Normal.
+pub const LOWMEM_RESERVE_RATIO: [u64; NR_ZONES] = [256, 256, 32];
+
+/// One zone: its frames, watermarks and reserve.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Zone {
+    /// Its first frame number; its frames are start..start + managed.
+    pub start: Pfn,
+    /// Pages of RAM the zone spans and the ones the page allocator manages.
+    pub spanned: u64,
+    pub managed: u64,
+    pub min: u64,
+    pub low: u64,
+    pub high: u64,
+    /// lowmem_reserve[] for allocations that may use every zone (user pages, GFP_KERNEL):
+    /// pages of this zone kept from them unless it is the highest zone they may use.
+    pub lowmem_reserve: u64,
+    /// Each CPU's list: its high mark (zone_highsize()) and batch (zone_batchsize()).
+    pub pcp_high: u64,
+    pub pcp_batch: u64,
+}
+
+/// The node's zones and the watermark inputs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Zones {
+    pub min_free_kbytes: u64,
+    pub zone: [Zone; NR_ZONES],
+}
+
+/// A watermark, as ALLOC_WMARK_* choose one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wmark {
+    Min,
+    Low,
+    High,
+}
+
+impl Zones {
+    /// The zones of a machine with `ram_pages` of RAM, `managed_pages` of them managed, and
+    /// their watermarks (`min_free_kbytes` None: calculate_min_free_kbytes()).
+    pub fn new(
+        ram_pages: u64,
+        managed_pages: u64,
+        min_free_kbytes: Option<u64>,
+        watermark_scale_factor: u64,
+        cpus: u32,
+    ) -> Zones {
+        let mut spanned = [0u64; NR_ZONES];
+        if ram_pages >= 4 * DMA_SPAN_PAGES && managed_pages > 4 * DMA_SPAN_PAGES {
+            spanned[ZONE_DMA] = DMA_SPAN_PAGES;
+        }
+        spanned[ZONE_DMA32] = ram_pages.min(BELOW_4G_PAGES) - spanned[ZONE_DMA];
+        spanned[ZONE_NORMAL] = ram_pages.saturating_sub(BELOW_4G_PAGES);
+        // Reservations: the first MiB (in DMA when there is one), the rest top-down.
+        let mut managed = spanned;
+        let mut reserved = ram_pages - managed_pages;
+        if spanned[ZONE_DMA] > 0 {
+            let r = FIRST_MIB_PAGES.min(reserved);
+            managed[ZONE_DMA] -= r;
+            reserved -= r;
+        }
+        for z in (0..NR_ZONES).rev() {
+            let r = reserved.min(managed[z]);
+            managed[z] -= r;
+            reserved -= r;
+        }
+        debug_assert_eq!(managed.iter().sum::<u64>(), managed_pages);
+        let min_free_kbytes = min_free_kbytes
+            .unwrap_or_else(|| crate::vmscan::int_sqrt(managed_pages * 4 * 16).clamp(128, 262_144));
+        // __setup_per_zone_wmarks(): min_free_kbytes shared out by managed pages.
+        let pages_min = min_free_kbytes >> 2;
+        let lowmem = managed_pages.max(1);
+        let mut start = 0u64;
+        let zone = std::array::from_fn(|z| {
+            let m = managed[z];
+            let min = pages_min * m / lowmem;
+            let tmp = (min / 4).max(m * watermark_scale_factor / 10_000);
+            // setup_per_zone_lowmem_reserve(): the managed pages of the zones above, by ratio.
+            let above: u64 = managed[z + 1..].iter().sum();
+            let lowmem_reserve = if m == 0 {
+                0
+            } else {
+                above / LOWMEM_RESERVE_RATIO[z]
+            };
+            // zone_batchsize(): a quarter of managed/1024, at most 64, then
+            // rounddown_pow_of_two(1.5 × batch) − 1.
+            let b = ((m >> 10).min(256) / 4).max(1);
+            let pcp_batch = (rounddown_pow_of_two(b + b / 2) - 1).max(1);
+            // zone_highsize(): the low watermark shared by the node's CPUs, at least 4
+            // batches.
+            let pcp_high = ((min + tmp) / u64::from(cpus.max(1))).max(pcp_batch << 2);
+            let zone = Zone {
+                start: start as Pfn,
+                spanned: spanned[z],
+                managed: m,
+                min,
+                low: min + tmp,
+                high: min + 2 * tmp,
+                lowmem_reserve,
+                pcp_high,
+                pcp_batch,
+            };
+            start += m;
+            zone
+        });
+        Zones {
+            min_free_kbytes,
+            zone,
+        }
+    }
+
+    /// The zone a frame belongs to.
+    #[inline]
+    pub fn zone_of(&self, pfn: Pfn) -> usize {
+        if pfn < self.zone[ZONE_DMA32].start {
+            ZONE_DMA
+        } else if pfn < self.zone[ZONE_NORMAL].start {
+            ZONE_DMA32
+        } else {
+            ZONE_NORMAL
+        }
+    }
+
+    pub fn mark(&self, z: usize, w: Wmark) -> u64 {
+        let zone = &self.zone[z];
+        match w {
+            Wmark::Min => zone.min,
+            Wmark::Low => zone.low,
+            Wmark::High => zone.high,
+        }
+    }
+
+    /// A watermark summed over the zones (as total_high_wmark and si_mem_available() sum
+    /// them).
+    pub fn total(&self, w: Wmark) -> u64 {
+        (0..NR_ZONES).map(|z| self.mark(z, w)).sum()
+    }
+
+    /// calculate_totalreserve_pages(): per zone its largest lowmem reserve plus its high
+    /// watermark, at most its managed pages.
+    pub fn totalreserve_pages(&self) -> u64 {
+        self.zone
+            .iter()
+            .map(|z| (z.lowmem_reserve + z.high).min(z.managed))
+            .sum()
+    }
+}
+
+fn rounddown_pow_of_two(x: u64) -> u64 {
+    debug_assert!(x > 0);
+    1 << (63 - x.leading_zeros())
+}
+
+/// One CPU's free pages of one zone (struct per_cpu_pages, order 0): allocations take the
+/// front (the most recently freed), refills from the zone join the back, and spills to the
+/// zone leave from the back.
+#[derive(Clone, Debug, Default)]
+pub struct PerCpuPages {
+    list: VecDeque<Pfn>,
+    /// Doubles the spill each time a free finds the list full with no allocation between.
+    free_factor: u32,
+}
+
+/// The free frames of each zone (its free_area, order 0 only, a stack each: low frame numbers
+/// are handed out first) and of each CPU's lists.
+#[derive(Clone, Debug, Default)]
+pub struct FreeArea {
+    zones: [Vec<Pfn>; NR_ZONES],
+    /// [cpu][zone]
+    pcp: Vec<[PerCpuPages; NR_ZONES]>,
+    /// First frame of DMA32 and of Normal (zone boundaries, for `push`).
+    bounds: [Pfn; 2],
+}
+
+impl FreeArea {
+    /// Every frame of the zones free, the per-CPU lists of `cpus` CPUs empty.
+    pub fn new(zones: &Zones, cpus: u32) -> FreeArea {
+        let mut f = FreeArea {
+            zones: Default::default(),
+            pcp: (0..cpus.max(1)).map(|_| Default::default()).collect(),
+            bounds: [zones.zone[ZONE_DMA32].start, zones.zone[ZONE_NORMAL].start],
+        };
+        for (z, zone) in zones.zone.iter().enumerate() {
+            let start = zone.start;
+            let end = start + zone.managed as Pfn;
+            f.zones[z] = (start..end).rev().collect();
+        }
+        f
+    }
+
+    #[inline]
+    fn zone_of(&self, pfn: Pfn) -> usize {
+        if pfn < self.bounds[0] {
+            ZONE_DMA
+        } else if pfn < self.bounds[1] {
+            ZONE_DMA32
+        } else {
+            ZONE_NORMAL
+        }
+    }
+
+    /// Free frames, on the zones' lists and the CPUs'.
+    pub fn len(&self) -> usize {
+        self.zones.iter().map(Vec::len).sum::<usize>() + self.pcp_len()
+    }
+
+    fn pcp_len(&self) -> usize {
+        self.pcp.iter().flatten().map(|p| p.list.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// NR_FREE_PAGES of every zone: what MemFree shows (not the per-CPU lists).
+    pub fn nr_free_pages(&self) -> u64 {
+        self.zones.iter().map(Vec::len).sum::<usize>() as u64
+    }
+
+    /// NR_FREE_PAGES of one zone, what its watermark checks see.
+    #[inline]
+    pub fn zone_len(&self, z: usize) -> u64 {
+        self.zones[z].len() as u64
+    }
+
+    /// Pages on CPU `cpu`'s list of zone `z`.
+    pub fn pcp_count(&self, cpu: usize, z: usize) -> u64 {
+        self.pcp[cpu][z].list.len() as u64
+    }
+
+    /// free_unref_page() on CPU `cpu`: the frame joins that CPU's list of its zone; a list
+    /// at its high mark (nr_pcp_high(): at most 4 batches while kswapd reclaims,
+    /// `reclaim_active`) spills to the zone (free_pcppages_bulk() of nr_pcp_free() pages).
+    pub fn free_unref_page(&mut self, pfn: Pfn, cpu: usize, zones: &Zones, reclaim_active: bool) {
+        let z = self.zone_of(pfn);
+        let zone = &zones.zone[z];
+        let cpu = cpu.min(self.pcp.len() - 1);
+        let pcp = &mut self.pcp[cpu][z];
+        pcp.list.push_front(pfn);
+        let high = if reclaim_active {
+            (zone.pcp_batch << 2).min(zone.pcp_high)
+        } else {
+            zone.pcp_high
+        };
+        let count = pcp.list.len() as u64;
+        if count < high {
+            return;
+        }
+        // nr_pcp_free()
+        let batch = zone.pcp_batch;
+        let n = if high < batch {
+            1
+        } else {
+            let (min_nr, max_nr) = (batch, high - batch);
+            let b = batch << pcp.free_factor.min(16);
+            if b < max_nr {
+                pcp.free_factor += 1;
+            }
+            b.clamp(min_nr, max_nr.max(min_nr))
+        };
+        for _ in 0..n.min(count) {
+            let p = pcp.list.pop_back().expect("counted");
+            self.zones[z].push(p);
+        }
+    }
+
+    /// rmqueue_pcplist(): a page of zone `z` from CPU `cpu`'s list, refilled with a batch
+    /// from the zone when empty (rmqueue_bulk()).
+    pub fn rmqueue(&mut self, z: usize, cpu: usize, zones: &Zones) -> Option<Pfn> {
+        let cpu = cpu.min(self.pcp.len() - 1);
+        let pcp = &mut self.pcp[cpu][z];
+        pcp.free_factor >>= 1;
+        if pcp.list.is_empty() {
+            for _ in 0..zones.zone[z].pcp_batch {
+                let Some(p) = self.zones[z].pop() else { break };
+                pcp.list.push_back(p);
+            }
+        }
+        pcp.list.pop_front()
+    }
+
+    /// drain_all_pages(): every CPU's lists back to their zones.
+    pub fn drain_all_pages(&mut self) {
+        for cpu in 0..self.pcp.len() {
+            for z in 0..NR_ZONES {
+                while let Some(p) = self.pcp[cpu][z].list.pop_back() {
+                    self.zones[z].push(p);
+                }
+            }
+        }
+    }
+
+    /// Take a frame from the highest zone that has one, with no watermark (the kernel's
+    /// allocations the model forces: the base system at boot, __GFP_NOFAIL, OOM victims),
+    /// then from the CPUs' lists.
+    pub fn pop(&mut self) -> Option<Pfn> {
+        if let Some(p) = (0..NR_ZONES).rev().find_map(|z| self.zones[z].pop()) {
+            return Some(p);
+        }
+        self.pcp
+            .iter_mut()
+            .flatten()
+            .find_map(|p| p.list.pop_front())
+    }
+
+    /// The free frames of zone `z`, its CPUs' lists included.
+    pub fn zone_iter(&self, z: usize) -> impl Iterator<Item = &Pfn> {
+        self.zones[z]
+            .iter()
+            .chain(self.pcp.iter().flat_map(move |c| c[z].list.iter()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_512m_machine_has_the_zones_of_the_6_1_guest() {
+        // Linux 6.1 on 512M (x86_64, 2 CPUs), /proc/zoneinfo: DMA managed 3840, min 22,
+        // low 27, high 32; DMA32 managed 112691, min 649, low 811, high 973; DMA's
+        // protection 426. The model derives min_free_kbytes from MemTotal (2730 KiB; the
+        // kernel's 2684 comes from the free pages at boot), so DMA32's marks are 1.5% higher.
+        let z = Zones::new(131_072, 116_534, None, 10, 2);
+        let dma = &z.zone[ZONE_DMA];
+        assert_eq!(
+            (dma.managed, dma.min, dma.low, dma.high),
+            (3840, 22, 27, 32)
+        );
+        assert_eq!(dma.lowmem_reserve, 112_694 / 256);
+        let d32 = &z.zone[ZONE_DMA32];
+        assert_eq!(d32.managed, 112_694);
+        assert_eq!((d32.min, d32.low, d32.high), (659, 823, 987));
+        assert_eq!(d32.lowmem_reserve, 0);
+        assert_eq!(z.zone[ZONE_NORMAL].managed, 0);
+        assert_eq!(z.zone_of(3839), ZONE_DMA);
+        assert_eq!(z.zone_of(3840), ZONE_DMA32);
+        assert_eq!(z.totalreserve_pages(), 440 + 32 + 987);
+    }
+
+    #[test]
+    fn big_machines_have_a_normal_zone_and_reserve_dma32_for_it() {
+        // 8 GiB with 100,000 pages reserved: DMA32 up to 4 GiB, Normal the rest less the
+        // reservations (top-down).
+        let ram = 2_097_152;
+        let z = Zones::new(ram, ram - 100_000, None, 10, 2);
+        assert_eq!(z.zone[ZONE_DMA].managed, 3840);
+        assert_eq!(z.zone[ZONE_DMA32].managed, (1 << 20) - 4096);
+        assert_eq!(
+            z.zone[ZONE_NORMAL].managed,
+            ram - (1 << 20) - (100_000 - 256)
+        );
+        assert_eq!(
+            z.zone[ZONE_DMA32].lowmem_reserve,
+            z.zone[ZONE_NORMAL].managed / 256
+        );
+        assert_eq!(z.zone[ZONE_NORMAL].lowmem_reserve, 0);
+        // The watermarks add up to the single-zone figures within rounding.
+        assert_eq!(
+            z.min_free_kbytes,
+            crate::vmscan::int_sqrt((ram - 100_000) * 64)
+        );
+        let sum_min: u64 = z.zone.iter().map(|z| z.min).sum();
+        assert!((z.min_free_kbytes / 4).abs_diff(sum_min) <= 3);
+    }
+
+    #[test]
+    fn tiny_machines_have_one_zone() {
+        let z = Zones::new(8192, 6000, None, 10, 2);
+        assert_eq!(z.zone[ZONE_DMA].managed, 0);
+        assert_eq!(z.zone[ZONE_DMA].lowmem_reserve, 0);
+        assert_eq!(z.zone[ZONE_DMA32].managed, 6000);
+    }
+
+    #[test]
+    fn per_cpu_lists_as_6_1_sizes_them() {
+        // 6.1 on 512M with 2 CPUs: DMA32 batch 31, high 811/2 = 405; DMA batch 1, high 13.
+        let z = Zones::new(131_072, 116_534, None, 10, 2);
+        assert_eq!(
+            (z.zone[ZONE_DMA32].pcp_batch, z.zone[ZONE_DMA32].pcp_high),
+            (31, 411)
+        );
+        assert_eq!(
+            (z.zone[ZONE_DMA].pcp_batch, z.zone[ZONE_DMA].pcp_high),
+            (1, 13)
+        );
+        // 8 GiB, 4 CPUs: batch 63 (the most), high a quarter of the low watermark.
+        let z = Zones::new(2_097_152, 2_000_000, None, 10, 4);
+        let n = &z.zone[ZONE_NORMAL];
+        assert_eq!(n.pcp_batch, 63);
+        assert_eq!(n.pcp_high, n.low / 4);
+    }
+
+    #[test]
+    fn free_pages_sit_on_per_cpu_lists_out_of_the_zone_count() {
+        let z = Zones::new(131_072, 116_534, None, 10, 2);
+        let mut f = FreeArea::new(&z, 2);
+        assert_eq!(f.len(), 116_534);
+        assert_eq!(f.zone_len(ZONE_DMA), 3840);
+        // An allocation refills its CPU's list with a batch and takes the first page.
+        assert_eq!(f.rmqueue(ZONE_DMA32, 0, &z), Some(3840));
+        assert_eq!(f.pcp_count(0, ZONE_DMA32), 30);
+        assert_eq!(f.nr_free_pages(), 116_534 - 31);
+        assert_eq!(f.len(), 116_534 - 1);
+        // Forced allocations take the highest zone first.
+        assert_eq!(f.pop(), Some(3871));
+        // Frees fill CPU 1's list up to its high mark (411), then spill a batch, doubling
+        // while frees come without allocations.
+        let taken: Vec<Pfn> = (0..600).map(|_| f.pop().unwrap()).collect();
+        let before = f.nr_free_pages();
+        for (i, &p) in taken.iter().enumerate() {
+            f.free_unref_page(p, 1, &z, false);
+            if i == 409 {
+                assert_eq!(f.pcp_count(1, ZONE_DMA32), 410);
+            }
+        }
+        // 411 → spill 31 (380), 411 → 62 (349), then 93, 124, ... clamped to high − batch.
+        assert!(f.pcp_count(1, ZONE_DMA32) < 411);
+        assert_eq!(f.nr_free_pages() - before + f.pcp_count(1, ZONE_DMA32), 600);
+        // While kswapd reclaims, a list above 4 batches spills at every free (up to
+        // high − batch = 93 pages at a time) until it is under them.
+        let mut prev = f.pcp_count(1, ZONE_DMA32);
+        for _ in 0..20 {
+            let p = f.pop().unwrap();
+            f.free_unref_page(p, 1, &z, true);
+            let now = f.pcp_count(1, ZONE_DMA32);
+            assert!(now < 124 || now + 31 <= prev + 1, "{prev} -> {now}");
+            prev = now;
+        }
+        assert!(prev < 124);
+        // Frames go back to their own zone.
+        let dma = f.rmqueue(ZONE_DMA, 0, &z).unwrap();
+        assert!(dma < 3840);
+        f.free_unref_page(dma, 0, &z, false);
+        f.drain_all_pages();
+        assert_eq!(f.pcp_count(0, ZONE_DMA32) + f.pcp_count(1, ZONE_DMA32), 0);
+        assert_eq!(f.zone_len(ZONE_DMA), 3840);
+        assert_eq!(f.nr_free_pages() as usize, f.len());
+        assert_eq!(f.zone_iter(ZONE_DMA).count(), 3840);
+    }
+}
