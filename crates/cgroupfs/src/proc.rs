@@ -1,5 +1,6 @@
 //! /proc files: meminfo (fs/proc/meminfo.c), uptime (virtual time since boot), vmstat (mm/vmstat.c, the subset of items the
-//! model produces, in kernel order), and the vm sysctls swappiness, page-cluster,
+//! model produces, in kernel order), zoneinfo (zoneinfo_show_print() in mm/vmstat.c, with the
+//! same subset of node items), and the vm sysctls swappiness, page-cluster,
 //! min_free_kbytes and watermark_scale_factor (the last two read-only), the dirty sysctls of
 //! mm/page-writeback.c (dirty_ratio, dirty_bytes, dirty_background_ratio,
 //! dirty_background_bytes, dirty_expire_centisecs, dirty_writeback_centisecs, with their
@@ -22,6 +23,7 @@ pub(crate) fn proc_files() -> &'static [&'static str] {
         "meminfo",
         "uptime",
         "vmstat",
+        "zoneinfo",
         "swaps",
         "sys/vm/swappiness",
         "sys/vm/page-cluster",
@@ -222,6 +224,7 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
                 let _ = writeln!(s, "{k} {v}");
             }
         }
+        "zoneinfo" => zoneinfo(sys, &mut s),
         "uptime" => {
             // Seconds since boot and idle CPU-seconds, with two decimals, as the kernel prints.
             let up = m.sched.clock;
@@ -417,5 +420,113 @@ pub(crate) fn write(sys: &mut System, f: &str, data: &str) -> Result<(), Errno> 
             Ok(())
         }
         _ => Err(Errno::EACCES),
+    }
+}
+
+/// /proc/zoneinfo as 6.1's zoneinfo_show_print() lays it out: per zone of the node (the
+/// kernel's five, Movable and Device always empty) its free pages, watermarks, spans and
+/// protection; for a populated zone its page counts, per-CPU lists, vmstat threshold,
+/// node_unreclaimable and start_pfn; the node's items once, under the first populated zone.
+fn zoneinfo(sys: &System, s: &mut String) {
+    use memcgsim_model::memcontrol::MAX_RECLAIM_RETRIES;
+    use memcgsim_model::mmzone::{NR_ZONES, ZONE_NAMES};
+    let m = &sys.machine;
+    let g = |st| m.global_stat(st);
+    let kp = |st| m.meminfo_kernel_kb(st) / (PAGE_SIZE / 1024);
+    let names = ["DMA", "DMA32", "Normal", "Movable", "Device"];
+    debug_assert_eq!(&names[..NR_ZONES], &ZONE_NAMES[..]);
+    let cpus = m.cfg.cpus.max(1);
+    let mut node_done = false;
+    for (z, name) in names.iter().enumerate() {
+        let zone = m.zones.zone.get(z);
+        let managed = zone.map_or(0, |zn| zn.managed);
+        let _ = write!(s, "Node 0, zone {name:>8}");
+        if managed > 0 && !node_done {
+            node_done = true;
+            s.push_str("\n  per-node stats");
+            for (k, v) in [
+                ("nr_inactive_anon", g(Stat::InactiveAnon)),
+                ("nr_active_anon", g(Stat::ActiveAnon)),
+                ("nr_inactive_file", g(Stat::InactiveFile)),
+                ("nr_active_file", g(Stat::ActiveFile)),
+                ("nr_unevictable", g(Stat::Unevictable)),
+                ("nr_slab_reclaimable", kp(Stat::SlabReclaimableB)),
+                ("nr_slab_unreclaimable", kp(Stat::SlabUnreclaimableB)),
+                ("workingset_refault_anon", g(Stat::WorkingsetRefaultAnon)),
+                ("workingset_refault_file", g(Stat::WorkingsetRefaultFile)),
+                ("workingset_activate_anon", g(Stat::WorkingsetActivateAnon)),
+                ("workingset_activate_file", g(Stat::WorkingsetActivateFile)),
+                ("workingset_restore_anon", g(Stat::WorkingsetRestoreAnon)),
+                ("workingset_restore_file", g(Stat::WorkingsetRestoreFile)),
+                ("workingset_nodereclaim", g(Stat::WorkingsetNodereclaim)),
+                ("nr_anon_pages", g(Stat::Anon)),
+                ("nr_mapped", g(Stat::FileMapped)),
+                ("nr_file_pages", g(Stat::File)),
+                ("nr_dirty", g(Stat::FileDirty)),
+                ("nr_writeback", g(Stat::Writeback)),
+                ("nr_shmem", g(Stat::Shmem)),
+                ("nr_dirtied", m.writeback.nr_dirtied),
+                ("nr_written", m.writeback.nr_written),
+                ("nr_kernel_stack", m.meminfo_kernel_kb(Stat::KernelStackKb)),
+                ("nr_page_table_pages", kp(Stat::Pagetables)),
+                ("nr_swapcached", g(Stat::SwapCached)),
+            ] {
+                let _ = write!(s, "\n      {k:<12} {v}");
+            }
+        }
+        let free = if z < NR_ZONES {
+            m.frames.free.zone_len(z)
+        } else {
+            0
+        };
+        let (min, low, high, spanned) =
+            zone.map_or((0, 0, 0, 0), |zn| (zn.min, zn.low, zn.high, zn.spanned));
+        let _ = write!(
+            s,
+            "\n  pages free     {free}\n        boost    0\n        min      {min}\n        low      {low}\n        high     {high}\n        spanned  {spanned}\n        present  {spanned}\n        managed  {managed}\n        cma      0"
+        );
+        let p = m.zones.protection(z);
+        let _ = write!(
+            s,
+            "\n        protection: ({}, {}, {}, {}, {})",
+            p[0], p[1], p[2], p[3], p[4]
+        );
+        if managed == 0 {
+            s.push('\n');
+            continue;
+        }
+        let zp = m.zone_pages(z);
+        for (k, v) in [
+            ("nr_free_pages", free),
+            ("nr_zone_inactive_anon", zp.lru[0]),
+            ("nr_zone_active_anon", zp.lru[1]),
+            ("nr_zone_inactive_file", zp.lru[2]),
+            ("nr_zone_active_file", zp.lru[3]),
+            ("nr_zone_unevictable", zp.lru[4]),
+            ("nr_zone_write_pending", zp.write_pending),
+            ("nr_mlock", zp.mlock),
+            ("nr_bounce", 0),
+            ("nr_free_cma", 0),
+        ] {
+            let _ = write!(s, "\n      {k:<12} {v}");
+        }
+        let zn = &m.zones.zone[z];
+        s.push_str("\n  pagesets");
+        for cpu in 0..cpus {
+            let _ = write!(
+                s,
+                "\n    cpu: {cpu}\n              count: {}\n              high:  {}\n              batch: {}\n  vm stats threshold: {}",
+                m.frames.free.pcp_count(cpu as usize, z),
+                zn.pcp_high,
+                zn.pcp_batch,
+                m.zones.stat_threshold(z, cpus)
+            );
+        }
+        let _ = write!(
+            s,
+            "\n  node_unreclaimable:  {}\n  start_pfn:           {}\n",
+            u32::from(m.kswapd.failures >= MAX_RECLAIM_RETRIES),
+            m.zones.start_pfn(z)
+        );
     }
 }

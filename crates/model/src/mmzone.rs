@@ -180,6 +180,37 @@ impl Zones {
         (0..NR_ZONES).map(|z| self.mark(z, w)).sum()
     }
 
+    /// A zone's lowmem_reserve[] over the kernel's five zones (DMA, DMA32, Normal, Movable,
+    /// Device) as /proc/zoneinfo prints it ("protection"): for each higher zone the managed
+    /// pages of the zones up to it, over this zone's ratio; 0 for an empty zone and for
+    /// Movable and Device (ratio 0).
+    pub fn protection(&self, z: usize) -> [u64; 5] {
+        let mut p = [0u64; 5];
+        if z >= NR_ZONES || self.zone[z].managed == 0 {
+            return p;
+        }
+        let mut above = 0;
+        for (j, slot) in p.iter_mut().enumerate().skip(z + 1) {
+            above += self.zone.get(j).map_or(0, |zone| zone.managed);
+            *slot = above / LOWMEM_RESERVE_RATIO[z];
+        }
+        p
+    }
+
+    /// The first frame number of each zone as /proc/zoneinfo's start_pfn: the model's frames
+    /// are the managed pages, numbered from 0, so a zone starts after the spans below it.
+    pub fn start_pfn(&self, z: usize) -> u64 {
+        self.zone[..z].iter().map(|zone| zone.spanned).sum()
+    }
+
+    /// calculate_normal_threshold(): the per-CPU vmstat threshold of a zone (its managed
+    /// pages in 128 MiB units and the online CPUs, at most 125).
+    pub fn stat_threshold(&self, z: usize, cpus: u32) -> u64 {
+        let fls = |x: u64| 64 - u64::from(x.leading_zeros());
+        let mem = self.zone[z].managed >> (27 - 12);
+        (2 * fls(u64::from(cpus)) * (1 + fls(mem))).min(125)
+    }
+
     /// calculate_totalreserve_pages(): per zone its largest lowmem reserve plus its high
     /// watermark, at most its managed pages.
     pub fn totalreserve_pages(&self) -> u64 {
@@ -352,6 +383,45 @@ impl FreeArea {
         self.zones[z]
             .iter()
             .chain(self.pcp.iter().flat_map(move |c| c[z].list.iter()))
+    }
+}
+
+/// A zone's page counts as /proc/zoneinfo shows them (the zone's share of NR_ZONE_LRU_*,
+/// NR_ZONE_WRITE_PENDING and NR_MLOCK), counted from the frames when read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ZonePages {
+    /// Pages on each LRU list (inactive anon, active anon, inactive file, active file,
+    /// unevictable).
+    pub lru: [u64; 5],
+    pub write_pending: u64,
+    pub mlock: u64,
+}
+
+impl crate::Machine {
+    /// Count a zone's pages by LRU list, dirty or under writeback, and mlocked. O(frames of
+    /// the zone): for reads of /proc/zoneinfo, not for the model's own decisions.
+    pub fn zone_pages(&self, z: usize) -> ZonePages {
+        use crate::page_cgroup::{pf, LRU_NONE};
+        let mut out = ZonePages::default();
+        let zone = &self.zones.zone[z];
+        let start = zone.start as usize;
+        let end = (start + zone.managed as usize).min(self.frames.pc.len());
+        for pc in &self.frames.pc[start.min(end)..end] {
+            let l = pc.flags & pf::LRU_MASK;
+            if l != LRU_NONE {
+                out.lru[l as usize] += 1;
+            }
+            // Dirty page cache (accounted dirtying is file-only) and any page under
+            // writeback, swap writes included.
+            let dirty_file = pc.flags & (pf::DIRTY | pf::SWAPBACKED) == pf::DIRTY;
+            if pc.flags & pf::ALLOCATED != 0 && (dirty_file || pc.flags & pf::WRITEBACK != 0) {
+                out.write_pending += 1;
+            }
+            if pc.flags & pf::MLOCKED != 0 {
+                out.mlock += 1;
+            }
+        }
+        out
     }
 }
 
