@@ -153,7 +153,7 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
             kb(&mut s, "DirectMap1G", 0);
         }
         "vmstat" => {
-            let lines: [(&str, u64); 38] = [
+            let zone_items: [(&str, u64); 8] = [
                 ("nr_free_pages", m.nr_free_pages()),
                 ("nr_zone_inactive_anon", g(Stat::InactiveAnon)),
                 ("nr_zone_active_anon", g(Stat::ActiveAnon)),
@@ -165,26 +165,8 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
                     g(Stat::FileDirty) + g(Stat::Writeback),
                 ),
                 ("nr_mlock", g(Stat::Mlock)),
-                ("nr_inactive_anon", g(Stat::InactiveAnon)),
-                ("nr_active_anon", g(Stat::ActiveAnon)),
-                ("nr_inactive_file", g(Stat::InactiveFile)),
-                ("nr_active_file", g(Stat::ActiveFile)),
-                ("nr_unevictable", g(Stat::Unevictable)),
-                ("workingset_refault_anon", g(Stat::WorkingsetRefaultAnon)),
-                ("workingset_refault_file", g(Stat::WorkingsetRefaultFile)),
-                ("workingset_activate_anon", g(Stat::WorkingsetActivateAnon)),
-                ("workingset_activate_file", g(Stat::WorkingsetActivateFile)),
-                ("workingset_restore_anon", g(Stat::WorkingsetRestoreAnon)),
-                ("workingset_restore_file", g(Stat::WorkingsetRestoreFile)),
-                ("workingset_nodereclaim", g(Stat::WorkingsetNodereclaim)),
-                ("nr_anon_pages", g(Stat::Anon)),
-                ("nr_mapped", g(Stat::FileMapped)),
-                ("nr_file_pages", g(Stat::File)),
-                ("nr_dirty", g(Stat::FileDirty)),
-                ("nr_writeback", g(Stat::Writeback)),
-                ("nr_shmem", g(Stat::Shmem)),
-                ("nr_dirtied", m.writeback.nr_dirtied),
-                ("nr_written", m.writeback.nr_written),
+            ];
+            let events = [
                 ("pgpgin", m.pgpg_kb().0),
                 ("pgpgout", m.pgpg_kb().1),
                 ("pswpin", g(Stat::Pswpin)),
@@ -196,17 +178,13 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
                 ("pgrefill", g(Stat::Pgrefill)),
                 ("pgsteal_kswapd", g(Stat::PgstealKswapd)),
             ];
-            for (k, v) in lines {
-                let _ = writeln!(s, "{k} {v}");
-            }
-            // Kernel memory in pages (slab), KiB (kernel stacks) and pages (page tables).
-            let kp = |st| m.meminfo_kernel_kb(st) / (PAGE_SIZE / 1024);
-            for (k, v) in [
-                ("nr_slab_reclaimable", kp(Stat::SlabReclaimableB)),
-                ("nr_slab_unreclaimable", kp(Stat::SlabUnreclaimableB)),
-                ("nr_kernel_stack", m.meminfo_kernel_kb(Stat::KernelStackKb)),
-                ("nr_page_table_pages", kp(Stat::Pagetables)),
-            ] {
+            let (node, kernel) = node_items(m);
+            for (k, v) in zone_items
+                .into_iter()
+                .chain(node)
+                .chain(events)
+                .chain(kernel)
+            {
                 let _ = writeln!(s, "{k} {v}");
             }
             for (k, v) in [
@@ -432,7 +410,6 @@ fn zoneinfo(sys: &System, s: &mut String) {
     use memcgsim_model::mmzone::{NR_ZONES, ZONE_NAMES};
     let m = &sys.machine;
     let g = |st| m.global_stat(st);
-    let kp = |st| m.meminfo_kernel_kb(st) / (PAGE_SIZE / 1024);
     let names = ["DMA", "DMA32", "Normal", "Movable", "Device"];
     debug_assert_eq!(&names[..NR_ZONES], &ZONE_NAMES[..]);
     let cpus = m.cfg.cpus.max(1);
@@ -444,33 +421,9 @@ fn zoneinfo(sys: &System, s: &mut String) {
         if managed > 0 && !node_done {
             node_done = true;
             s.push_str("\n  per-node stats");
-            for (k, v) in [
-                ("nr_inactive_anon", g(Stat::InactiveAnon)),
-                ("nr_active_anon", g(Stat::ActiveAnon)),
-                ("nr_inactive_file", g(Stat::InactiveFile)),
-                ("nr_active_file", g(Stat::ActiveFile)),
-                ("nr_unevictable", g(Stat::Unevictable)),
-                ("nr_slab_reclaimable", kp(Stat::SlabReclaimableB)),
-                ("nr_slab_unreclaimable", kp(Stat::SlabUnreclaimableB)),
-                ("workingset_refault_anon", g(Stat::WorkingsetRefaultAnon)),
-                ("workingset_refault_file", g(Stat::WorkingsetRefaultFile)),
-                ("workingset_activate_anon", g(Stat::WorkingsetActivateAnon)),
-                ("workingset_activate_file", g(Stat::WorkingsetActivateFile)),
-                ("workingset_restore_anon", g(Stat::WorkingsetRestoreAnon)),
-                ("workingset_restore_file", g(Stat::WorkingsetRestoreFile)),
-                ("workingset_nodereclaim", g(Stat::WorkingsetNodereclaim)),
-                ("nr_anon_pages", g(Stat::Anon)),
-                ("nr_mapped", g(Stat::FileMapped)),
-                ("nr_file_pages", g(Stat::File)),
-                ("nr_dirty", g(Stat::FileDirty)),
-                ("nr_writeback", g(Stat::Writeback)),
-                ("nr_shmem", g(Stat::Shmem)),
-                ("nr_dirtied", m.writeback.nr_dirtied),
-                ("nr_written", m.writeback.nr_written),
-                ("nr_kernel_stack", m.meminfo_kernel_kb(Stat::KernelStackKb)),
-                ("nr_page_table_pages", kp(Stat::Pagetables)),
-                ("nr_swapcached", g(Stat::SwapCached)),
-            ] {
+            let (node, kernel) = node_items(m);
+            let swapcached = [("nr_swapcached", g(Stat::SwapCached))];
+            for (k, v) in node.into_iter().chain(kernel).chain(swapcached) {
                 let _ = write!(s, "\n      {k:<12} {v}");
             }
         }
@@ -529,4 +482,44 @@ fn zoneinfo(sys: &System, s: &mut String) {
             m.zones.start_pfn(z)
         );
     }
+}
+
+/// Named counters, in the order a /proc file prints them.
+type Items = Vec<(&'static str, u64)>;
+
+/// The node's items /proc/vmstat and /proc/zoneinfo show: the LRU, workingset and page-cache
+/// items, then kernel memory in pages (slab), KiB (kernel stacks) and pages (page tables).
+fn node_items(m: &memcgsim_model::Machine) -> (Items, Items) {
+    let g = |st| m.global_stat(st);
+    let kp = |st| m.meminfo_kernel_kb(st) / (PAGE_SIZE / 1024);
+    (
+        vec![
+            ("nr_inactive_anon", g(Stat::InactiveAnon)),
+            ("nr_active_anon", g(Stat::ActiveAnon)),
+            ("nr_inactive_file", g(Stat::InactiveFile)),
+            ("nr_active_file", g(Stat::ActiveFile)),
+            ("nr_unevictable", g(Stat::Unevictable)),
+            ("workingset_refault_anon", g(Stat::WorkingsetRefaultAnon)),
+            ("workingset_refault_file", g(Stat::WorkingsetRefaultFile)),
+            ("workingset_activate_anon", g(Stat::WorkingsetActivateAnon)),
+            ("workingset_activate_file", g(Stat::WorkingsetActivateFile)),
+            ("workingset_restore_anon", g(Stat::WorkingsetRestoreAnon)),
+            ("workingset_restore_file", g(Stat::WorkingsetRestoreFile)),
+            ("workingset_nodereclaim", g(Stat::WorkingsetNodereclaim)),
+            ("nr_anon_pages", g(Stat::Anon)),
+            ("nr_mapped", g(Stat::FileMapped)),
+            ("nr_file_pages", g(Stat::File)),
+            ("nr_dirty", g(Stat::FileDirty)),
+            ("nr_writeback", g(Stat::Writeback)),
+            ("nr_shmem", g(Stat::Shmem)),
+            ("nr_dirtied", m.writeback.nr_dirtied),
+            ("nr_written", m.writeback.nr_written),
+        ],
+        vec![
+            ("nr_slab_reclaimable", kp(Stat::SlabReclaimableB)),
+            ("nr_slab_unreclaimable", kp(Stat::SlabUnreclaimableB)),
+            ("nr_kernel_stack", m.meminfo_kernel_kb(Stat::KernelStackKb)),
+            ("nr_page_table_pages", kp(Stat::Pagetables)),
+        ],
+    )
 }

@@ -1,15 +1,11 @@
 //! /proc/memcgsim/vmscan: what shrink_inactive_list() did per reclaimer and priority adds up
 //! to the vmstat and memory.stat counters the same calls moved.
 
+mod common;
+
+use common::vmstat;
 use memcgsim_cgroupfs::{SpawnOpts, System};
 use memcgsim_model::MachineConfig;
-
-fn vmstat(sys: &mut System, key: &str) -> u64 {
-    let text = sys.read("/proc/vmstat").unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(key)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("{key} in /proc/vmstat"))
-}
 
 #[test]
 fn the_histogram_adds_up_to_pgscan_and_pgsteal() {

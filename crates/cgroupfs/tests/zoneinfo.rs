@@ -1,8 +1,11 @@
 //! /proc/zoneinfo: the zones of a 512M machine as a 6.1 x86_64 guest of that size shows them,
 //! and per-zone counts that add up to the node's.
 
+mod common;
+
 use std::collections::BTreeMap;
 
+use common::vmstat;
 use memcgsim_cgroupfs::{SpawnOpts, System};
 use memcgsim_model::MachineConfig;
 
@@ -34,13 +37,6 @@ fn parse(text: &str) -> BTreeMap<String, BTreeMap<String, Vec<u64>>> {
             .push(v);
     }
     zones
-}
-
-fn vmstat(sys: &mut System, key: &str) -> u64 {
-    let text = sys.read("/proc/vmstat").unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(key)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("{key} in /proc/vmstat"))
 }
 
 #[test]
