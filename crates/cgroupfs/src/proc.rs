@@ -276,6 +276,7 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
                     ("soft_limit_updates", st.updates),
                     ("memcg_walk_steps", st.walk_steps),
                     ("kswapd_cpu_ns", m.kswapd.cpu_ns),
+                    ("flusher_cpu_ns", m.writeback.flusher_cpu_ns),
                 ],
             );
         }

@@ -169,6 +169,10 @@ pub struct Costs {
     /// One anon page written out by reclaim: add_to_swap(), try_to_unmap() with its TLB
     /// flush, and swap_writepage()'s bio. Default 1000 ns.
     pub pageout_ns: u64,
+    /// One page-cache page written back by the flusher (write_cache_pages(): clearing the
+    /// dirty bit for I/O, setting writeback, the file system's bio), charged to the flusher
+    /// thread's CPU. Default 1000 ns.
+    pub writepage_ns: u64,
     /// Scheduling quantum: how long a task runs before the next event is looked at. 1 ms.
     pub quantum_ns: u64,
     /// One memcg looked at by a reclaim walk (mem_cgroup_iter's step, the reference it
@@ -276,6 +280,7 @@ impl Default for MachineConfig {
                 scan_ns: 100,
                 reclaim_ns: 300,
                 pageout_ns: 1_000,
+                writepage_ns: 1_000,
                 quantum_ns: 1_000_000,
                 memcg_iter_ns: 100,
             },
@@ -296,6 +301,7 @@ impl Costs {
             scan_ns: f(self.scan_ns),
             reclaim_ns: f(self.reclaim_ns),
             pageout_ns: f(self.pageout_ns),
+            writepage_ns: f(self.writepage_ns),
             quantum_ns: self.quantum_ns,
             memcg_iter_ns: f(self.memcg_iter_ns),
         }
@@ -445,6 +451,7 @@ impl MachineConfig {
         "fault_cost",
         "scan_cost",
         "pageout_cost",
+        "writepage_cost",
         "quantum",
         "iter_cost",
         "cpu_scale",
@@ -583,6 +590,7 @@ impl MachineConfig {
                 "fault_cost" => self.costs.minor_fault_ns = parse_duration_ns(value)?,
                 "scan_cost" => self.costs.scan_ns = parse_duration_ns(value)?,
                 "pageout_cost" => self.costs.pageout_ns = parse_duration_ns(value)?,
+                "writepage_cost" => self.costs.writepage_ns = parse_duration_ns(value)?,
                 "quantum" => self.costs.quantum_ns = parse_duration_ns(value)?,
                 "iter_cost" => self.costs.memcg_iter_ns = parse_duration_ns(value)?,
                 "cpu_scale" => self.cpu_scale_milli = parse_scale_milli(value)?,

@@ -27,14 +27,19 @@
 //!   wb_over_bg_thresh() (global or memcg dirty above its background threshold, or the wb's
 //!   dirty pages above its share), in chunks of writeback_chunk_size(), oldest inode first,
 //!   round robin; reclaim's wakeup_flusher_threads() writes everything.
+//! * The flusher is a thread (wb_workfn() on a kworker): each work item (the periodic run,
+//!   a wakeup, one wb's background writeback) waits for a CPU in the run queue (sched.rs)
+//!   and pays `writepage_cost` per page it submits, so a batch reaches the device after the
+//!   CPU time of the pages before it.
 //!
 //! Writes are submitted to the block device in batches; each batch completes by an event,
 //! which clears PG_writeback and rotates PG_reclaim pages to the inactive tail
 //! (folio_rotate_reclaimable()).
 //!
 //! Simplified (docs/FIDELITY.md): inodes never switch wbs and foreign dirtying is not
-//! flushed (mem_cgroup_flush_foreign); a flusher pass submits its pages at once, so the
-//! device queue, not the flusher, bounds the I/O in flight; the per-CPU ratelimit
+//! flushed (mem_cgroup_flush_foreign); a flusher work item runs to its end once it has a
+//! CPU (the kernel's cond_resched() between inodes is not modelled), so the device queue,
+//! not the flusher, bounds the I/O in flight; the per-CPU ratelimit
 //! (bdp_ratelimits) and the rt-task boost are not modelled; the statistics read by the
 //! throttling are exact.
 
@@ -353,6 +358,11 @@ pub struct Writeback {
     pub nr_written: u64,
     /// A periodic flusher wakeup is queued.
     pub periodic_armed: bool,
+    /// The flusher thread (the wb's kworker) in the run queue: its virtual runtime, the CPU
+    /// it last ran on, and the CPU time it used.
+    pub flusher_vruntime: u64,
+    pub flusher_cpu: u32,
+    pub flusher_cpu_ns: u64,
 }
 
 impl Default for Writeback {
@@ -368,6 +378,9 @@ impl Default for Writeback {
             nr_dirtied: 0,
             nr_written: 0,
             periodic_armed: false,
+            flusher_vruntime: 0,
+            flusher_cpu: 0,
+            flusher_cpu_ns: 0,
         }
     }
 }
@@ -1244,7 +1257,10 @@ impl Machine {
     }
 
     fn submit_writeback(&mut self, pages: Vec<Pfn>) {
-        let now = self.sched.clock;
+        // The writer (the flusher thread, or a task writing its own pages) spends the CPU
+        // of write_cache_pages() and the bio before the batch reaches the device.
+        self.spend_cpu(self.cfg.costs.writepage_ns * pages.len() as u64);
+        let now = self.now();
         let runs = crate::blkdev::page_runs(
             pages
                 .iter()
@@ -1440,6 +1456,57 @@ pub(crate) mod tests {
         assert!(
             peak > bg && peak <= thresh + 64,
             "peak {peak}, bg {bg}, thresh {thresh}"
+        );
+    }
+
+    /// Busy for ever, on the CPU (in quanta of 1.001 ms).
+    struct Spinner;
+
+    impl Program for Spinner {
+        fn name(&self) -> &str {
+            "spinner"
+        }
+        fn step(&mut self, cx: &mut TaskCtx<'_>) -> Step {
+            while cx.has_time() {
+                cx.compute(7_000);
+            }
+            Step::Continue
+        }
+    }
+
+    /// The flusher is a thread: it pays writepage_cost per page it writes back, on a CPU of
+    /// the machine, and waits for one in the run queue when the CPUs are busy.
+    #[test]
+    fn the_flusher_takes_cpu_time_for_what_it_writes() {
+        let run = |spinners: usize| {
+            let mut cfg = MachineConfig::default();
+            cfg.set("cpus", "1").unwrap();
+            cfg.set("writepage_cost", "2us").unwrap();
+            let mut m = Machine::new(cfg).unwrap();
+            let a = m.memcg_create(ROOT_MEMCG).unwrap();
+            m.spawn(a, "writer".into(), 0, Box::new(Writer::new(2000)));
+            for _ in 0..spinners {
+                m.spawn(a, "spinner".into(), 0, Box::new(Spinner));
+            }
+            // The periodic flusher's first run, at 5 s, writes all 2000 pages: a wb with no
+            // completed writeout yet has no share of the background threshold
+            // (wb_over_bg_thresh()'s WB_RECLAIMABLE test).
+            m.run_until(36_000_000_000, |m| m.writeback.flusher_cpu_ns > 0);
+            let started = m.sched.clock;
+            m.run_until(36_000_000_000, |_| false);
+            assert_eq!(m.stat_total(a, Stat::FileDirty), 0);
+            assert_eq!(m.writeback.nr_written, 2000);
+            (m.writeback.flusher_cpu_ns, started)
+        };
+        let (cpu, idle_start) = run(0);
+        assert_eq!(cpu, 2000 * 2000);
+        // Beside a task that never sleeps, the flusher waits for the end of the task's
+        // quantum (1 ms at most), then does all of the work.
+        let (cpu, busy_start) = run(1);
+        assert_eq!(cpu, 2000 * 2000);
+        assert!(
+            busy_start > idle_start && busy_start <= idle_start + 1_000_000,
+            "{idle_start} {busy_start}"
         );
     }
 

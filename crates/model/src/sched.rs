@@ -54,7 +54,14 @@ pub enum Event {
 impl Event {
     /// Does this event run a thread on a CPU (through the run queue)?
     fn runs_thread(self) -> bool {
-        matches!(self, Event::TaskRun(..) | Event::Kswapd(_))
+        matches!(
+            self,
+            Event::TaskRun(..)
+                | Event::Kswapd(_)
+                | Event::Flusher
+                | Event::FlusherKick
+                | Event::FlusherWb(_)
+        )
     }
 }
 
@@ -204,12 +211,13 @@ impl Machine {
                 }
                 self.dispatch();
             }
-            Event::Flusher => self.flusher_run(),
-            Event::FlusherKick => self.flusher_kick(),
-            Event::FlusherWb(wb) => self.flusher_wb(wb),
             Event::WritebackDone(id) => self.writeback_done(id),
             Event::SwapWritebackDone(id) => self.swap_writeback_done(id),
-            Event::TaskRun(..) | Event::Kswapd(_) => unreachable!("threads run from the queue"),
+            Event::TaskRun(..)
+            | Event::Kswapd(_)
+            | Event::Flusher
+            | Event::FlusherKick
+            | Event::FlusherWb(_) => unreachable!("threads run from the queue"),
         }
         if !self.dying_release.is_empty() {
             self.release_dying_memcgs();
@@ -225,6 +233,7 @@ impl Machine {
                 task.gen == gen && task.state == TaskState::Runnable
             }
             Event::Kswapd(gen) => gen == self.kswapd.gen,
+            Event::Flusher | Event::FlusherKick | Event::FlusherWb(_) => true,
             _ => false,
         }
     }
@@ -233,6 +242,9 @@ impl Machine {
         match ev {
             Event::TaskRun(pid, _) => &mut self.task_mut(pid).vruntime,
             Event::Kswapd(_) => &mut self.kswapd.vruntime,
+            Event::Flusher | Event::FlusherKick | Event::FlusherWb(_) => {
+                &mut self.writeback.flusher_vruntime
+            }
             _ => unreachable!("not a thread"),
         }
     }
@@ -251,7 +263,8 @@ impl Machine {
                     return;
                 }
             }
-            _ => self.kswapd_end_throttle(),
+            Event::Kswapd(_) => self.kswapd_end_throttle(),
+            _ => {}
         }
         let floor = self
             .sched
@@ -280,7 +293,8 @@ impl Machine {
             }
             let last = match ev {
                 Event::TaskRun(pid, _) => self.task(pid).cpu,
-                _ => self.kswapd.cpu,
+                Event::Kswapd(_) => self.kswapd.cpu,
+                _ => self.writeback.flusher_cpu,
             };
             let Some(cpu) = self.sched.free_cpu(now, last) else {
                 let at = self.sched.earliest_free();
@@ -296,6 +310,9 @@ impl Machine {
             let used = match ev {
                 Event::TaskRun(pid, _) => self.run_task(pid, cpu),
                 Event::Kswapd(_) => self.run_kswapd(cpu),
+                Event::Flusher | Event::FlusherKick | Event::FlusherWb(_) => {
+                    self.run_flusher(ev, cpu)
+                }
                 _ => unreachable!("not a thread"),
             };
             self.sched.cpu_free[cpu as usize] = now + used;
@@ -333,6 +350,29 @@ impl Machine {
             let next = t + (ctx.cpu_ns + ctx.wait_ns).max(1_000) + sleep;
             self.sched.push(next, Event::Kswapd(self.kswapd.gen));
         }
+        ctx.cpu_ns
+    }
+
+    /// One work item of the flusher (wb_workfn() on a kworker) on `cpu`: the periodic
+    /// writeback, a wakeup_flusher_threads(), or one wb's background writeback. Returns the
+    /// CPU time used (writepage_cost per page submitted).
+    fn run_flusher(&mut self, ev: Event, cpu: u32) -> u64 {
+        self.writeback.flusher_cpu = cpu;
+        self.cur = Some(ExecCtx {
+            pid: None,
+            cpu,
+            start: self.sched.clock,
+            cpu_ns: 0,
+            wait_ns: 0,
+        });
+        match ev {
+            Event::Flusher => self.flusher_run(),
+            Event::FlusherKick => self.flusher_kick(),
+            Event::FlusherWb(wb) => self.flusher_wb(wb),
+            _ => unreachable!("not a flusher work item"),
+        }
+        let ctx = self.cur.take().expect("flusher context");
+        self.writeback.flusher_cpu_ns += ctx.cpu_ns;
         ctx.cpu_ns
     }
 
