@@ -215,6 +215,13 @@ fn seed000_scaling_counters_skip_the_idle_hierarchy() {
     // /idle and its 1000 descendants.
     let calls = reclaim(&walk, "soft_reclaim_calls");
     assert_eq!(reclaim(&walk, "soft_groups_walked"), calls * 1003);
+    // The soft passes' time includes their walks, at iter_cost (100 ns) a group, in kswapd's
+    // passes as in direct reclaim's.
+    let (ns, walked) = (
+        reclaim(&walk, "soft_reclaim_ns"),
+        reclaim(&walk, "soft_groups_walked"),
+    );
+    assert!(ns >= walked * 100, "{ns} ns for {walked} groups");
     // With them, /idle's subtree is skipped whole: root, /dd, /idle.
     let calls = reclaim(&rework, "soft_reclaim_calls");
     assert_eq!(reclaim(&rework, "soft_groups_walked"), calls * 3);

@@ -195,6 +195,8 @@ script_tests! {
     swap_readahead => "swap/readahead.mcg",
     // kswapd and the allocators on the same CPUs.
     swap_kswapd_split => "swap/kswapd_split.mcg",
+    // Direct reclaimers throttled on pages other reclaimers isolated.
+    swap_too_many_isolated => "swap/too_many_isolated.mcg",
     // Mapped file pages: executable text against a stream.
     file_exec_text => "file/exec_text.mcg",
     // Read-around and fault-around of a file read in order through a mapping.

@@ -277,6 +277,8 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
                     ("memcg_walk_steps", st.walk_steps),
                     ("kswapd_cpu_ns", m.kswapd.cpu_ns),
                     ("flusher_cpu_ns", m.writeback.flusher_cpu_ns),
+                    ("isolated_throttles", m.reclaim_wait.isolated_throttles),
+                    ("isolated_skips", m.reclaim_wait.isolated_skips),
                 ],
             );
         }

@@ -105,6 +105,10 @@ pub struct Task {
     pub block: Option<Block>,
     /// Where the retry loop of the allocation it sleeps in stood.
     pub alloc_retry: Option<AllocRetry>,
+    /// It slept in reclaim_throttle(VMSCAN_THROTTLE_ISOLATED): its next reclaim goes on
+    /// past too many isolated pages instead of sleeping again (shrink_inactive_list()'s
+    /// `stalled`).
+    pub isolated_stalled: bool,
     pub stats: TaskStats,
 }
 
@@ -204,6 +208,7 @@ impl Machine {
             vruntime: self.sched.rq.min_vruntime,
             block: None,
             alloc_retry: None,
+            isolated_stalled: false,
             stats: TaskStats {
                 start_ns: now,
                 ..TaskStats::default()

@@ -24,8 +24,9 @@
 //!   dirty pages), VMSCAN_THROTTLE_CONGESTED (a jiffy; direct reclaim of a congested
 //!   lruvec), VMSCAN_THROTTLE_NOPROGRESS (a jiffy; global direct reclaim that freed nothing
 //!   at priority 1, woken by reclaim above 12 % efficiency; both skipped as
-//!   skip_throttle_noprogress() says), and cgroup v1's folio_wait_writeback() on a page met
-//!   twice under writeback.
+//!   skip_throttle_noprogress() says), VMSCAN_THROTTLE_ISOLATED (HZ/50; too_many_isolated(),
+//!   with a batch's pages isolated over the CPU time the batch takes), and cgroup v1's
+//!   folio_wait_writeback() on a page met twice under writeback.
 //!
 //! A task's reclaim is atomic in virtual time, so a sleep cannot happen in the middle of it:
 //! when reclaim would sleep, it stops there, the allocation fails with `Fault::Blocked`
@@ -122,6 +123,8 @@ pub enum Wait {
     NoProgress,
     /// folio_wait_writeback() on this page.
     PageWriteback(Pfn),
+    /// VMSCAN_THROTTLE_ISOLATED: too many pages isolated by other reclaimers.
+    Isolated,
 }
 
 impl Wait {
@@ -131,6 +134,7 @@ impl Wait {
         match self {
             Wait::Writeback => Some(crate::memcontrol::HZ / 10 * jiffy),
             Wait::Congested | Wait::NoProgress => Some(jiffy),
+            Wait::Isolated => Some(crate::memcontrol::HZ / 50 * jiffy),
             Wait::PageWriteback(_) => None,
         }
     }
@@ -150,6 +154,16 @@ pub struct ReclaimWait {
     pub throttled_written: u64,
     /// PGDAT_WRITEBACK: kswapd found every page it isolated under writeback.
     pub pgdat_writeback: bool,
+    /// NR_ISOLATED_ANON/FILE over time: each batch a reclaimer took off an LRU, as (start,
+    /// end, pages, file) in virtual time. A reclaimer's batch is atomic in the model, but
+    /// its pages are off the LRU for the CPU time the batch takes, and a reclaimer on
+    /// another CPU that runs inside that time sees them isolated. Entries that end before
+    /// the clock are dropped (no context's time is earlier than the clock).
+    pub isolated: Vec<(u64, u64, u32, bool)>,
+    /// Sleeps in VMSCAN_THROTTLE_ISOLATED, and shrink_inactive_list() calls that gave up
+    /// after one (/proc/memcgsim/reclaim).
+    pub isolated_throttles: u64,
+    pub isolated_skips: u64,
 }
 
 impl ScanControl {
@@ -380,7 +394,13 @@ impl Machine {
         let reclaimed = self.do_try_to_free_pages_inner(sc);
         if let Some(pid) = self.cur.as_ref().and_then(|c| c.pid) {
             let spent = self.now() - start;
-            self.task_mut(pid).stats.reclaim_ns += spent;
+            let task = self.task_mut(pid);
+            task.stats.reclaim_ns += spent;
+            // The reclaim after a sleep on isolated pages went on past them; the next one
+            // may sleep again.
+            if sc.throttle != Some(Wait::Isolated) {
+                task.isolated_stalled = false;
+            }
         }
         reclaimed
     }
@@ -1069,13 +1089,30 @@ impl Machine {
     ) -> u64 {
         // Swap writes that ended while this reclaimer ran (page_io.rs).
         self.swap_io_poll();
+        let file = lru::is_file(l);
+        if self.too_many_isolated(file, sc) {
+            // The first time, wait a bit for the other reclaimers (the sleep ends this
+            // reclaim; the task's next one goes on); after a sleep, give up on this list.
+            let pid = self.current_pid();
+            let stalled = pid.is_none_or(|p| self.task(p).isolated_stalled) || !sc.may_block;
+            if stalled {
+                self.reclaim_wait.isolated_skips += 1;
+                return 0;
+            }
+            if let Some(p) = pid {
+                self.task_mut(p).isolated_stalled = true;
+            }
+            self.reclaim_wait.isolated_throttles += 1;
+            self.reclaim_throttle(sc, Wait::Isolated);
+            return 0;
+        }
         let mut pages = Vec::with_capacity(n as usize);
         self.isolate(memcg, l, n, &mut pages);
         let taken = pages.len() as u64;
         if taken == 0 {
             return 0;
         }
-        let file = lru::is_file(l);
+        let isolated_at = self.now();
         sc.nr_taken += taken;
         if file {
             sc.nr_file_taken += taken;
@@ -1163,6 +1200,7 @@ impl Machine {
         row.ref_keep += sc.nr_ref_keep - keep_before;
         row.activate += nr_activate as u64;
         row.writeback += sc.nr_writeback - writeback_before;
+        self.note_isolated(isolated_at, taken, file);
         // Every page taken was dirty and not queued for writeback: the flushers are behind.
         // Legacy memcg has no dirty throttling of its own; its reclaim sleeps here.
         if sc.nr_unqueued_dirty - unqueued_before == taken {
@@ -1172,6 +1210,54 @@ impl Machine {
             }
         }
         nr_reclaimed
+    }
+
+    /// Pages a batch kept off the LRU from `start` to now (NR_ISOLATED_*).
+    fn note_isolated(&mut self, start: u64, pages: u64, file: bool) {
+        let end = self.now();
+        if end > start && pages > 0 {
+            let clock = self.sched.clock;
+            let iso = &mut self.reclaim_wait.isolated;
+            iso.retain(|&(_, e, _, _)| e > clock);
+            // Bound: the entries that survive end after the clock, and each thread adds its
+            // batches one after another.
+            debug_assert!(iso.len() < 1 << 20, "isolation windows pile up");
+            iso.push((start, end, pages as u32, file));
+        }
+    }
+
+    /// NR_ISOLATED_FILE or NR_ISOLATED_ANON at the current context's time.
+    pub fn nr_isolated(&self, file: bool) -> u64 {
+        let now = self.now();
+        self.reclaim_wait
+            .isolated
+            .iter()
+            .filter(|&&(s, e, _, f)| f == file && s <= now && now < e)
+            .map(|&(_, _, n, _)| u64::from(n))
+            .sum()
+    }
+
+    /// too_many_isolated(): more pages of this kind isolated by reclaimers than an eighth of
+    /// the node's inactive list (the callers are all __GFP_IO | __GFP_FS). kswapd and cgroup
+    /// v1 limit reclaim never wait here; a check that finds few isolated wakes those that
+    /// wait.
+    fn too_many_isolated(&mut self, file: bool, sc: &ScanControl) -> bool {
+        if sc.kswapd || !self.writeback_throttling_sane(sc) {
+            return false;
+        }
+        if self.reclaim_wait.isolated.is_empty() {
+            return false;
+        }
+        let inactive = self.global_stat(if file {
+            Stat::InactiveFile
+        } else {
+            Stat::InactiveAnon
+        }) >> 3;
+        let too_many = self.nr_isolated(file) > inactive;
+        if !too_many {
+            self.wake_throttled(|w| w == Wait::Isolated);
+        }
+        too_many
     }
 
     /// folio_check_references() + the rest of shrink_folio_list() for one isolated page.
@@ -1382,7 +1468,8 @@ impl Machine {
             Some(st) => st,
             None => self.kswapd_step_begin()?,
         };
-        let seg_start = self.now();
+        // Where this run's share of the current soft pass's time starts.
+        let mut seg_start = self.now();
         // Each round does at most one scanning batch, or moves to the next memcg or pass;
         // the walk's groups and the three passes bound the rounds.
         for _ in 0..3 * (st.list.len() + self.memcgs.len()) + 8 {
@@ -1431,11 +1518,13 @@ impl Machine {
                 self.soft_pass_account(mark, &st.sc, groups, ns);
                 if first && st.soft_groups == 0 && self.cfg.softlimit == SoftLimitPolicy::Rework {
                     self.kswapd_pass_start(&mut st, NodePass::Soft { first: false });
+                    seg_start = self.now();
                     continue;
                 }
                 if st.sc.nr_scanned == st.soft_scanned_before {
                     self.soft_stats.fallbacks += 1;
                     self.kswapd_pass_start(&mut st, NodePass::All);
+                    seg_start = self.now();
                     continue;
                 }
             }
@@ -1448,13 +1537,14 @@ impl Machine {
     fn kswapd_pass_start(&mut self, st: &mut KswapdScan, pass: NodePass) {
         st.pass = pass;
         let soft = matches!(pass, NodePass::Soft { .. });
-        let steps = self.soft_stats.walk_steps;
+        let (steps, start) = (self.soft_stats.walk_steps, self.now());
         st.list = self.shrink_node_walk(&st.sc, soft);
         if soft {
-            // (scanned, reclaimed) at the pass's start and the steps of its walk.
+            // (scanned, reclaimed) at the pass's start and the steps of its walk; the
+            // pass's time starts with the walk's.
             let (scanned, reclaimed, _) = self.soft_pass_mark(&st.sc);
             st.soft_mark = (scanned, reclaimed, self.soft_stats.walk_steps - steps);
-            st.soft_ns = 0;
+            st.soft_ns = self.now() - start;
         }
         st.soft_groups = st.list.len();
         st.pos = 0;
