@@ -27,6 +27,7 @@ const AGREEING: &[&str] = &[
     "tests/kmem/memcg_deletion.mcg",
     "tests/kmem/percpu_basic.mcg",
     "tests/swap/readahead.mcg",
+    "tests/mm/zoneinfo.mcg",
     "tests/dirty/sysctl.mcg",
     "tests/v1/limit_busy.mcg",
     "tests/v1/memsw.mcg",

@@ -195,6 +195,8 @@ script_tests! {
     swap_readahead => "swap/readahead.mcg",
     // kswapd and the allocators on the same CPUs.
     swap_kswapd_split => "swap/kswapd_split.mcg",
+    // The zones of a 512M machine.
+    mm_zoneinfo => "mm/zoneinfo.mcg",
     // Direct reclaimers throttled on pages other reclaimers isolated.
     swap_too_many_isolated => "swap/too_many_isolated.mcg",
     // Mapped file pages: executable text against a stream.
