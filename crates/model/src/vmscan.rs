@@ -154,12 +154,15 @@ pub struct ReclaimWait {
     pub throttled_written: u64,
     /// PGDAT_WRITEBACK: kswapd found every page it isolated under writeback.
     pub pgdat_writeback: bool,
-    /// NR_ISOLATED_ANON/FILE over time: each batch a reclaimer took off an LRU, as (start,
-    /// end, pages, file) in virtual time. A reclaimer's batch is atomic in the model, but
-    /// its pages are off the LRU for the CPU time the batch takes, and a reclaimer on
-    /// another CPU that runs inside that time sees them isolated. Entries that end before
-    /// the clock are dropped (no context's time is earlier than the clock).
-    pub isolated: Vec<(u64, u64, u32, bool)>,
+    /// NR_ISOLATED_ANON/FILE over time: per CPU, each batch a reclaimer on it took off an
+    /// LRU, as (start, end, pages, file) in virtual time. A reclaimer's batch is atomic in
+    /// the model, but its pages are off the LRU for the CPU time the batch takes, and a
+    /// reclaimer on another CPU that runs inside that time sees them isolated. A CPU runs
+    /// one thread at a time, so its windows are in order of start and, but for a
+    /// control-file write from outside (CPU 0, beside the thread), disjoint; a query looks at
+    /// the last window to start. Those that end before the clock are dropped (no context's
+    /// time is earlier than the clock).
+    pub isolated: Vec<std::collections::VecDeque<(u64, u64, u32, bool)>>,
     /// Sleeps in VMSCAN_THROTTLE_ISOLATED, and shrink_inactive_list() calls that gave up
     /// after one (/proc/memcgsim/reclaim).
     pub isolated_throttles: u64,
@@ -1217,24 +1220,44 @@ impl Machine {
         let end = self.now();
         if end > start && pages > 0 {
             let clock = self.sched.clock;
-            let iso = &mut self.reclaim_wait.isolated;
-            iso.retain(|&(_, e, _, _)| e > clock);
-            // Bound: the entries that survive end after the clock, and each thread adds its
-            // batches one after another.
+            let cpu = self.current_cpu();
+            let all = &mut self.reclaim_wait.isolated;
+            if all.len() <= cpu {
+                all.resize_with(cpu + 1, Default::default);
+            }
+            let iso = &mut all[cpu];
+            while iso.front().is_some_and(|&(_, e, _, _)| e <= clock) {
+                iso.pop_front();
+            }
+            // Bound: what survives ends after the clock, within the CPU time one context
+            // can run ahead of it.
             debug_assert!(iso.len() < 1 << 20, "isolation windows pile up");
-            iso.push((start, end, pages as u32, file));
+            let w = (start, end, pages as u32, file);
+            if iso.back().is_none_or(|&(s, _, _, _)| s <= start) {
+                iso.push_back(w);
+            } else {
+                // A control-file write from outside runs on CPU 0 beside the CPU's thread,
+                // at the clock, behind the thread's windows: kept in order of start.
+                let i = iso.partition_point(|&(s, _, _, _)| s <= start);
+                iso.insert(i, w);
+            }
         }
     }
 
     /// NR_ISOLATED_FILE or NR_ISOLATED_ANON at the current context's time.
     pub fn nr_isolated(&self, file: bool) -> u64 {
         let now = self.now();
-        self.reclaim_wait
-            .isolated
-            .iter()
-            .filter(|&&(s, e, _, f)| f == file && s <= now && now < e)
-            .map(|&(_, _, n, _)| u64::from(n))
-            .sum()
+        let mut n = 0;
+        for iso in &self.reclaim_wait.isolated {
+            // The one window of this CPU that may cover `now`: the last to start by then.
+            let i = iso.partition_point(|&(s, _, _, _)| s <= now);
+            if let Some(&(_, e, pages, f)) = i.checked_sub(1).and_then(|i| iso.get(i)) {
+                if f == file && now < e {
+                    n += u64::from(pages);
+                }
+            }
+        }
+        n
     }
 
     /// too_many_isolated(): more pages of this kind isolated by reclaimers than an eighth of
@@ -1245,7 +1268,7 @@ impl Machine {
         if sc.kswapd || !self.writeback_throttling_sane(sc) {
             return false;
         }
-        if self.reclaim_wait.isolated.is_empty() {
+        if self.reclaim_wait.isolated.iter().all(|w| w.is_empty()) {
             return false;
         }
         let inactive = self.global_stat(if file {
