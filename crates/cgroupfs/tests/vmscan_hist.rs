@@ -3,17 +3,12 @@
 
 mod common;
 
-use common::vmstat;
-use memcgsim_cgroupfs::{SpawnOpts, System};
-use memcgsim_model::MachineConfig;
+use common::{machine, vmstat};
+use memcgsim_cgroupfs::SpawnOpts;
 
 #[test]
 fn the_histogram_adds_up_to_pgscan_and_pgsteal() {
-    let mut cfg = MachineConfig::default();
-    for (k, v) in [("memory", "256M"), ("swap", "512M"), ("cpus", "2")] {
-        cfg.set(k, v).unwrap();
-    }
-    let mut sys = System::new(cfg).unwrap();
+    let mut sys = machine(&[("memory", "256M"), ("swap", "512M"), ("cpus", "2")]);
     sys.mkdir("/A").unwrap();
     sys.mkdir("/B").unwrap();
     sys.write("/B/memory.max", "40M").unwrap();

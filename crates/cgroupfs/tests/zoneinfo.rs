@@ -5,9 +5,8 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::vmstat;
-use memcgsim_cgroupfs::{SpawnOpts, System};
-use memcgsim_model::MachineConfig;
+use common::{machine, vmstat};
+use memcgsim_cgroupfs::SpawnOpts;
 
 /// Each zone's "key value" lines (the first value of a line), by zone name; the node's
 /// items under "node".
@@ -41,11 +40,7 @@ fn parse(text: &str) -> BTreeMap<String, BTreeMap<String, Vec<u64>>> {
 
 #[test]
 fn zones_of_a_512m_machine_and_their_counts() {
-    let mut cfg = MachineConfig::default();
-    for (k, v) in [("memory", "512M"), ("swap", "512M"), ("cpus", "2")] {
-        cfg.set(k, v).unwrap();
-    }
-    let mut sys = System::new(cfg).unwrap();
+    let mut sys = machine(&[("memory", "512M"), ("swap", "512M"), ("cpus", "2")]);
     sys.mkdir("/A").unwrap();
     let prog = memcgsim_workloads::build("anon", &["600M".to_string()]).unwrap();
     let pid = sys.spawn("/A", SpawnOpts::default(), prog).unwrap();

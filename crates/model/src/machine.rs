@@ -168,13 +168,7 @@ impl Machine {
         if self.cur.is_some() {
             return false;
         }
-        self.cur = Some(crate::sched::ExecCtx {
-            pid: None,
-            cpu: 0,
-            start: self.sched.clock,
-            cpu_ns: 0,
-            wait_ns: 0,
-        });
+        self.cur = Some(crate::sched::ExecCtx::new(None, 0, self.sched.clock));
         true
     }
 

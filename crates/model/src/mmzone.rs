@@ -243,8 +243,6 @@ pub struct FreeArea {
     zones: [Vec<Pfn>; NR_ZONES],
     /// [cpu][zone]
     pcp: Vec<[PerCpuPages; NR_ZONES]>,
-    /// First frame of DMA32 and of Normal (zone boundaries, for `push`).
-    bounds: [Pfn; 2],
 }
 
 impl FreeArea {
@@ -253,7 +251,6 @@ impl FreeArea {
         let mut f = FreeArea {
             zones: Default::default(),
             pcp: (0..cpus.max(1)).map(|_| Default::default()).collect(),
-            bounds: [zones.zone[ZONE_DMA32].start, zones.zone[ZONE_NORMAL].start],
         };
         for (z, zone) in zones.zone.iter().enumerate() {
             let start = zone.start;
@@ -261,17 +258,6 @@ impl FreeArea {
             f.zones[z] = (start..end).rev().collect();
         }
         f
-    }
-
-    #[inline]
-    fn zone_of(&self, pfn: Pfn) -> usize {
-        if pfn < self.bounds[0] {
-            ZONE_DMA
-        } else if pfn < self.bounds[1] {
-            ZONE_DMA32
-        } else {
-            ZONE_NORMAL
-        }
     }
 
     /// Free frames, on the zones' lists and the CPUs'.
@@ -307,7 +293,7 @@ impl FreeArea {
     /// at its high mark (nr_pcp_high(): at most 4 batches while kswapd reclaims,
     /// `reclaim_active`) spills to the zone (free_pcppages_bulk() of nr_pcp_free() pages).
     pub fn free_unref_page(&mut self, pfn: Pfn, cpu: usize, zones: &Zones, reclaim_active: bool) {
-        let z = self.zone_of(pfn);
+        let z = zones.zone_of(pfn);
         let zone = &zones.zone[z];
         let cpu = cpu.min(self.pcp.len() - 1);
         let pcp = &mut self.pcp[cpu][z];

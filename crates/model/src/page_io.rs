@@ -283,13 +283,7 @@ mod tests {
         // pages already freed.
         let vma = m.task(pid).vmas[0];
         let minflt = m.task(pid).stats.minflt;
-        m.cur = Some(crate::sched::ExecCtx {
-            pid: Some(pid),
-            cpu: 0,
-            start: m.sched.clock,
-            cpu_ns: 0,
-            wait_ns: 0,
-        });
+        m.cur = Some(crate::sched::ExecCtx::new(Some(pid), 0, m.sched.clock));
         for idx in 0..4096 {
             m.touch_anon(pid, vma, idx).unwrap();
         }

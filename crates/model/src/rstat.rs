@@ -569,13 +569,7 @@ mod tests {
     }
 
     fn on_cpu(m: &mut Machine, cpu: u32) {
-        m.cur = Some(crate::sched::ExecCtx {
-            pid: None,
-            cpu,
-            start: m.sched.clock,
-            cpu_ns: 0,
-            wait_ns: 0,
-        });
+        m.cur = Some(crate::sched::ExecCtx::new(None, cpu, m.sched.clock));
     }
 
     #[test]

@@ -54,13 +54,14 @@ pub enum Event {
 impl Event {
     /// Does this event run a thread on a CPU (through the run queue)?
     fn runs_thread(self) -> bool {
+        matches!(self, Event::TaskRun(..) | Event::Kswapd(_)) || self.is_flusher()
+    }
+
+    /// Is this a work item of the flusher thread?
+    fn is_flusher(self) -> bool {
         matches!(
             self,
-            Event::TaskRun(..)
-                | Event::Kswapd(_)
-                | Event::Flusher
-                | Event::FlusherKick
-                | Event::FlusherWb(_)
+            Event::Flusher | Event::FlusherKick | Event::FlusherWb(_)
         )
     }
 }
@@ -94,6 +95,19 @@ pub struct ExecCtx {
     pub start: u64,
     pub cpu_ns: u64,
     pub wait_ns: u64,
+}
+
+impl ExecCtx {
+    /// A context that starts at `start` on `cpu`, having used nothing yet.
+    pub fn new(pid: Option<Pid>, cpu: u32, start: u64) -> ExecCtx {
+        ExecCtx {
+            pid,
+            cpu,
+            start,
+            cpu_ns: 0,
+            wait_ns: 0,
+        }
+    }
 }
 
 pub struct Sched {
@@ -213,11 +227,7 @@ impl Machine {
             }
             Event::WritebackDone(id) => self.writeback_done(id),
             Event::SwapWritebackDone(id) => self.swap_writeback_done(id),
-            Event::TaskRun(..)
-            | Event::Kswapd(_)
-            | Event::Flusher
-            | Event::FlusherKick
-            | Event::FlusherWb(_) => unreachable!("threads run from the queue"),
+            _ => unreachable!("threads run from the queue"),
         }
         if !self.dying_release.is_empty() {
             self.release_dying_memcgs();
@@ -233,8 +243,7 @@ impl Machine {
                 task.gen == gen && task.state == TaskState::Runnable
             }
             Event::Kswapd(gen) => gen == self.kswapd.gen,
-            Event::Flusher | Event::FlusherKick | Event::FlusherWb(_) => true,
-            _ => false,
+            ev => ev.is_flusher(),
         }
     }
 
@@ -242,9 +251,7 @@ impl Machine {
         match ev {
             Event::TaskRun(pid, _) => &mut self.task_mut(pid).vruntime,
             Event::Kswapd(_) => &mut self.kswapd.vruntime,
-            Event::Flusher | Event::FlusherKick | Event::FlusherWb(_) => {
-                &mut self.writeback.flusher_vruntime
-            }
+            ev if ev.is_flusher() => &mut self.writeback.flusher_vruntime,
             _ => unreachable!("not a thread"),
         }
     }
@@ -310,9 +317,7 @@ impl Machine {
             let used = match ev {
                 Event::TaskRun(pid, _) => self.run_task(pid, cpu),
                 Event::Kswapd(_) => self.run_kswapd(cpu),
-                Event::Flusher | Event::FlusherKick | Event::FlusherWb(_) => {
-                    self.run_flusher(ev, cpu)
-                }
+                ev if ev.is_flusher() => self.run_flusher(ev, cpu),
                 _ => unreachable!("not a thread"),
             };
             self.sched.cpu_free[cpu as usize] = now + used;
@@ -324,13 +329,7 @@ impl Machine {
     fn run_kswapd(&mut self, cpu: u32) -> u64 {
         let t = self.sched.clock;
         self.kswapd.cpu = cpu;
-        self.cur = Some(ExecCtx {
-            pid: None,
-            cpu,
-            start: t,
-            cpu_ns: 0,
-            wait_ns: 0,
-        });
+        self.cur = Some(ExecCtx::new(None, cpu, t));
         self.kswapd.in_step = true;
         // kswapd's cond_resched() between batches gives the CPU up only once the tick has
         // found its slice used (need_resched): batches follow each other for a quantum, as a
@@ -358,13 +357,7 @@ impl Machine {
     /// CPU time used (writepage_cost per page submitted).
     fn run_flusher(&mut self, ev: Event, cpu: u32) -> u64 {
         self.writeback.flusher_cpu = cpu;
-        self.cur = Some(ExecCtx {
-            pid: None,
-            cpu,
-            start: self.sched.clock,
-            cpu_ns: 0,
-            wait_ns: 0,
-        });
+        self.cur = Some(ExecCtx::new(None, cpu, self.sched.clock));
         match ev {
             Event::Flusher => self.flusher_run(),
             Event::FlusherKick => self.flusher_kick(),
@@ -384,13 +377,7 @@ impl Machine {
         let Some(mut prog) = self.task_mut(pid).program.take() else {
             return 0;
         };
-        self.cur = Some(ExecCtx {
-            pid: Some(pid),
-            cpu: cpu as u32,
-            start: t,
-            cpu_ns: 0,
-            wait_ns: 0,
-        });
+        self.cur = Some(ExecCtx::new(Some(pid), cpu as u32, t));
         let quantum_end = t + self.cfg.costs.quantum_ns;
         let mut outcome: Option<Step> = None;
         for _ in 0..MAX_STEPS_PER_QUANTUM {

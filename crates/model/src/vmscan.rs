@@ -281,10 +281,11 @@ pub struct KswapdScan {
     soft_wait: Option<Wait>,
     pass: NodePass,
     /// Pages scanned before the soft passes (the fallback's test), the current soft pass's
-    /// start (scanned, reclaimed) with the memcg walk steps of its own walk, the groups its
-    /// walk returned and the time its runs took.
+    /// start (scanned, reclaimed), the memcgs its own walk looked at, the groups that walk
+    /// returned and the time its runs took.
     soft_scanned_before: u64,
-    soft_mark: (u64, u64, u64),
+    soft_mark: (u64, u64),
+    soft_walked: u64,
     soft_groups: usize,
     soft_ns: u64,
     list: Vec<MemcgId>,
@@ -719,32 +720,29 @@ impl Machine {
 
     /// One soft pass of the rework, with its statistics. Returns the groups it visited.
     fn soft_pass(&mut self, sc: &mut ScanControl) -> usize {
-        let start = self.now();
-        let mark = self.soft_pass_mark(sc);
+        let (start, steps) = (self.now(), self.soft_stats.walk_steps);
+        let mark = (sc.nr_scanned, sc.nr_reclaimed);
         let groups = self.shrink_node_memcgs(sc, true);
         let spent = self.now() - start;
-        self.soft_pass_account(mark, sc, groups, spent);
+        let walked = self.soft_stats.walk_steps - steps;
+        self.soft_pass_account(mark, walked, sc, groups, spent);
         groups
     }
 
-    /// Where a soft pass starts: (scanned, reclaimed, memcg walk steps).
-    fn soft_pass_mark(&self, sc: &ScanControl) -> (u64, u64, u64) {
-        (sc.nr_scanned, sc.nr_reclaimed, self.soft_stats.walk_steps)
-    }
-
-    /// A soft pass's statistics: what it walked, shrank, scanned and reclaimed since `mark`,
-    /// and the time it took.
+    /// A soft pass's statistics: the memcgs its walk looked at, the groups it shrank, what it
+    /// scanned and reclaimed since `mark` (scanned, reclaimed), and the time it took.
     fn soft_pass_account(
         &mut self,
-        mark: (u64, u64, u64),
+        mark: (u64, u64),
+        walked: u64,
         sc: &ScanControl,
         groups: usize,
         spent: u64,
     ) {
-        let (scanned, reclaimed, steps) = mark;
+        let (scanned, reclaimed) = mark;
         let st = &mut self.soft_stats;
         st.calls += 1;
-        st.walked += st.walk_steps - steps;
+        st.walked += walked;
         st.shrunk += groups as u64;
         st.scanned += sc.nr_scanned - scanned;
         st.reclaimed += sc.nr_reclaimed - reclaimed;
@@ -914,7 +912,7 @@ impl Machine {
         let mut s = self.lruvec_scan_begin(memcg, sc);
         // Each batch scans at least one page or ends the loop; the targets bound it.
         for _ in 0..1u64 << 40 {
-            if self.lruvec_scan_batch(&mut s, sc).0 {
+            if self.lruvec_scan_batch(&mut s, sc) != Some(false) {
                 return self.lruvec_scan_end(s, sc);
             }
         }
@@ -940,17 +938,8 @@ impl Machine {
 
     /// One pass of shrink_lruvec()'s loop: up to SWAP_CLUSTER_MAX pages of each evictable
     /// list, then the proportional adjustment once enough is reclaimed. Returns whether the
-    /// loop is over, and whether this pass scanned (false: the loop had ended already).
-    fn lruvec_scan_batch(&mut self, s: &mut LruvecScan, sc: &mut ScanControl) -> (bool, bool) {
-        let done = self.lruvec_scan_batch_inner(s, sc);
-        (done.unwrap_or(true), done.is_some())
-    }
-
-    fn lruvec_scan_batch_inner(
-        &mut self,
-        s: &mut LruvecScan,
-        sc: &mut ScanControl,
-    ) -> Option<bool> {
+    /// loop is over after this pass, or None when it had ended already (nothing scanned).
+    fn lruvec_scan_batch(&mut self, s: &mut LruvecScan, sc: &mut ScanControl) -> Option<bool> {
         let nr = &mut s.nr;
         if nr[lru::INACTIVE_ANON] == 0 && nr[lru::ACTIVE_FILE] == 0 && nr[lru::INACTIVE_FILE] == 0 {
             return None;
@@ -1501,7 +1490,8 @@ impl Machine {
                     // The group went while kswapd was away from it.
                     continue;
                 }
-                let (done, scanned) = self.lruvec_scan_batch(&mut lv, &mut st.sc);
+                let batch = self.lruvec_scan_batch(&mut lv, &mut st.sc);
+                let (done, scanned) = (batch != Some(false), batch.is_some());
                 if done {
                     let memcg = lv.memcg;
                     self.lruvec_scan_end(lv, &mut st.sc);
@@ -1533,12 +1523,11 @@ impl Machine {
             // The pass's walk is done.
             if let NodePass::Soft { first } = st.pass {
                 st.soft_ns += self.now() - seg_start;
-                // Other reclaimers walked while kswapd was off its CPU: the pass's own walk
-                // is what it counts.
-                let (scanned, reclaimed, walked) = st.soft_mark;
-                let mark = (scanned, reclaimed, self.soft_stats.walk_steps - walked);
+                // Other reclaimers walked while kswapd was off its CPU: the pass counts its
+                // own walk.
+                let (mark, walked) = (st.soft_mark, st.soft_walked);
                 let (groups, ns) = (st.soft_groups, st.soft_ns);
-                self.soft_pass_account(mark, &st.sc, groups, ns);
+                self.soft_pass_account(mark, walked, &st.sc, groups, ns);
                 if first && st.soft_groups == 0 && self.cfg.softlimit == SoftLimitPolicy::Rework {
                     self.kswapd_pass_start(&mut st, NodePass::Soft { first: false });
                     seg_start = self.now();
@@ -1563,10 +1552,9 @@ impl Machine {
         let (steps, start) = (self.soft_stats.walk_steps, self.now());
         st.list = self.shrink_node_walk(&st.sc, soft);
         if soft {
-            // (scanned, reclaimed) at the pass's start and the steps of its walk; the
-            // pass's time starts with the walk's.
-            let (scanned, reclaimed, _) = self.soft_pass_mark(&st.sc);
-            st.soft_mark = (scanned, reclaimed, self.soft_stats.walk_steps - steps);
+            // The pass's time starts with its walk's.
+            st.soft_mark = (st.sc.nr_scanned, st.sc.nr_reclaimed);
+            st.soft_walked = self.soft_stats.walk_steps - steps;
             st.soft_ns = self.now() - start;
         }
         st.soft_groups = st.list.len();
@@ -1629,7 +1617,8 @@ impl Machine {
             before,
             soft_wait,
             pass,
-            soft_mark: (0, 0, 0),
+            soft_mark: (0, 0),
+            soft_walked: 0,
             soft_groups: 0,
             soft_ns: 0,
             list: Vec::new(),
