@@ -465,6 +465,27 @@ impl Machine {
         self.stats_update(memcg, item, delta);
     }
 
+    /// `n` updates of `unit` (+1 or -1) to one statistic of `memcg`, with no time passing
+    /// between them: what `n` calls of `mod_stat(memcg, item, unit)` would do, the schemes'
+    /// per-CPU batching included, in one walk of the ancestors. Used where the kernel moves a
+    /// batch of pages at once (update_lru_sizes() after isolate_lru_folios()).
+    pub fn mod_stat_units(&mut self, memcg: MemcgId, item: Stat, unit: i64, n: u64) {
+        debug_assert!(unit == 1 || unit == -1);
+        if n == 0 {
+            return;
+        }
+        let i = item as usize;
+        let delta = unit * n as i64;
+        self.memcgs[memcg as usize].stats.local[i] += delta;
+        let mut cur = Some(memcg);
+        while let Some(m) = cur {
+            let mc = &mut self.memcgs[m as usize];
+            mc.stats.total[i] += delta;
+            cur = mc.parent;
+        }
+        self.stats_update_units(memcg, item, unit, n);
+    }
+
     /// Hierarchical value of a statistic (pages or events).
     #[inline]
     pub fn stat_total(&self, memcg: MemcgId, item: Stat) -> u64 {

@@ -213,6 +213,52 @@ impl Machine {
         }
     }
 
+    /// `n` unit updates in a row (memcontrol.rs's mod_stat_units()): the same end state as
+    /// `n` calls of stats_update(memcg, item, unit), computed in one step for rstat.
+    pub(crate) fn stats_update_units(&mut self, memcg: MemcgId, item: Stat, unit: i64, n: u64) {
+        match self.rstat.scheme {
+            StatsScheme::Exact => self.rstat.work.updates += n,
+            StatsScheme::Rstat => {
+                self.rstat.work.updates += n;
+                // The first unit runs the periodic worker if it is due; time does not move
+                // within the run, so the others would not.
+                self.rstat_update(memcg, item as usize, unit);
+                self.rstat_units_rest(memcg, item as usize, unit, n - 1);
+            }
+            StatsScheme::Legacy => {
+                for _ in 0..n {
+                    self.stats_update(memcg, item, unit);
+                }
+            }
+        }
+    }
+
+    /// rstat_update() for `n` more unit updates after the first: the per-CPU delta grows by
+    /// `n`, and stats_updates crosses RSTAT_BATCH once every RSTAT_BATCH + 1 units (it starts
+    /// again from 0 after each crossing), each crossing raising the flush threshold by one
+    /// while it is at most the CPU count.
+    fn rstat_units_rest(&mut self, memcg: MemcgId, i: usize, unit: i64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let cpu = self.current_cpu();
+        self.memcgs[memcg as usize].vm.percpu[cpu * NR_STATS + i] += unit * n as i64;
+        let ncpus = self.rstat.ncpus as u64;
+        let r = &mut self.rstat;
+        let s0 = r.stats_updates[cpu];
+        debug_assert!(s0 <= RSTAT_BATCH);
+        let first = RSTAT_BATCH + 1 - s0;
+        if n < first {
+            r.stats_updates[cpu] = s0 + n;
+            return;
+        }
+        let crossings = 1 + (n - first) / (RSTAT_BATCH + 1);
+        r.stats_updates[cpu] = (n - first) % (RSTAT_BATCH + 1);
+        if r.flush_threshold <= ncpus {
+            r.flush_threshold = (r.flush_threshold + crossings).min(ncpus + 1);
+        }
+    }
+
     #[cold]
     #[inline(never)]
     fn alloc_percpu(&mut self, memcg: MemcgId) {
@@ -669,6 +715,59 @@ mod tests {
             m.stats_flush_all();
             assert_eq!(m.stat_view(a, Stat::Pgfault), expect, "{scheme}");
             m.check().unwrap();
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, .. Default::default() })]
+        /// mod_stat_units(n) leaves every scheme exactly where n single updates leave it:
+        /// counters, per-CPU deltas, updated trees, ratelimit state and work counts.
+        #[test]
+        fn units_equal_single_updates(
+            ops in proptest::collection::vec(
+                (0u32..3, 0usize..2, 0usize..3, proptest::bool::ANY, 0u64..300, -40i64..40),
+                1..60,
+            ),
+            scheme in 0usize..3,
+        ) {
+            let scheme = ["exact", "rstat", "legacy"][scheme];
+            let mut a = machine(scheme, 3);
+            let mut b = machine(scheme, 3);
+            let mut groups = vec![ROOT_MEMCG];
+            for m in [&mut a, &mut b] {
+                let x = m.memcg_create(ROOT_MEMCG).unwrap();
+                let y = m.memcg_create(x).unwrap();
+                groups = vec![ROOT_MEMCG, x, y];
+            }
+            let items = [Stat::InactiveFile, Stat::PgscanKswapd];
+            for (cpu, item, g, batched, n, delta) in ops {
+                let (item, g) = (items[item], groups[g]);
+                on_cpu(&mut a, cpu);
+                on_cpu(&mut b, cpu);
+                if batched {
+                    let unit = if delta < 0 { -1 } else { 1 };
+                    a.mod_stat_units(g, item, unit, n);
+                    for _ in 0..n {
+                        b.mod_stat(g, item, unit);
+                    }
+                } else {
+                    a.mod_stat(g, item, delta);
+                    b.mod_stat(g, item, delta);
+                }
+            }
+            proptest::prop_assert_eq!(format!("{:?}", a.rstat), format!("{:?}", b.rstat));
+            for &g in &groups {
+                let (ma, mb) = (a.memcg(g), b.memcg(g));
+                proptest::prop_assert_eq!(format!("{:?}", ma.vm), format!("{:?}", mb.vm));
+                proptest::prop_assert_eq!(format!("{:?}", ma.stats), format!("{:?}", mb.stats));
+            }
+            a.stats_flush_all();
+            b.stats_flush_all();
+            for &g in &groups {
+                for item in items {
+                    proptest::prop_assert_eq!(a.stat_view(g, item), b.stat_view(g, item));
+                }
+            }
         }
     }
 }

@@ -81,6 +81,13 @@ impl Machine {
 
     /// Link a page at the head (or tail) of list `l` of its memcg's lruvec.
     fn lru_link(&mut self, pfn: Pfn, l: usize, at_tail: bool) {
+        let memcg = self.lru_link_nostat(pfn, l, at_tail);
+        self.mod_stat(memcg, lru::stat(l), 1);
+    }
+
+    /// lru_link() leaving the list's statistic to the caller; returns the page's memcg.
+    #[inline]
+    fn lru_link_nostat(&mut self, pfn: Pfn, l: usize, at_tail: bool) -> MemcgId {
         let memcg = self.frames.pc[pfn as usize].memcg;
         debug_assert!(memcg != 0, "page on LRU without a memcg");
         debug_assert_eq!(self.frames.lru(pfn), LRU_NONE, "page already on an LRU");
@@ -110,14 +117,23 @@ impl Machine {
         lv.size[l] += 1;
         let f = &mut pc[pfn as usize].flags;
         *f = (*f & !pf::LRU_MASK) | l as u16;
-        self.mod_stat(memcg, lru::stat(l), 1);
+        memcg
     }
 
     /// Unlink a page from whatever list it is on.
     pub fn lru_del(&mut self, pfn: Pfn) {
+        if let Some((memcg, l)) = self.lru_unlink(pfn) {
+            self.mod_stat(memcg, lru::stat(l), -1);
+        }
+    }
+
+    /// Unlink a page from its list, leaving the list's statistic to the caller; returns the
+    /// page's memcg and list, or None if it was on none.
+    #[inline]
+    pub(crate) fn lru_unlink(&mut self, pfn: Pfn) -> Option<(MemcgId, usize)> {
         let l = self.frames.lru(pfn);
         if l == LRU_NONE {
-            return;
+            return None;
         }
         let l = l as usize;
         let memcg = self.frames.pc[pfn as usize].memcg;
@@ -139,7 +155,7 @@ impl Machine {
         pc[pfn as usize].next = NIL;
         let f = &mut pc[pfn as usize].flags;
         *f = (*f & !pf::LRU_MASK) | LRU_NONE;
-        self.mod_stat(memcg, lru::stat(l), -1);
+        Some((memcg, l))
     }
 
     /// folio_add_lru(): put a new page at the head of the list its flags select.
@@ -149,6 +165,24 @@ impl Machine {
             self.frames.clear(pfn, pf::ACTIVE);
         }
         self.lru_link(pfn, l, false);
+    }
+
+    /// move_folios_to_lru(): put isolated pages of `memcg` back, in order, each at the head
+    /// of the list its flags select (as lru_add()), with each list's statistic updated once.
+    pub(crate) fn lru_add_batch(&mut self, memcg: MemcgId, pages: &[Pfn]) {
+        let mut added = [0u64; lru::NR_LRU_LISTS];
+        for &pfn in pages {
+            debug_assert_eq!(self.frames.memcg(pfn), memcg);
+            let l = self.page_lru_list(pfn);
+            if l == lru::UNEVICTABLE {
+                self.frames.clear(pfn, pf::ACTIVE);
+            }
+            self.lru_link_nostat(pfn, l, false);
+            added[l] += 1;
+        }
+        for (l, &n) in added.iter().enumerate() {
+            self.mod_stat_units(memcg, lru::stat(l), 1, n);
+        }
     }
 
     /// Put back a page (after isolation or a flag change) at the head of its list.

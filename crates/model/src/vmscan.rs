@@ -1021,7 +1021,8 @@ impl Machine {
         self.shrink_inactive_list(n, memcg, sc, l)
     }
 
-    /// isolate_lru_folios(): take up to `n` pages from the tail of a list.
+    /// isolate_lru_folios(): take up to `n` pages from the tail of a list, and update the
+    /// list's size statistic once for the batch (update_lru_sizes()).
     fn isolate(&mut self, memcg: MemcgId, l: usize, n: u64, out: &mut Vec<Pfn>) {
         out.clear();
         for _ in 0..n {
@@ -1029,9 +1030,11 @@ impl Machine {
             if t == NIL {
                 break;
             }
-            self.lru_del(t);
+            let unlinked = self.lru_unlink(t);
+            debug_assert_eq!(unlinked, Some((memcg, l)));
             out.push(t);
         }
+        self.mod_stat_units(memcg, lru::stat(l), -1, out.len() as u64);
     }
 
     /// folio_referenced() for our single-mapping pages: test and clear the PTE young bit.
@@ -1053,20 +1056,19 @@ impl Machine {
         let mut nr_deactivate = 0i64;
         for &pfn in &pages {
             if self.frames.test(pfn, pf::MLOCKED) {
-                self.lru_add(pfn);
                 continue;
             }
             // Referenced executable file pages get another trip round the active list; anon
             // VM_EXEC pages are not modelled (anon mappings are never executable here).
             if self.page_referenced(pfn) && lru::is_file(l) && self.page_vm_exec(pfn) {
-                self.lru_add(pfn);
                 continue;
             }
             self.frames.clear(pfn, pf::ACTIVE);
             self.frames.set(pfn, pf::WORKINGSET);
-            self.lru_add(pfn);
             nr_deactivate += 1;
         }
+        // Every page goes back, in the order taken, to the list its flags now select.
+        self.lru_add_batch(memcg, &pages);
         self.mod_stat(memcg, Stat::Pgdeactivate, nr_deactivate);
         let _ = sc;
     }
@@ -1125,10 +1127,12 @@ impl Machine {
         let mut nr_activate = 0i64;
         let unqueued_before = sc.nr_unqueued_dirty;
         let (keep_before, writeback_before) = (sc.nr_ref_keep, sc.nr_writeback);
+        // The pages that stay go back after the batch, in order (move_folios_to_lru()).
+        let mut putback = Vec::with_capacity(pages.len());
         for &pfn in &pages {
             if sc.throttle.is_some() {
                 // The task sleeps on a page's writeback: the rest go back untouched.
-                self.lru_add(pfn);
+                putback.push(pfn);
                 continue;
             }
             let v = self.shrink_folio(pfn, memcg, sc, &mut pageout);
@@ -1140,11 +1144,12 @@ impl Machine {
                         nr_activate += 1;
                         self.workingset_age_nonresident(memcg, 1);
                     }
-                    self.lru_add(pfn);
+                    putback.push(pfn);
                 }
-                Verdict::Keep => self.lru_add(pfn),
+                Verdict::Keep => putback.push(pfn),
             }
         }
+        self.lru_add_batch(memcg, &putback);
         if nr_activate > 0 {
             self.mod_stat(memcg, Stat::Pgactivate, nr_activate);
         }
