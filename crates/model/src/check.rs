@@ -223,7 +223,7 @@ impl Machine {
                         return Err(format!("frame {cur} on two lists (or a cycle)"));
                     }
                     seen[c] = true;
-                    let pc = &self.frames.pc[c];
+                    let pc = &self.frames.meta[c].pc;
                     if pc.memcg as usize != id {
                         return Err(format!(
                             "frame {cur} on memcg {id}'s list {l} but owned by {}",
@@ -293,7 +293,7 @@ impl Machine {
         }
         let mut kernel_frames = 0u64;
         for pfn in 0..nr_frames {
-            let pc = &self.frames.pc[pfn];
+            let pc = &self.frames.meta[pfn].pc;
             let allocated = pc.flags & pf::ALLOCATED != 0;
             if allocated == free_seen[pfn] {
                 return Err(format!(
@@ -321,7 +321,7 @@ impl Machine {
                 return Err(format!("allocated frame {pfn} is on no LRU list"));
             }
             let m = pc.memcg as usize;
-            let map = self.frames.map[pfn];
+            let map = self.frames.meta[pfn].map;
             if pc.flags & pf::SWAPBACKED != 0 && pc.flags & pf::ONDISK != 0 {
                 // In the swap cache: in no PTE, its rmap names the slot it holds; or mapped
                 // (faulted back while its write was in flight), its slot in the table.
@@ -432,7 +432,7 @@ impl Machine {
         let mut cached = 0u64;
         for (slot, pfn) in self.swap.cached_slots() {
             cached += 1;
-            let pc = &self.frames.pc[pfn as usize];
+            let pc = &self.frames.meta[pfn as usize].pc;
             if pc.flags & pf::ONDISK == 0 || self.swapcache_slot(pfn) != Some(slot) {
                 return Err(format!(
                     "slot {slot}'s swap-cache page {pfn} does not hold it"
@@ -475,7 +475,7 @@ impl Machine {
         }
         let mut inflight = 0u64;
         for (pfn, slot) in self.swap_io.inflight_pages() {
-            if self.frames.pc[pfn as usize].flags & pf::WRITEBACK != 0
+            if self.frames.meta[pfn as usize].pc.flags & pf::WRITEBACK != 0
                 && self.swap.cached(slot) == Some(pfn)
             {
                 inflight += 1;

@@ -138,7 +138,7 @@ impl Machine {
 
     /// Drop a resident page from the cache (truncation): no shadow entry.
     fn file_drop_page(&mut self, pfn: Pfn) {
-        let m = self.frames.map[pfn as usize];
+        let m = self.frames.meta[pfn as usize].map;
         let f = (m.mapping & !MAPPING_FILE_BIT) as usize;
         let memcg = self.frames.memcg(pfn);
         // unmap_mapping_range() before the page leaves the cache.
@@ -209,7 +209,7 @@ impl Machine {
         let e = self.files.v[f as usize].entries[idx as usize];
         debug_assert!(e & PRESENT == 0);
         self.commit_charge(pfn, memcg);
-        self.frames.map[pfn as usize] = PageMap {
+        self.frames.meta[pfn as usize].map = PageMap {
             mapping: f | MAPPING_FILE_BIT,
             index: idx as u32,
         };
@@ -297,7 +297,7 @@ impl Machine {
 
     /// __remove_mapping() for a clean page-cache page: leave a shadow entry, free the page.
     pub fn remove_mapping_file(&mut self, pfn: Pfn, shadow: u64) {
-        let m = self.frames.map[pfn as usize];
+        let m = self.frames.meta[pfn as usize].map;
         let f = (m.mapping & !MAPPING_FILE_BIT) as usize;
         let memcg = self.frames.memcg(pfn);
         let file = &mut self.files.v[f];
@@ -312,7 +312,7 @@ impl Machine {
 
     /// Mark a file page's data as present on disk (writeback completed).
     pub fn file_mark_ondisk(&mut self, pfn: Pfn) {
-        let m = self.frames.map[pfn as usize];
+        let m = self.frames.meta[pfn as usize].map;
         let f = (m.mapping & !MAPPING_FILE_BIT) as usize;
         self.files.v[f].entries[m.index as usize] |= ONDISK;
         self.frames.set(pfn, pf::ONDISK);
@@ -351,7 +351,7 @@ impl Machine {
 
     /// Is this page in a VM_EXEC mapping (the vm_flags folio_referenced() returns)?
     pub(crate) fn page_vm_exec(&self, pfn: Pfn) -> bool {
-        let m = self.frames.map[pfn as usize].mapping;
+        let m = self.frames.meta[pfn as usize].map.mapping;
         m & MAPPING_FILE_BIT != 0 && self.files.v[(m & !MAPPING_FILE_BIT) as usize].exec_mappers > 0
     }
 

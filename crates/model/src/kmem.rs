@@ -165,7 +165,7 @@ impl Machine {
             let Some(pfn) = self.frames.free.pop() else {
                 break;
             };
-            self.frames.pc[pfn as usize].flags =
+            self.frames.meta[pfn as usize].pc.flags =
                 crate::page_cgroup::LRU_NONE | pf::ALLOCATED | pf::KERNEL;
             self.kmem.frames.push(pfn);
             self.kmem.base_pages += 1;
@@ -254,7 +254,7 @@ impl Machine {
             }
         }
         for pfn in taken {
-            self.frames.pc[pfn as usize].flags =
+            self.frames.meta[pfn as usize].pc.flags =
                 crate::page_cgroup::LRU_NONE | pf::ALLOCATED | pf::KERNEL;
             self.kmem.frames.push(pfn);
         }
@@ -302,7 +302,7 @@ impl Machine {
                 .frames
                 .pop()
                 .expect("kernel frames cover the charges");
-            self.frames.pc[pfn as usize].flags = crate::page_cgroup::LRU_NONE | pf::ALLOCATED;
+            self.frames.meta[pfn as usize].pc.flags = crate::page_cgroup::LRU_NONE | pf::ALLOCATED;
             self.free_frame(pfn);
         }
     }

@@ -783,7 +783,7 @@ impl Machine {
 
     /// commit_charge() + mem_cgroup_charge_statistics().
     pub fn commit_charge(&mut self, pfn: Pfn, memcg: MemcgId) {
-        self.frames.pc[pfn as usize].memcg = memcg;
+        self.frames.meta[pfn as usize].pc.memcg = memcg;
         self.mod_stat(memcg, Stat::Pgpgin, 1);
         self.memcg_check_events(memcg, 1);
     }

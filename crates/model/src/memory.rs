@@ -96,7 +96,7 @@ impl Machine {
         };
         if pte != 0 && pte & SWAP_PTE == 0 {
             let pfn = pte - 1;
-            self.frames.pc[pfn as usize].flags |= pf::YOUNG;
+            self.frames.meta[pfn as usize].pc.flags |= pf::YOUNG;
             self.spend_cpu(self.cfg.costs.hit_ns);
             self.task_mut(pid).stats.user_ns += self.cfg.costs.hit_ns;
             return Ok(());
@@ -149,7 +149,7 @@ impl Machine {
     fn map_anon(&mut self, pid: Pid, vma: u32, idx: u32, pfn: Pfn) {
         let locked = self.vmas.v[vma as usize].locked;
         let memcg = self.frames.memcg(pfn);
-        self.frames.map[pfn as usize] = PageMap {
+        self.frames.meta[pfn as usize].map = PageMap {
             mapping: vma,
             index: idx,
         };
@@ -183,7 +183,7 @@ impl Machine {
         if !self.frames.test(pfn, pf::ONDISK) {
             return None;
         }
-        let m = self.frames.map[pfn as usize];
+        let m = self.frames.meta[pfn as usize].map;
         if m.mapping == SWAPCACHE_MAPPING {
             Some(m.index)
         } else {
@@ -268,7 +268,7 @@ impl Machine {
             return false;
         };
         self.commit_charge(pfn, memcg);
-        self.frames.map[pfn as usize] = PageMap {
+        self.frames.meta[pfn as usize].map = PageMap {
             mapping: SWAPCACHE_MAPPING,
             index: slot,
         };
@@ -457,7 +457,7 @@ impl Machine {
     /// try_to_unmap() of a swap-cache page: its PTE becomes the swap entry of its slot, and
     /// the page is left in the swap cache alone.
     pub fn unmap_anon_to_swap(&mut self, pfn: Pfn, slot: SwapSlot) {
-        let m = self.frames.map[pfn as usize];
+        let m = self.frames.meta[pfn as usize].map;
         let v = &mut self.vmas.v[m.mapping as usize];
         debug_assert_eq!(v.ptes[m.index as usize], pfn + 1);
         v.ptes[m.index as usize] = SWAP_PTE | slot;
@@ -475,7 +475,7 @@ impl Machine {
         self.mod_stat(memcg, Stat::Anon, -1);
         self.frames.clear(pfn, pf::MAPPED | pf::YOUNG);
         self.swap.set_mapped(pfn, None);
-        self.frames.map[pfn as usize] = PageMap {
+        self.frames.meta[pfn as usize].map = PageMap {
             mapping: SWAPCACHE_MAPPING,
             index: slot,
         };

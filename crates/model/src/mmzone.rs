@@ -391,8 +391,8 @@ impl crate::Machine {
         let mut out = ZonePages::default();
         let zone = &self.zones.zone[z];
         let start = zone.start as usize;
-        let end = (start + zone.managed as usize).min(self.frames.pc.len());
-        for pc in &self.frames.pc[start.min(end)..end] {
+        let end = (start + zone.managed as usize).min(self.frames.meta.len());
+        for pc in self.frames.meta[start.min(end)..end].iter().map(|m| &m.pc) {
             let l = pc.flags & pf::LRU_MASK;
             if l != LRU_NONE {
                 out.lru[l as usize] += 1;

@@ -131,7 +131,7 @@ impl Machine {
 
     fn prep_new_page(&mut self, pfn: Pfn) -> Pfn {
         debug_assert_eq!(self.frames.flags(pfn) & pf::ALLOCATED, 0);
-        self.frames.pc[pfn as usize].flags = crate::page_cgroup::LRU_NONE | pf::ALLOCATED;
+        self.frames.meta[pfn as usize].pc.flags = crate::page_cgroup::LRU_NONE | pf::ALLOCATED;
         pfn
     }
 }

@@ -6,6 +6,10 @@
 //! * [`PageMap`] — the `struct page` part reclaim needs for the reverse map: which mapping
 //!   (an anon VMA or a file) holds the frame and at which index. 8 bytes per frame.
 //!
+//! The two parts of a frame sit side by side in one array of [`FrameMeta`] (20 bytes): the
+//! kernel's two arrays map to one here because reclaim and the fault paths read both parts
+//! of the same frame, and one host cache line then serves both.
+//!
 //! Frames are dense `u32` numbers; there is no per-page heap allocation and no pointer.
 //! A free frame has memcg 0, is on no LRU, and has mapping [`NO_MAPPING`].
 
@@ -79,10 +83,19 @@ pub struct PageMap {
     pub index: u32,
 }
 
+/// One frame's metadata: the memcg part and the reverse-map part side by side, so that the
+/// reclaim and fault paths, which read both, load one cache line of the host where two
+/// separate arrays would cost two.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub struct FrameMeta {
+    pub pc: PageCgroup,
+    pub map: PageMap,
+}
+
 /// All frames of the machine.
 pub struct Frames {
-    pub pc: Vec<PageCgroup>,
-    pub map: Vec<PageMap>,
+    pub meta: Vec<FrameMeta>,
     /// Free frames, per zone (the page allocator's free lists).
     pub free: crate::mmzone::FreeArea,
 }
@@ -90,65 +103,63 @@ pub struct Frames {
 impl Frames {
     pub fn new(zones: &crate::mmzone::Zones, cpus: u32) -> Frames {
         let nr: u32 = zones.zone.iter().map(|z| z.managed as u32).sum();
-        let pc = vec![
-            PageCgroup {
-                memcg: 0,
-                flags: LRU_NONE,
-                prev: NIL,
-                next: NIL,
-            };
-            nr as usize
-        ];
-        let map = vec![
-            PageMap {
-                mapping: NO_MAPPING,
-                index: 0
+        let meta = vec![
+            FrameMeta {
+                pc: PageCgroup {
+                    memcg: 0,
+                    flags: LRU_NONE,
+                    prev: NIL,
+                    next: NIL,
+                },
+                map: PageMap {
+                    mapping: NO_MAPPING,
+                    index: 0,
+                },
             };
             nr as usize
         ];
         let free = crate::mmzone::FreeArea::new(zones, cpus);
-        Frames { pc, map, free }
+        Frames { meta, free }
     }
 
     pub fn nr_frames(&self) -> u32 {
-        self.pc.len() as u32
+        self.meta.len() as u32
     }
 
     /// Bytes of per-frame metadata (page_cgroup + rmap part), for the memory report.
-    pub const BYTES_PER_FRAME: usize =
-        std::mem::size_of::<PageCgroup>() + std::mem::size_of::<PageMap>();
+    pub const BYTES_PER_FRAME: usize = std::mem::size_of::<FrameMeta>();
 
     #[inline]
     pub fn flags(&self, pfn: Pfn) -> u16 {
-        self.pc[pfn as usize].flags
+        self.meta[pfn as usize].pc.flags
     }
     #[inline]
     pub fn test(&self, pfn: Pfn, f: u16) -> bool {
-        self.pc[pfn as usize].flags & f != 0
+        self.meta[pfn as usize].pc.flags & f != 0
     }
     #[inline]
     pub fn set(&mut self, pfn: Pfn, f: u16) {
-        self.pc[pfn as usize].flags |= f;
+        self.meta[pfn as usize].pc.flags |= f;
     }
     #[inline]
     pub fn clear(&mut self, pfn: Pfn, f: u16) {
-        self.pc[pfn as usize].flags &= !f;
+        self.meta[pfn as usize].pc.flags &= !f;
     }
     /// Test and clear a flag.
     #[inline]
     pub fn test_clear(&mut self, pfn: Pfn, f: u16) -> bool {
-        let p = &mut self.pc[pfn as usize].flags;
+        let p = &mut self.meta[pfn as usize].pc.flags;
         let was = *p & f != 0;
         *p &= !f;
         was
     }
     #[inline]
     pub fn lru(&self, pfn: Pfn) -> u16 {
-        self.pc[pfn as usize].flags & pf::LRU_MASK
+        self.meta[pfn as usize].pc.flags & pf::LRU_MASK
     }
     #[inline]
     pub fn memcg(&self, pfn: Pfn) -> u16 {
-        self.pc[pfn as usize].memcg
+        self.meta[pfn as usize].pc.memcg
     }
 }
 

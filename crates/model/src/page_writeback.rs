@@ -398,7 +398,7 @@ impl Writeback {
 }
 
 fn file_of(m: &Machine, pfn: Pfn) -> usize {
-    (m.frames.map[pfn as usize].mapping & !MAPPING_FILE_BIT) as usize
+    (m.frames.meta[pfn as usize].map.mapping & !MAPPING_FILE_BIT) as usize
 }
 
 impl Machine {
@@ -1265,7 +1265,7 @@ impl Machine {
             pages
                 .iter()
                 .map(|&p| {
-                    let m = self.frames.map[p as usize];
+                    let m = self.frames.meta[p as usize].map;
                     crate::blkdev::file_pos(file_of(self, p), m.index as u64)
                 })
                 .collect(),

@@ -88,34 +88,34 @@ impl Machine {
     /// lru_link() leaving the list's statistic to the caller; returns the page's memcg.
     #[inline]
     fn lru_link_nostat(&mut self, pfn: Pfn, l: usize, at_tail: bool) -> MemcgId {
-        let memcg = self.frames.pc[pfn as usize].memcg;
+        let memcg = self.frames.meta[pfn as usize].pc.memcg;
         debug_assert!(memcg != 0, "page on LRU without a memcg");
         debug_assert_eq!(self.frames.lru(pfn), LRU_NONE, "page already on an LRU");
         let lv = &mut self.memcgs[memcg as usize].lruvec[NID0];
-        let pc = &mut self.frames.pc;
+        let pc = &mut self.frames.meta;
         if at_tail {
             let t = lv.tail[l];
-            pc[pfn as usize].prev = t;
-            pc[pfn as usize].next = NIL;
+            pc[pfn as usize].pc.prev = t;
+            pc[pfn as usize].pc.next = NIL;
             if t == NIL {
                 lv.head[l] = pfn;
             } else {
-                pc[t as usize].next = pfn;
+                pc[t as usize].pc.next = pfn;
             }
             lv.tail[l] = pfn;
         } else {
             let h = lv.head[l];
-            pc[pfn as usize].prev = NIL;
-            pc[pfn as usize].next = h;
+            pc[pfn as usize].pc.prev = NIL;
+            pc[pfn as usize].pc.next = h;
             if h == NIL {
                 lv.tail[l] = pfn;
             } else {
-                pc[h as usize].prev = pfn;
+                pc[h as usize].pc.prev = pfn;
             }
             lv.head[l] = pfn;
         }
         lv.size[l] += 1;
-        let f = &mut pc[pfn as usize].flags;
+        let f = &mut pc[pfn as usize].pc.flags;
         *f = (*f & !pf::LRU_MASK) | l as u16;
         memcg
     }
@@ -136,24 +136,24 @@ impl Machine {
             return None;
         }
         let l = l as usize;
-        let memcg = self.frames.pc[pfn as usize].memcg;
+        let memcg = self.frames.meta[pfn as usize].pc.memcg;
         let lv = &mut self.memcgs[memcg as usize].lruvec[NID0];
-        let pc = &mut self.frames.pc;
-        let (prev, next) = (pc[pfn as usize].prev, pc[pfn as usize].next);
+        let pc = &mut self.frames.meta;
+        let (prev, next) = (pc[pfn as usize].pc.prev, pc[pfn as usize].pc.next);
         if prev == NIL {
             lv.head[l] = next;
         } else {
-            pc[prev as usize].next = next;
+            pc[prev as usize].pc.next = next;
         }
         if next == NIL {
             lv.tail[l] = prev;
         } else {
-            pc[next as usize].prev = prev;
+            pc[next as usize].pc.prev = prev;
         }
         lv.size[l] -= 1;
-        pc[pfn as usize].prev = NIL;
-        pc[pfn as usize].next = NIL;
-        let f = &mut pc[pfn as usize].flags;
+        pc[pfn as usize].pc.prev = NIL;
+        pc[pfn as usize].pc.next = NIL;
+        let f = &mut pc[pfn as usize].pc.flags;
         *f = (*f & !pf::LRU_MASK) | LRU_NONE;
         Some((memcg, l))
     }

@@ -1690,12 +1690,12 @@ impl Machine {
     /// Free a frame that is off the LRU and out of every mapping.
     pub fn free_frame(&mut self, pfn: Pfn) {
         debug_assert_eq!(self.frames.lru(pfn), crate::page_cgroup::LRU_NONE);
-        let pc = &mut self.frames.pc[pfn as usize];
+        let pc = &mut self.frames.meta[pfn as usize].pc;
         pc.memcg = 0;
         pc.flags = crate::page_cgroup::LRU_NONE;
         pc.prev = NIL;
         pc.next = NIL;
-        self.frames.map[pfn as usize] = crate::page_cgroup::PageMap {
+        self.frames.meta[pfn as usize].map = crate::page_cgroup::PageMap {
             mapping: crate::page_cgroup::NO_MAPPING,
             index: 0,
         };
@@ -1728,6 +1728,6 @@ impl Machine {
 
     /// Is this frame's mapping a file?
     pub fn frame_is_file(&self, pfn: Pfn) -> bool {
-        self.frames.map[pfn as usize].mapping & MAPPING_FILE_BIT != 0
+        self.frames.meta[pfn as usize].map.mapping & MAPPING_FILE_BIT != 0
     }
 }
