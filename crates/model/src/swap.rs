@@ -167,6 +167,33 @@ impl Machine {
         self.lru_link(pfn, l, false);
     }
 
+    /// Unlink up to `n` pages from the tail of list `l` of `memcg` into `out`, oldest first,
+    /// cutting the list once after the last (isolate_lru_folios()'s list moves); the list's
+    /// statistic is left to the caller.
+    pub(crate) fn lru_unlink_tail(&mut self, memcg: MemcgId, l: usize, n: u64, out: &mut Vec<Pfn>) {
+        let lv = &mut self.memcgs[memcg as usize].lruvec[NID0];
+        let meta = &mut self.frames.meta;
+        let mut t = lv.tail[l];
+        while (out.len() as u64) < n && t != NIL {
+            let pc = &mut meta[t as usize].pc;
+            debug_assert_eq!(pc.memcg, memcg);
+            debug_assert_eq!((pc.flags & pf::LRU_MASK) as usize, l);
+            let prev = pc.prev;
+            pc.prev = NIL;
+            pc.next = NIL;
+            pc.flags = (pc.flags & !pf::LRU_MASK) | LRU_NONE;
+            out.push(t);
+            t = prev;
+        }
+        lv.tail[l] = t;
+        if t == NIL {
+            lv.head[l] = NIL;
+        } else {
+            meta[t as usize].pc.next = NIL;
+        }
+        lv.size[l] -= out.len() as u64;
+    }
+
     /// move_folios_to_lru(): put isolated pages of `memcg` back, in order, each at the head
     /// of the list its flags select (as lru_add()), with each list's statistic updated once.
     pub(crate) fn lru_add_batch(&mut self, memcg: MemcgId, pages: &[Pfn]) {

@@ -1025,15 +1025,7 @@ impl Machine {
     /// list's size statistic once for the batch (update_lru_sizes()).
     fn isolate(&mut self, memcg: MemcgId, l: usize, n: u64, out: &mut Vec<Pfn>) {
         out.clear();
-        for _ in 0..n {
-            let t = self.memcg(memcg).lruvec[NID0].tail[l];
-            if t == NIL {
-                break;
-            }
-            let unlinked = self.lru_unlink(t);
-            debug_assert_eq!(unlinked, Some((memcg, l)));
-            out.push(t);
-        }
+        self.lru_unlink_tail(memcg, l, n, out);
         self.mod_stat_units(memcg, lru::stat(l), -1, out.len() as u64);
     }
 
