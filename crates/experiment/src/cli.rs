@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::{check_output, compare, load, run_variant, write_comparison, write_results, Overwrite};
+use crate::{
+    check_output, compare_jobs, load, run_variant, write_comparison, write_results, Overwrite,
+};
 
 /// Exit status for a scenario that cannot be loaded or run.
 pub const EXIT_ERROR: i32 = 2;
@@ -34,7 +36,7 @@ pub struct RunArgs {
     pub no_progress: bool,
 }
 
-/// `memcgsim compare SCENARIO [--ratio] [--out DIR] [--force] [--no-progress]`
+/// `memcgsim compare SCENARIO [--ratio] [--out DIR] [--force] [--no-progress] [--jobs N]`
 #[derive(Args, Debug)]
 pub struct CompareArgs {
     /// The scenario file (TOML, see docs/SCENARIOS.md)
@@ -54,6 +56,15 @@ pub struct CompareArgs {
     /// Do not show the progress bars
     #[arg(long)]
     pub no_progress: bool,
+    /// Runs to do at once, each on a thread of its own (default: the host's CPU count). The
+    /// output is the same for every value; each run holds its own machine's memory
+    #[arg(long, short = 'j', value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
+}
+
+/// The default of `--jobs`: the CPUs this process may use.
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 fn overwrite(force: bool) -> Overwrite {
@@ -111,7 +122,8 @@ pub fn compare_cmd(args: &CompareArgs) -> i32 {
     if let Err(e) = check_output(&dir, overwrite(args.force)) {
         return fail(&e);
     }
-    let mut c = match compare(&sc, !args.no_progress) {
+    let jobs = args.jobs.map_or_else(default_jobs, usize::from);
+    let mut c = match compare_jobs(&sc, !args.no_progress, jobs) {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };

@@ -17,7 +17,12 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::output::{write_dir_atomic, Overwrite};
-use crate::runner::{run_variant, CgroupSummary, RunResult, MACHINE_ROW};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use crate::runner::{
+    run_variant, run_variant_with, CgroupSummary, Progress, RunResult, MACHINE_ROW,
+};
 use crate::scenario::Scenario;
 
 /// min / max / avg / std of one variant's values of a figure (std is the sample standard
@@ -416,18 +421,25 @@ fn build(sc: &Scenario, order: &[String], runs: &[RunResult]) -> Comparison {
 
 /// Run every variant over every seed, one after the other, and compare them.
 pub fn compare(sc: &Scenario, progress: bool) -> Result<Comparison, String> {
+    compare_jobs(sc, progress, 1)
+}
+
+/// [`compare`] with up to `jobs` runs at once, each on a thread of its own. Runs share
+/// nothing (each has its own machine), and their results are put in the order a sequential
+/// comparison makes them, so the comparison is the same for every `jobs`; an error is the
+/// one the sequential comparison would meet first.
+pub fn compare_jobs(sc: &Scenario, progress: bool, jobs: usize) -> Result<Comparison, String> {
     let mut order = vec![sc.base.clone()];
     for v in &sc.variants {
         if v.name != sc.base {
             order.push(v.name.clone());
         }
     }
-    let mut runs = Vec::new();
-    for vn in &order {
-        for &seed in &sc.run.seeds {
-            runs.push(run_variant(sc, vn, seed, progress)?);
-        }
-    }
+    let plan: Vec<(&str, u64)> = order
+        .iter()
+        .flat_map(|vn| sc.run.seeds.iter().map(move |&seed| (vn.as_str(), seed)))
+        .collect();
+    let runs = run_plan(sc, &plan, progress, jobs)?;
     let mut c = build(sc, &order, &runs);
     // Keep one run per variant for the charts: the first seed's.
     let first = sc.run.seeds[0];
@@ -437,6 +449,63 @@ pub fn compare(sc: &Scenario, progress: bool) -> Result<Comparison, String> {
         }
     }
     Ok(c)
+}
+
+/// Run the (variant, seed) pairs of `plan` on up to `jobs` threads, results in plan order.
+fn run_plan(
+    sc: &Scenario,
+    plan: &[(&str, u64)],
+    progress: bool,
+    jobs: usize,
+) -> Result<Vec<RunResult>, String> {
+    let jobs = jobs.clamp(1, plan.len().max(1));
+    if jobs == 1 {
+        return plan
+            .iter()
+            .map(|&(vn, seed)| run_variant(sc, vn, seed, progress))
+            .collect();
+    }
+    let multi = indicatif::MultiProgress::new();
+    let target = if progress {
+        Progress::Shared(&multi)
+    } else {
+        Progress::Off
+    };
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let slots: Vec<Mutex<Option<Result<RunResult, String>>>> =
+        plan.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| loop {
+                // Runs are taken in plan order, and none after a failure: every run before
+                // the first failing one has been started, so the first error in plan order
+                // is the one a sequential comparison reports.
+                if failed.load(Ordering::SeqCst) {
+                    break;
+                }
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(&(vn, seed)) = plan.get(i) else {
+                    break;
+                };
+                let r = run_variant_with(sc, vn, seed, target);
+                if r.is_err() {
+                    failed.store(true, Ordering::SeqCst);
+                }
+                *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+            });
+        }
+    });
+    let mut runs = Vec::with_capacity(plan.len());
+    for slot in slots {
+        match slot.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            Some(Ok(r)) => runs.push(r),
+            Some(Err(e)) => return Err(e),
+            // Not started because an earlier run failed; that error came first.
+            None => unreachable!("a run after the first failure was reported first"),
+        }
+    }
+    Ok(runs)
 }
 
 fn fmt_change(c: Option<f64>) -> String {

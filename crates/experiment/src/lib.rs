@@ -35,13 +35,13 @@ mod scenario;
 
 pub use charts::{render_charts, render_compare_charts, COMPARE_CHARTS};
 pub use compare::{
-    compare, write_comparison, Change, Comparison, Figure, FigureRow, Outcomes, Stats,
+    compare, compare_jobs, write_comparison, Change, Comparison, Figure, FigureRow, Outcomes, Stats,
 };
 pub use output::{check_output, write_dir_atomic, Overwrite, MARKER};
 pub use report::{fmt_ns, fmt_size, fmt_time_s, write_results};
 pub use runner::{
-    run_variant, CgroupSummary, KeyValues, RunResult, SeriesKey, TaskRecord, TimeSeries,
-    MACHINE_ROW, RECLAIM_FILE, SUMMARY_STATS,
+    run_variant, run_variant_with, CgroupSummary, KeyValues, Progress, RunResult, SeriesKey,
+    TaskRecord, TimeSeries, MACHINE_ROW, RECLAIM_FILE, SUMMARY_STATS,
 };
 pub use scenario::{
     load, machine_config, parse, CgroupSpec, RunSpec, Scenario, Setting, Setup, Subtree,

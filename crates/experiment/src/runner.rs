@@ -604,17 +604,28 @@ fn end_message(
     }
 }
 
+/// Where a run shows its progress.
+#[derive(Clone, Copy)]
+pub enum Progress<'a> {
+    /// Nowhere.
+    Off,
+    /// On standard error, when it is a terminal.
+    Stderr,
+    /// As one line of a display shared with runs going on beside it (`compare --jobs`).
+    Shared(&'a indicatif::MultiProgress),
+}
+
 /// The progress display of a run on standard error, when enabled and standard error is a
 /// terminal: a bar over the duration when only the duration ends the run, else a spinner with
 /// the virtual time and the number of tasks left.
 fn progress_bar(
-    enabled: bool,
+    target: Progress,
     until: Until,
     duration_ns: u64,
     tasks: usize,
     label: &str,
 ) -> Option<indicatif::ProgressBar> {
-    if !enabled || !std::io::stderr().is_terminal() {
+    if matches!(target, Progress::Off) || !std::io::stderr().is_terminal() {
         return None;
     }
     // Set up out of sight, so that the first frame drawn is complete.
@@ -635,7 +646,13 @@ fn progress_bar(
         .progress_chars("=> ");
     pb.set_style(style);
     pb.set_prefix(label.to_string());
-    pb.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    let pb = match target {
+        Progress::Shared(multi) => multi.add(pb),
+        _ => {
+            pb.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            pb
+        }
+    };
     if until == Until::Tasks {
         pb.enable_steady_tick(std::time::Duration::from_millis(100));
     }
@@ -661,6 +678,21 @@ pub fn run_variant(
     variant: &str,
     seed: u64,
     progress: bool,
+) -> Result<RunResult, String> {
+    let target = if progress {
+        Progress::Stderr
+    } else {
+        Progress::Off
+    };
+    run_variant_with(sc, variant, seed, target)
+}
+
+/// [`run_variant`] with its progress shown on `progress`.
+pub fn run_variant_with(
+    sc: &Scenario,
+    variant: &str,
+    seed: u64,
+    progress: Progress,
 ) -> Result<RunResult, String> {
     let f = &sc.file;
     let setup = sc.setup(variant)?;

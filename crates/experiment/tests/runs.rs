@@ -8,7 +8,8 @@ use std::path::Path;
 
 use common::{scenario, scratch};
 use memcgsim_experiment::{
-    compare, run_variant, write_comparison, write_dir_atomic, write_results, Overwrite, MARKER,
+    compare, compare_jobs, run_variant, write_comparison, write_dir_atomic, write_results,
+    Overwrite, MARKER,
 };
 
 const SMALL: &str = r#"name = "small"
@@ -400,6 +401,67 @@ cgroup = { "/A" = { "memory.max" = "16M" } }
     assert!(json["figures"].as_array().unwrap().len() > 3);
     // Deterministic.
     assert_eq!(compare(&sc, false).unwrap(), c);
+}
+
+const LIMITS3: &str = r#"name = "limits3"
+[machine]
+memory = "64M"
+swap = "64M"
+[[cgroup]]
+path = "/A"
+files = { "memory.max" = "8M" }
+[[task]]
+name = "t"
+cgroup = "/A"
+workload = "anon"
+args = ["12M", "--passes", "2"]
+[run]
+duration = "1m"
+sample = "5ms"
+seeds = [1, 2, 3]
+[[variant]]
+name = "small"
+[[variant]]
+name = "mid"
+cgroup = { "/A" = { "memory.max" = "12M" } }
+[[variant]]
+name = "large"
+cgroup = { "/A" = { "memory.max" = "16M" } }
+"#;
+
+#[test]
+fn compare_on_several_threads_equals_the_sequential_comparison() {
+    let sc = scenario(LIMITS3);
+    let one = compare(&sc, false).unwrap();
+    assert_eq!(one.variants, ["small", "mid", "large"]);
+    let tmp = scratch();
+    let seq = tmp.path().join("seq");
+    write_comparison(&one, &seq, Overwrite::Safe).unwrap();
+    for jobs in [2, 4, 64] {
+        let par = compare_jobs(&sc, false, jobs).unwrap();
+        assert_eq!(par, one, "jobs {jobs}");
+        let dir = tmp.path().join(format!("jobs{jobs}"));
+        write_comparison(&par, &dir, Overwrite::Safe).unwrap();
+        assert_eq!(files_of(&dir), files_of(&seq), "jobs {jobs}");
+    }
+}
+
+#[test]
+fn compare_on_several_threads_reports_the_first_failing_run() {
+    // Values the kernel refuses when they are written, at the start of the variant's run.
+    let text = LIMITS3
+        .replace(r#""12M" } }"#, r#""12M", "memory.oom.group" = "7" } }"#)
+        .replace(r#""16M" } }"#, r#""16M", "memory.oom.group" = "9" } }"#);
+    let sc = scenario(&text);
+    let seq = compare(&sc, false).unwrap_err();
+    assert!(seq.contains("'7'") && seq.contains("variant mid"), "{seq}");
+    for jobs in [2, 3, 9] {
+        assert_eq!(
+            compare_jobs(&sc, false, jobs).unwrap_err(),
+            seq,
+            "jobs {jobs}"
+        );
+    }
 }
 
 #[test]
