@@ -61,10 +61,17 @@ pub enum Part {
     FaultOverhead,
     /// The hit and churn figures under each statistics scheme (seed 003).
     Stats,
+    /// Cache-trace replay: requests per second and miss ratio (bench_trace.rs).
+    Trace,
 }
 
 /// Print the benchmark figures. `scale` multiplies the work (1 = the documented figures).
-pub fn run(scale: u64, only: Option<Part>) -> i32 {
+pub fn run(
+    scale: u64,
+    only: Option<Part>,
+    trace: Option<&std::path::Path>,
+    trace_out: Option<&std::path::Path>,
+) -> i32 {
     let scale = scale.max(1);
     println!("memcgsim bench (scale {scale})");
     let part = |p: Part| only.is_none_or(|o| o == p);
@@ -82,6 +89,12 @@ pub fn run(scale: u64, only: Option<Part>) -> i32 {
     }
     if part(Part::Stats) {
         stats_schemes(scale);
+    }
+    if part(Part::Trace) {
+        if let Err(e) = crate::bench_trace::run(scale, trace, trace_out) {
+            eprintln!("memcgsim: bench: {e}");
+            return 2;
+        }
     }
     0
 }

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 mod bench;
+mod bench_trace;
 mod oracle;
 
 use clap::{Args, Parser, Subcommand};
@@ -90,6 +91,13 @@ struct BenchArgs {
     /// Run one part only
     #[arg(long, value_enum)]
     only: Option<bench::Part>,
+    /// The trace part replays this libCacheSim oracleGeneral trace instead of generating one
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+    /// Keep the trace part's generated trace in FILE (which must not exist), for another
+    /// cache simulator to replay
+    #[arg(long, value_name = "FILE", conflicts_with = "trace")]
+    trace_out: Option<PathBuf>,
 }
 
 /// Options shared by the subcommands that boot a machine.
@@ -152,7 +160,12 @@ fn main() -> ExitCode {
     let status = match cli.command {
         Cmd::Script(args) => cmd_script(&args),
         Cmd::Shell(args) => cmd_shell(&args),
-        Cmd::Bench(args) => bench::run(args.scale, args.only),
+        Cmd::Bench(args) => bench::run(
+            args.scale,
+            args.only,
+            args.trace.as_deref(),
+            args.trace_out.as_deref(),
+        ),
         Cmd::Oracle(args) => oracle::run(&args),
         Cmd::Run(args) => memcgsim_experiment::cli::run(&args),
         Cmd::Compare(args) => memcgsim_experiment::cli::compare_cmd(&args),

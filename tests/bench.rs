@@ -1,0 +1,87 @@
+//! `memcgsim bench --only trace`: the replay's figures on a trace small enough to count by
+//! hand, its generated trace deterministic, and files it did not create left alone.
+
+use std::path::Path;
+use std::process::Command;
+
+use memcgsim_workloads::trace::object_id_for_page;
+
+fn bench(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_memcgsim"))
+        .arg("bench")
+        .args(args)
+        .output()
+        .expect("memcgsim runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// An oracleGeneral trace of one-page objects on the given pages of the replay's region.
+fn write_trace(path: &Path, pages: &[u64]) {
+    let mut b = Vec::new();
+    for (t, &p) in pages.iter().enumerate() {
+        b.extend_from_slice(&(t as u32).to_le_bytes());
+        b.extend_from_slice(&object_id_for_page(p).to_le_bytes());
+        b.extend_from_slice(&4096u32.to_le_bytes());
+        b.extend_from_slice(&(-1i64).to_le_bytes());
+    }
+    std::fs::write(path, b).unwrap();
+}
+
+#[test]
+fn trace_replay_counts_each_first_access_as_a_miss() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("t.oracleGeneral");
+    // Three distinct pages far apart (no readahead neighbours), two of them read again.
+    write_trace(&t, &[10, 500, 10, 9000, 500]);
+    let (ok, out, err) = bench(&["--only", "trace", "--trace", t.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("miss ratio 0.6000 (3 misses of 5 requests"),
+        "{out}"
+    );
+}
+
+#[test]
+fn trace_replay_misses_once_the_cache_is_full() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("t.oracleGeneral");
+    // memory.max holds 200,000 pages: two passes over a cycle of 250,000 (every third page,
+    // so that no read is sequential and none reads ahead) miss on every access, the second
+    // pass too, as they would in an LRU cache.
+    let pages: Vec<u64> = (0..250_000u64).map(|i| 3 * i + 7).collect();
+    let twice: Vec<u64> = pages.iter().chain(pages.iter()).copied().collect();
+    write_trace(&t, &twice);
+    let (ok, out, err) = bench(&["--only", "trace", "--trace", t.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let misses: u64 = out
+        .split(" misses of ")
+        .next()
+        .and_then(|s| s.rsplit('(').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(misses, 500_000, "{out}");
+}
+
+#[test]
+fn generated_trace_is_the_same_every_time_and_never_overwrites() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    for p in [&a, &b] {
+        let (ok, out, err) = bench(&["--only", "trace", "--trace-out", p.to_str().unwrap()]);
+        assert!(ok, "{err}");
+        assert!(out.contains("2000000 requests, Zipf 0.8"), "{out}");
+    }
+    let (x, y) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    assert_eq!(x.len(), 2_000_000 * 24);
+    assert!(x == y, "the generated traces differ");
+    // A file that exists is not replaced.
+    std::fs::write(&a, b"mine").unwrap();
+    let (ok, _, err) = bench(&["--only", "trace", "--trace-out", a.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(err.contains("File exists"), "{err}");
+    assert_eq!(std::fs::read(&a).unwrap(), b"mine");
+}
