@@ -63,6 +63,8 @@ pub enum Part {
     Stats,
     /// Cache-trace replay: requests per second and miss ratio (bench_trace.rs).
     Trace,
+    /// Costs per group with 1,000 to 60,000 groups (bench_groups.rs).
+    Groups,
 }
 
 /// Print the benchmark figures. `scale` multiplies the work (1 = the documented figures).
@@ -89,6 +91,12 @@ pub fn run(
     }
     if part(Part::Stats) {
         stats_schemes(scale);
+    }
+    if part(Part::Groups) {
+        if let Err(e) = crate::bench_groups::run() {
+            eprintln!("memcgsim: bench: {e}");
+            return 2;
+        }
     }
     if part(Part::Trace) {
         if let Err(e) = crate::bench_trace::run(scale, trace, trace_out) {

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 mod bench;
+mod bench_groups;
 mod bench_trace;
 mod oracle;
 
