@@ -163,20 +163,39 @@ fn churn(scale: u64) {
 }
 
 fn memory() {
-    // 3. Memory: resident bytes per simulated frame of a booted 16 GiB machine.
-    let before = rss_bytes();
-    let sys = boot("16G", "0");
-    let after = rss_bytes();
+    // 3. Memory. (a) Resident bytes per simulated frame once a 16 GiB machine has used all
+    //    its frames: a task holds 15G of anon, then exits. (b) A 1 TiB machine running a 1G
+    //    task: frames never handed out cost nothing, so boot and run take what 1G takes.
+    let Some(before) = rss_bytes() else {
+        println!("resident memory    unavailable (no /proc/self/statm)");
+        return;
+    };
+    let mut sys = boot("16G", "0");
+    let booted = rss_bytes().unwrap_or(before);
+    run_anon(&mut sys, "/", &["15G"]);
+    let used = rss_bytes().unwrap_or(before);
     let frames = sys.machine.totalram_pages;
-    match (before, after) {
-        (Some(b), Some(a)) => println!(
-            "resident memory    {:>12.1} bytes per simulated frame ({} frames; metadata {} B/frame + free list 4 B/frame)",
-            (a.saturating_sub(b)) as f64 / frames as f64,
-            frames,
-            memcgsim_model::page_cgroup::Frames::BYTES_PER_FRAME
-        ),
-        _ => println!("resident memory    unavailable (no /proc/self/statm)"),
-    }
+    println!(
+        "resident memory    {:>12.1} bytes per simulated frame once all are used ({} frames; metadata {} B/frame; at boot {:.1})",
+        used.saturating_sub(before) as f64 / frames as f64,
+        frames,
+        memcgsim_model::page_cgroup::Frames::BYTES_PER_FRAME,
+        booted.saturating_sub(before) as f64 / frames as f64,
+    );
+    drop(sys);
+    let before = rss_bytes().unwrap_or(0);
+    let t = Instant::now();
+    let mut sys = boot("1T", "0");
+    let boot_secs = t.elapsed().as_secs_f64();
+    run_anon(&mut sys, "/", &["1G"]);
+    let secs = t.elapsed().as_secs_f64();
+    let grown = rss_bytes().unwrap_or(0).saturating_sub(before);
+    println!(
+        "1 TiB machine      {:>12.2} s to boot, {:.2} s with a 1G task; {:.0} MiB resident",
+        boot_secs,
+        secs,
+        grown as f64 / (1 << 20) as f64
+    );
     drop(sys);
 }
 

@@ -216,7 +216,7 @@ impl Machine {
                 let mut cur = mc.lruvec[NID0].head[l];
                 while cur != NIL {
                     let c = cur as usize;
-                    if c >= nr_frames {
+                    if c >= self.frames.meta.len() {
                         return Err(format!("memcg {id} list {l}: bad frame {cur}"));
                     }
                     if seen[c] {
@@ -272,7 +272,7 @@ impl Machine {
         let mut wb_pages = vec![[0u64; 2]; self.writeback.wbs.len()];
         let mut free_seen = vec![false; nr_frames];
         for z in 0..crate::mmzone::NR_ZONES {
-            for &f in self.frames.free.zone_iter(z) {
+            for f in self.frames.free.zone_iter(z) {
                 if self.zones.zone_of(f) != z {
                     return Err(format!("frame {f} on the free list of the wrong zone"));
                 }
@@ -293,7 +293,8 @@ impl Machine {
         }
         let mut kernel_frames = 0u64;
         for pfn in 0..nr_frames {
-            let pc = &self.frames.meta[pfn].pc;
+            let fm = self.frames.get(pfn as crate::page_cgroup::Pfn);
+            let pc = &fm.pc;
             let allocated = pc.flags & pf::ALLOCATED != 0;
             if allocated == free_seen[pfn] {
                 return Err(format!(
@@ -321,7 +322,7 @@ impl Machine {
                 return Err(format!("allocated frame {pfn} is on no LRU list"));
             }
             let m = pc.memcg as usize;
-            let map = self.frames.meta[pfn].map;
+            let map = fm.map;
             if pc.flags & pf::SWAPBACKED != 0 && pc.flags & pf::ONDISK != 0 {
                 // In the swap cache: in no PTE, its rmap names the slot it holds; or mapped
                 // (faulted back while its write was in flight), its slot in the table.

@@ -162,7 +162,7 @@ impl Machine {
         });
         let base = self.cfg.base_pages(self.totalram_pages);
         for _ in 0..base {
-            let Some(pfn) = self.frames.free.pop() else {
+            let Some(pfn) = self.frames.pop() else {
                 break;
             };
             self.frames.meta[pfn as usize].pc.flags =
@@ -226,7 +226,7 @@ impl Machine {
         let mut taken: Vec<Pfn> = Vec::with_capacity(pages as usize);
         for _ in 0..pages {
             let got = if nofail {
-                self.frames.free.pop().ok_or(ChargeError::NoMem)
+                self.frames.pop().ok_or(ChargeError::NoMem)
             } else {
                 self.alloc_page()
             };

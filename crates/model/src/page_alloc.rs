@@ -113,7 +113,6 @@ impl Machine {
                 let cpu = self.current_cpu();
                 let pfn = self
                     .frames
-                    .free
                     .rmqueue(z, cpu, &self.zones)
                     .expect("the zone has free pages");
                 return Some(self.prep_new_page(pfn));
@@ -125,7 +124,7 @@ impl Machine {
     /// A page from any zone regardless of watermarks (OOM victims, and the last resort when
     /// nothing is left to kill).
     fn take_free_frame(&mut self) -> Pfn {
-        let pfn = self.frames.free.pop().expect("free list is not empty");
+        let pfn = self.frames.pop().expect("free list is not empty");
         self.prep_new_page(pfn)
     }
 

@@ -93,37 +93,81 @@ pub struct FrameMeta {
     pub map: PageMap,
 }
 
+/// A frame's metadata from boot until it is first handed out: free, owned by no memcg, on no
+/// list, in no mapping.
+pub const FRAME_AT_BOOT: FrameMeta = FrameMeta {
+    pc: PageCgroup {
+        memcg: 0,
+        flags: LRU_NONE,
+        prev: NIL,
+        next: NIL,
+    },
+    map: PageMap {
+        mapping: NO_MAPPING,
+        index: 0,
+    },
+};
+
 /// All frames of the machine.
+///
+/// `meta` holds the frames below the highest one ever handed out; every frame above it is
+/// still [`FRAME_AT_BOOT`]. The array's room for every frame is reserved at boot but written
+/// (and so made resident by the host) only as the allocator first reaches a frame, which it
+/// does in ascending order within each zone: a big machine costs the host what a run uses.
 pub struct Frames {
     pub meta: Vec<FrameMeta>,
     /// Free frames, per zone (the page allocator's free lists).
     pub free: crate::mmzone::FreeArea,
+    nr: u32,
 }
 
 impl Frames {
     pub fn new(zones: &crate::mmzone::Zones, cpus: u32) -> Frames {
         let nr: u32 = zones.zone.iter().map(|z| z.managed as u32).sum();
-        let meta = vec![
-            FrameMeta {
-                pc: PageCgroup {
-                    memcg: 0,
-                    flags: LRU_NONE,
-                    prev: NIL,
-                    next: NIL,
-                },
-                map: PageMap {
-                    mapping: NO_MAPPING,
-                    index: 0,
-                },
-            };
-            nr as usize
-        ];
         let free = crate::mmzone::FreeArea::new(zones, cpus);
-        Frames { meta, free }
+        Frames {
+            meta: Vec::with_capacity(nr as usize),
+            free,
+            nr,
+        }
     }
 
     pub fn nr_frames(&self) -> u32 {
-        self.meta.len() as u32
+        self.nr
+    }
+
+    /// A frame leaves the free lists: make sure its metadata (and that of every frame below
+    /// it) is in the array.
+    #[inline]
+    fn handed_out(&mut self, pfn: Pfn) -> Pfn {
+        let i = pfn as usize;
+        if i >= self.meta.len() {
+            debug_assert!(pfn < self.nr);
+            self.meta.resize(i + 1, FRAME_AT_BOOT);
+        }
+        pfn
+    }
+
+    /// rmqueue() of the free area, for a frame the caller will use.
+    pub fn rmqueue(&mut self, z: usize, cpu: usize, zones: &crate::mmzone::Zones) -> Option<Pfn> {
+        let p = self.free.rmqueue(z, cpu, zones)?;
+        Some(self.handed_out(p))
+    }
+
+    /// pop() of the free area (any zone, no watermark), for a frame the caller will use.
+    pub fn pop(&mut self) -> Option<Pfn> {
+        let p = self.free.pop()?;
+        Some(self.handed_out(p))
+    }
+
+    /// A frame's metadata, whether or not it was ever handed out (for the checker and the
+    /// /proc readers, which look at every frame).
+    #[inline]
+    pub fn get(&self, pfn: Pfn) -> FrameMeta {
+        self.meta
+            .get(pfn as usize)
+            .copied()
+            .unwrap_or(FRAME_AT_BOOT)
     }
 
     /// Bytes of per-frame metadata (page_cgroup + rmap part), for the memory report.
