@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::{
-    check_output, compare_jobs, load, run_variant, write_comparison, write_results, Overwrite,
+    check_output, compare_jobs, load, run_plan, write_comparison, write_results, Overwrite,
 };
 
 /// Exit status for a scenario that cannot be loaded or run.
@@ -20,9 +20,11 @@ pub struct RunArgs {
     /// The variant to run (default: the base variant)
     #[arg(long)]
     pub variant: Option<String>,
-    /// The machine seed (default: the first of the scenario's seeds)
-    #[arg(long)]
-    pub seed: Option<u64>,
+    /// The machine seed (default: the first of the scenario's seeds); several, comma
+    /// separated or repeated, run one after the other or at once (--jobs), each into its
+    /// own folder
+    #[arg(long, value_delimiter = ',')]
+    pub seed: Vec<u64>,
     /// Output folder (default: results/NAME/VARIANT-seedN). An existing folder is replaced
     /// only if memcgsim wrote it and it holds nothing else
     #[arg(long)]
@@ -34,6 +36,10 @@ pub struct RunArgs {
     /// Do not show the progress bar
     #[arg(long)]
     pub no_progress: bool,
+    /// With several seeds, runs to do at once (default: the host's CPU count); the output is
+    /// the same for every value
+    #[arg(long, short = 'j', value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
 }
 
 /// `memcgsim compare SCENARIO [--ratio] [--out DIR] [--force] [--no-progress] [--jobs N]`
@@ -87,25 +93,51 @@ pub fn run(args: &RunArgs) -> i32 {
         Err(e) => return fail(&e),
     };
     let variant = args.variant.clone().unwrap_or_else(|| sc.base.clone());
-    let seed = args.seed.unwrap_or(sc.run.seeds[0]);
-    let dir = args.out.clone().unwrap_or_else(|| {
-        PathBuf::from("results")
-            .join(&sc.name)
-            .join(format!("{variant}-seed{seed}"))
-    });
-    // Refuse an output path before the run, not after it.
-    if let Err(e) = check_output(&dir, overwrite(args.force)) {
-        return fail(&e);
+    let seeds = if args.seed.is_empty() {
+        vec![sc.run.seeds[0]]
+    } else {
+        args.seed.clone()
+    };
+    for (i, s) in seeds.iter().enumerate() {
+        if seeds[..i].contains(s) {
+            return fail(&format!("--seed {s} is given twice"));
+        }
     }
-    let result = match run_variant(&sc, &variant, seed, !args.no_progress) {
+    let several = seeds.len() > 1;
+    let dirs: Vec<PathBuf> = seeds
+        .iter()
+        .map(|seed| {
+            let leaf = format!("{variant}-seed{seed}");
+            match &args.out {
+                // With several seeds, --out is the folder that holds one per seed.
+                Some(o) if several => o.join(leaf),
+                Some(o) => o.clone(),
+                None => PathBuf::from("results").join(&sc.name).join(leaf),
+            }
+        })
+        .collect();
+    // Refuse an output path before the runs, not after them.
+    for dir in &dirs {
+        if let Err(e) = check_output(dir, overwrite(args.force)) {
+            return fail(&e);
+        }
+    }
+    let jobs = args.jobs.map_or_else(default_jobs, usize::from);
+    let plan: Vec<(&str, u64)> = seeds.iter().map(|&s| (variant.as_str(), s)).collect();
+    let results = match run_plan(&sc, &plan, !args.no_progress, jobs) {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };
-    print!("{}", result.render());
-    if let Err(e) = write_results(&result, &dir, overwrite(args.force)) {
-        return fail(&e);
+    for (i, (result, dir)) in results.iter().zip(&dirs).enumerate() {
+        if i > 0 {
+            println!();
+        }
+        print!("{}", result.render());
+        if let Err(e) = write_results(result, dir, overwrite(args.force)) {
+            return fail(&e);
+        }
+        eprintln!("memcgsim: results in {}", dir.display());
     }
-    eprintln!("memcgsim: results in {}", dir.display());
     0
 }
 

@@ -452,7 +452,7 @@ pub fn compare_jobs(sc: &Scenario, progress: bool, jobs: usize) -> Result<Compar
 }
 
 /// Run the (variant, seed) pairs of `plan` on up to `jobs` threads, results in plan order.
-fn run_plan(
+pub fn run_plan(
     sc: &Scenario,
     plan: &[(&str, u64)],
     progress: bool,

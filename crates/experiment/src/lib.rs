@@ -35,7 +35,8 @@ mod scenario;
 
 pub use charts::{render_charts, render_compare_charts, COMPARE_CHARTS};
 pub use compare::{
-    compare, compare_jobs, write_comparison, Change, Comparison, Figure, FigureRow, Outcomes, Stats,
+    compare, compare_jobs, run_plan, write_comparison, Change, Comparison, Figure, FigureRow,
+    Outcomes, Stats,
 };
 pub use output::{check_output, write_dir_atomic, Overwrite, MARKER};
 pub use report::{fmt_ns, fmt_size, fmt_time_s, write_results};
