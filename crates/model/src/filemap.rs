@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 
 use crate::machine::Machine;
 use crate::memcontrol::MemcgId;
-use crate::page_cgroup::{pf, PageMap, Pfn, MAPPING_FILE_BIT};
+use crate::page_cgroup::{pf, PageMap, Pfn, MAPPING_FILE_BIT, NO_MAPPING};
 use crate::program::{Fault, Pid};
 use crate::stat::Stat;
 
@@ -226,6 +226,41 @@ impl Machine {
         file.entries[idx as usize] = PRESENT | ondisk | pfn as u64;
         file.nrpages += 1;
         ondisk != 0
+    }
+
+    /// A host cache hint for a coming access to page `idx` of file `f`, which changes
+    /// nothing in the model. Stage 0 (far ahead) loads the page-cache slot; stage 1 reads the
+    /// slot and loads a resident page's frame metadata. A replay that knows its next accesses
+    /// (a trace) so hides the two dependent misses of each.
+    pub fn prefetch_file_page(&self, f: u32, idx: u64, stage: u8) {
+        let Some(file) = self.files.v.get(f as usize) else {
+            return;
+        };
+        let Some(e) = file.entries.get(idx as usize) else {
+            return;
+        };
+        if stage == 0 {
+            crate::page_cgroup::prefetch_read(e);
+        } else if *e & PRESENT != 0 {
+            self.frames.prefetch((*e & 0xffff_ffff) as Pfn);
+        }
+    }
+
+    /// A host cache hint for the page-cache slot of a file page about to be reclaimed.
+    #[inline]
+    pub(crate) fn prefetch_mapping_slot(&self, pfn: Pfn) {
+        let m = self.frames.get(pfn).map;
+        if m.mapping != NO_MAPPING && m.mapping & MAPPING_FILE_BIT != 0 {
+            let f = (m.mapping & !MAPPING_FILE_BIT) as usize;
+            if let Some(e) = self
+                .files
+                .v
+                .get(f)
+                .and_then(|file| file.entries.get(m.index as usize))
+            {
+                crate::page_cgroup::prefetch_read(e);
+            }
+        }
     }
 
     /// Whether page `idx` of `f` is resident.

@@ -16,6 +16,21 @@
 /// A page frame number.
 pub type Pfn = u32;
 
+/// A host prefetch hint for the cache line holding `*p`; no effect on any value.
+#[inline(always)]
+pub fn prefetch_read<T>(p: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: _mm_prefetch only hints the cache; it reads nothing and cannot fault, and the
+    // pointer comes from a live reference.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+            (p as *const T).cast::<i8>(),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// The "no frame" link value.
 pub const NIL: Pfn = u32::MAX;
 
@@ -158,6 +173,14 @@ impl Frames {
     pub fn pop(&mut self) -> Option<Pfn> {
         let p = self.free.pop()?;
         Some(self.handed_out(p))
+    }
+
+    /// Ask the host to load a frame's metadata ahead of its use (a hint only).
+    #[inline]
+    pub fn prefetch(&self, pfn: Pfn) {
+        if let Some(m) = self.meta.get(pfn as usize) {
+            prefetch_read(m);
+        }
     }
 
     /// A frame's metadata, whether or not it was ever handed out (for the checker and the

@@ -497,6 +497,13 @@ impl TaskCtx<'_> {
         self.m.file_extend_on_disk(f.0, pages)
     }
 
+    /// A hint that page `idx` of `f` will be read soon (Machine::prefetch_file_page()); it
+    /// changes nothing in the simulation.
+    #[inline]
+    pub fn prefetch_read(&self, f: FileId, idx: u64, stage: u8) {
+        self.m.prefetch_file_page(f.0, idx, stage);
+    }
+
     /// read() one page.
     pub fn read(&mut self, f: FileId, idx: u64) -> Result<(), Fault> {
         self.m.file_read(self.pid, f.0, idx)

@@ -119,6 +119,15 @@ impl Region {
         Ok(())
     }
 
+    /// A hint that page `idx` will be accessed soon, for a file read through read() (the
+    /// only case a hint serves now); it changes nothing in the simulation.
+    #[inline]
+    pub fn prefetch(&self, cx: &TaskCtx<'_>, idx: u64, stage: u8) {
+        if let (None, None, Some(f)) = (self.map, self.vma, self.file) {
+            cx.prefetch_read(f, idx, stage);
+        }
+    }
+
     /// Access page `idx`: a touch of the mapping, or a read()/write() of the file.
     pub fn access(&self, cx: &mut TaskCtx<'_>, idx: u64, write: bool) -> Result<(), Fault> {
         if let Some(m) = self.map {

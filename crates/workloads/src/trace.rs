@@ -34,6 +34,11 @@ use crate::args::{parse, Spec};
 use crate::common::{fault_step, Budget, Region, MAX_SIZE};
 use crate::rand::{mix64, unmix64};
 
+/// How many records ahead a replay asks the host to load a page-cache slot, and the frame
+/// metadata of a resident page (Machine::prefetch_file_page()'s stages; hints only:
+/// results do not depend on them).
+const PREFETCH_AHEAD: [usize; 2] = [16, 6];
+
 /// The most records a replay accepts.
 pub const MAX_RECORDS: u64 = 100_000_000;
 /// Size of an oracleGeneral record.
@@ -348,6 +353,15 @@ impl Program for TraceReplay {
                         if ns >= 1.0 {
                             return Step::Sleep(ns.min(1e18) as u64);
                         }
+                    }
+                }
+            }
+            if self.off == 0 {
+                // The trace is known ahead: load what the records a few steps on will need.
+                for (stage, ahead) in PREFETCH_AHEAD.iter().enumerate() {
+                    if let Some(&r) = self.recs.get(self.idx + ahead) {
+                        self.region
+                            .prefetch(cx, (r >> 32) % self.region.pages, stage as u8);
                     }
                 }
             }
