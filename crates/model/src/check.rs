@@ -272,7 +272,7 @@ impl Machine {
         let mut wb_pages = vec![[0u64; 2]; self.writeback.wbs.len()];
         let mut free_seen = vec![false; nr_frames];
         for z in 0..crate::mmzone::NR_ZONES {
-            for f in self.frames.free.zone_iter(z) {
+            for f in self.frames.zone_free_iter(z) {
                 if self.zones.zone_of(f) != z {
                     return Err(format!("frame {f} on the free list of the wrong zone"));
                 }

@@ -28,7 +28,7 @@
 
 use std::collections::VecDeque;
 
-use crate::page_cgroup::Pfn;
+use crate::page_cgroup::{FrameMeta, Pfn, NIL};
 
 /// Zones in the kernel's order (lowest first).
 pub const ZONE_DMA: usize = 0;
@@ -240,26 +240,42 @@ pub struct PerCpuPages {
 /// never used since boot, which are handed out in ascending order once the stack is empty.
 /// That is the order a stack filled with every frame at boot (lowest on top) gives, without
 /// writing a word per frame: a machine's host memory grows with the frames a run touches.
-#[derive(Clone, Debug, Default)]
+/// The stack is linked through the free frames' own LRU `next` field (a free frame is on no
+/// LRU), as the kernel links free pages through page->lru, so it costs no memory of its own.
+#[derive(Clone, Debug)]
 struct ZoneFree {
-    stack: Vec<Pfn>,
+    /// Top of the stack of freed frames, or NIL.
+    head: Pfn,
+    stacked: usize,
     /// The lowest frame never handed out, and the zone's end.
     fresh: Pfn,
     end: Pfn,
 }
 
+impl Default for ZoneFree {
+    fn default() -> Self {
+        ZoneFree::new(0, 0)
+    }
+}
+
 impl ZoneFree {
     fn new(start: Pfn, end: Pfn) -> ZoneFree {
         ZoneFree {
-            stack: Vec::new(),
+            head: NIL,
+            stacked: 0,
             fresh: start,
             end,
         }
     }
 
     #[inline]
-    fn pop(&mut self) -> Option<Pfn> {
-        if let Some(p) = self.stack.pop() {
+    fn pop(&mut self, meta: &mut [FrameMeta]) -> Option<Pfn> {
+        if self.head != NIL {
+            let p = self.head;
+            let pc = &mut meta[p as usize].pc;
+            self.head = pc.next;
+            pc.next = NIL;
+            self.stacked -= 1;
             return Some(p);
         }
         (self.fresh < self.end).then(|| {
@@ -269,18 +285,30 @@ impl ZoneFree {
     }
 
     #[inline]
-    fn push(&mut self, p: Pfn) {
+    fn push(&mut self, p: Pfn, meta: &mut [FrameMeta]) {
         debug_assert!(p < self.fresh, "a frame never handed out is freed");
-        self.stack.push(p);
+        meta[p as usize].pc.next = self.head;
+        self.head = p;
+        self.stacked += 1;
     }
 
     #[inline]
     fn len(&self) -> usize {
-        self.stack.len() + (self.end - self.fresh) as usize
+        self.stacked + (self.end - self.fresh) as usize
     }
 
-    fn iter(&self) -> impl Iterator<Item = Pfn> + '_ {
-        self.stack.iter().copied().chain(self.fresh..self.end)
+    /// The free frames, the stack's from the top (at most its length: a broken link ends
+    /// the walk, and the checker then finds the count wrong), then those never used.
+    fn iter<'a>(&'a self, meta: &'a [FrameMeta]) -> impl Iterator<Item = Pfn> + 'a {
+        let mut cur = self.head;
+        let stacked = std::iter::from_fn(move || {
+            let p = cur;
+            let next = meta.get(p as usize)?.pc.next;
+            cur = next;
+            Some(p)
+        })
+        .take(self.stacked);
+        stacked.chain(self.fresh..self.end)
     }
 }
 
@@ -306,6 +334,12 @@ impl FreeArea {
             f.zones[z] = ZoneFree::new(start, end);
         }
         f
+    }
+
+    /// One past the highest frame that has left a zone's never-used range (onto a CPU's list
+    /// or to a caller): every frame the free lists may link is below it.
+    pub fn fresh_high(&self) -> Pfn {
+        self.zones.iter().map(|z| z.fresh).max().unwrap_or(0)
     }
 
     /// Free frames, on the zones' lists and the CPUs'.
@@ -340,7 +374,14 @@ impl FreeArea {
     /// free_unref_page() on CPU `cpu`: the frame joins that CPU's list of its zone; a list
     /// at its high mark (nr_pcp_high(): at most 4 batches while kswapd reclaims,
     /// `reclaim_active`) spills to the zone (free_pcppages_bulk() of nr_pcp_free() pages).
-    pub fn free_unref_page(&mut self, pfn: Pfn, cpu: usize, zones: &Zones, reclaim_active: bool) {
+    pub fn free_unref_page(
+        &mut self,
+        pfn: Pfn,
+        cpu: usize,
+        zones: &Zones,
+        reclaim_active: bool,
+        meta: &mut [FrameMeta],
+    ) {
         let z = zones.zone_of(pfn);
         let zone = &zones.zone[z];
         let cpu = cpu.min(self.pcp.len() - 1);
@@ -369,19 +410,27 @@ impl FreeArea {
         };
         for _ in 0..n.min(count) {
             let p = pcp.list.pop_back().expect("counted");
-            self.zones[z].push(p);
+            self.zones[z].push(p, meta);
         }
     }
 
     /// rmqueue_pcplist(): a page of zone `z` from CPU `cpu`'s list, refilled with a batch
     /// from the zone when empty (rmqueue_bulk()).
-    pub fn rmqueue(&mut self, z: usize, cpu: usize, zones: &Zones) -> Option<Pfn> {
+    pub fn rmqueue(
+        &mut self,
+        z: usize,
+        cpu: usize,
+        zones: &Zones,
+        meta: &mut [FrameMeta],
+    ) -> Option<Pfn> {
         let cpu = cpu.min(self.pcp.len() - 1);
         let pcp = &mut self.pcp[cpu][z];
         pcp.free_factor >>= 1;
         if pcp.list.is_empty() {
             for _ in 0..zones.zone[z].pcp_batch {
-                let Some(p) = self.zones[z].pop() else { break };
+                let Some(p) = self.zones[z].pop(meta) else {
+                    break;
+                };
                 pcp.list.push_back(p);
             }
         }
@@ -389,11 +438,11 @@ impl FreeArea {
     }
 
     /// drain_all_pages(): every CPU's lists back to their zones.
-    pub fn drain_all_pages(&mut self) {
+    pub fn drain_all_pages(&mut self, meta: &mut [FrameMeta]) {
         for cpu in 0..self.pcp.len() {
             for z in 0..NR_ZONES {
                 while let Some(p) = self.pcp[cpu][z].list.pop_back() {
-                    self.zones[z].push(p);
+                    self.zones[z].push(p, meta);
                 }
             }
         }
@@ -402,8 +451,8 @@ impl FreeArea {
     /// Take a frame from the highest zone that has one, with no watermark (the kernel's
     /// allocations the model forces: the base system at boot, __GFP_NOFAIL, OOM victims),
     /// then from the CPUs' lists.
-    pub fn pop(&mut self) -> Option<Pfn> {
-        if let Some(p) = (0..NR_ZONES).rev().find_map(|z| self.zones[z].pop()) {
+    pub fn pop(&mut self, meta: &mut [FrameMeta]) -> Option<Pfn> {
+        if let Some(p) = (0..NR_ZONES).rev().find_map(|z| self.zones[z].pop(meta)) {
             return Some(p);
         }
         self.pcp
@@ -413,9 +462,13 @@ impl FreeArea {
     }
 
     /// The free frames of zone `z`, its CPUs' lists included.
-    pub fn zone_iter(&self, z: usize) -> impl Iterator<Item = Pfn> + '_ {
+    pub fn zone_iter<'a>(
+        &'a self,
+        z: usize,
+        meta: &'a [FrameMeta],
+    ) -> impl Iterator<Item = Pfn> + 'a {
         self.zones[z]
-            .iter()
+            .iter(meta)
             .chain(self.pcp.iter().flat_map(move |c| c[z].list.iter().copied()))
     }
 }
@@ -543,21 +596,23 @@ mod tests {
     fn free_pages_sit_on_per_cpu_lists_out_of_the_zone_count() {
         let z = Zones::new(131_072, 116_534, None, 10, 2);
         let mut f = FreeArea::new(&z, 2);
+        let mut meta = vec![crate::page_cgroup::FRAME_AT_BOOT; 116_534];
+        let m = &mut meta[..];
         assert_eq!(f.len(), 116_534);
         assert_eq!(f.zone_len(ZONE_DMA), 3840);
         // An allocation refills its CPU's list with a batch and takes the first page.
-        assert_eq!(f.rmqueue(ZONE_DMA32, 0, &z), Some(3840));
+        assert_eq!(f.rmqueue(ZONE_DMA32, 0, &z, m), Some(3840));
         assert_eq!(f.pcp_count(0, ZONE_DMA32), 30);
         assert_eq!(f.nr_free_pages(), 116_534 - 31);
         assert_eq!(f.len(), 116_534 - 1);
         // Forced allocations take the highest zone first.
-        assert_eq!(f.pop(), Some(3871));
+        assert_eq!(f.pop(m), Some(3871));
         // Frees fill CPU 1's list up to its high mark (411), then spill a batch, doubling
         // while frees come without allocations.
-        let taken: Vec<Pfn> = (0..600).map(|_| f.pop().unwrap()).collect();
+        let taken: Vec<Pfn> = (0..600).map(|_| f.pop(m).unwrap()).collect();
         let before = f.nr_free_pages();
         for (i, &p) in taken.iter().enumerate() {
-            f.free_unref_page(p, 1, &z, false);
+            f.free_unref_page(p, 1, &z, false, m);
             if i == 409 {
                 assert_eq!(f.pcp_count(1, ZONE_DMA32), 410);
             }
@@ -569,22 +624,22 @@ mod tests {
         // high − batch = 93 pages at a time) until it is under them.
         let mut prev = f.pcp_count(1, ZONE_DMA32);
         for _ in 0..20 {
-            let p = f.pop().unwrap();
-            f.free_unref_page(p, 1, &z, true);
+            let p = f.pop(m).unwrap();
+            f.free_unref_page(p, 1, &z, true, m);
             let now = f.pcp_count(1, ZONE_DMA32);
             assert!(now < 124 || now + 31 <= prev + 1, "{prev} -> {now}");
             prev = now;
         }
         assert!(prev < 124);
         // Frames go back to their own zone.
-        let dma = f.rmqueue(ZONE_DMA, 0, &z).unwrap();
+        let dma = f.rmqueue(ZONE_DMA, 0, &z, m).unwrap();
         assert!(dma < 3840);
-        f.free_unref_page(dma, 0, &z, false);
-        f.drain_all_pages();
+        f.free_unref_page(dma, 0, &z, false, m);
+        f.drain_all_pages(m);
         assert_eq!(f.pcp_count(0, ZONE_DMA32) + f.pcp_count(1, ZONE_DMA32), 0);
         assert_eq!(f.zone_len(ZONE_DMA), 3840);
         assert_eq!(f.nr_free_pages() as usize, f.len());
-        assert_eq!(f.zone_iter(ZONE_DMA).count(), 3840);
+        assert_eq!(f.zone_iter(ZONE_DMA, m).count(), 3840);
     }
 
     proptest::proptest! {
@@ -595,18 +650,19 @@ mod tests {
             let (start, end) = (100u32, 400u32);
             let mut eager: Vec<Pfn> = (start..end).rev().collect();
             let mut lazy = ZoneFree::new(start, end);
+            let mut meta = vec![crate::page_cgroup::FRAME_AT_BOOT; end as usize];
             let mut out: Vec<Pfn> = Vec::new();
             for op in ops {
                 if op < 2 {
-                    let (a, b) = (eager.pop(), lazy.pop());
+                    let (a, b) = (eager.pop(), lazy.pop(&mut meta));
                     proptest::prop_assert_eq!(a, b);
                     out.extend(a);
                 } else if let Some(p) = out.pop() {
                     eager.push(p);
-                    lazy.push(p);
+                    lazy.push(p, &mut meta);
                 }
                 proptest::prop_assert_eq!(eager.len(), lazy.len());
-                let mut x: Vec<Pfn> = lazy.iter().collect();
+                let mut x: Vec<Pfn> = lazy.iter(&meta).collect();
                 let mut y = eager.clone();
                 x.sort_unstable();
                 y.sort_unstable();

@@ -71,7 +71,7 @@ impl Machine {
             }
             // __alloc_pages_direct_reclaim(): pages may be pinned on the CPUs' lists;
             // drain them and try once more.
-            self.frames.free.drain_all_pages();
+            self.frames.drain_all_pages();
             if let Some(pfn) = self.get_page_from_freelist(Wmark::Min) {
                 return Ok(pfn);
             }

@@ -86,7 +86,8 @@ pub struct PageCgroup {
     pub flags: u16,
     /// Toward the LRU head (newer).
     pub prev: Pfn,
-    /// Toward the LRU tail (older).
+    /// Toward the LRU tail (older); for a free frame on its zone's stack, the frame below it
+    /// (mmzone.rs).
     pub next: Pfn,
 }
 
@@ -151,27 +152,28 @@ impl Frames {
         self.nr
     }
 
-    /// A frame leaves the free lists: make sure its metadata (and that of every frame below
-    /// it) is in the array.
+    /// Frames left a zone's never-used range (to the caller, or to a CPU's list, from which
+    /// they may be linked into a zone's stack later): make sure their metadata, and that of
+    /// every frame below them, is in the array.
     #[inline]
     fn handed_out(&mut self, pfn: Pfn) -> Pfn {
-        let i = pfn as usize;
-        if i >= self.meta.len() {
-            debug_assert!(pfn < self.nr);
-            self.meta.resize(i + 1, FRAME_AT_BOOT);
+        let hi = (self.free.fresh_high() as usize).max(pfn as usize + 1);
+        if hi > self.meta.len() {
+            debug_assert!(hi <= self.nr as usize);
+            self.meta.resize(hi, FRAME_AT_BOOT);
         }
         pfn
     }
 
     /// rmqueue() of the free area, for a frame the caller will use.
     pub fn rmqueue(&mut self, z: usize, cpu: usize, zones: &crate::mmzone::Zones) -> Option<Pfn> {
-        let p = self.free.rmqueue(z, cpu, zones)?;
+        let p = self.free.rmqueue(z, cpu, zones, &mut self.meta)?;
         Some(self.handed_out(p))
     }
 
     /// pop() of the free area (any zone, no watermark), for a frame the caller will use.
     pub fn pop(&mut self) -> Option<Pfn> {
-        let p = self.free.pop()?;
+        let p = self.free.pop(&mut self.meta)?;
         Some(self.handed_out(p))
     }
 
@@ -181,6 +183,28 @@ impl Frames {
         if let Some(m) = self.meta.get(pfn as usize) {
             prefetch_read(m);
         }
+    }
+
+    /// free_unref_page() of the free area for a frame the caller has reset.
+    pub fn free_unref_page(
+        &mut self,
+        pfn: Pfn,
+        cpu: usize,
+        zones: &crate::mmzone::Zones,
+        reclaim_active: bool,
+    ) {
+        self.free
+            .free_unref_page(pfn, cpu, zones, reclaim_active, &mut self.meta);
+    }
+
+    /// drain_all_pages() of the free area.
+    pub fn drain_all_pages(&mut self) {
+        self.free.drain_all_pages(&mut self.meta);
+    }
+
+    /// The free frames of zone `z` (the checker's view).
+    pub fn zone_free_iter(&self, z: usize) -> impl Iterator<Item = Pfn> + '_ {
+        self.free.zone_iter(z, &self.meta)
     }
 
     /// A frame's metadata, whether or not it was ever handed out (for the checker and the

@@ -1705,7 +1705,6 @@ impl Machine {
         } else {
             let reclaim_active = self.kswapd.awake;
             self.frames
-                .free
                 .free_unref_page(pfn, cpu, &self.zones, reclaim_active);
         }
     }
@@ -1720,7 +1719,6 @@ impl Machine {
             self.kswapd.freeing.pop_front();
             let reclaim_active = self.kswapd.awake;
             self.frames
-                .free
                 .free_unref_page(pfn, cpu, &self.zones, reclaim_active);
         }
     }
