@@ -46,7 +46,8 @@ fn run_anon(sys: &mut System, cgroup: &str, args: &[&str]) -> (f64, u64) {
     (secs, after - before)
 }
 
-fn rss_bytes() -> Option<u64> {
+/// The process's resident bytes, from /proc/self/statm.
+pub(crate) fn rss_bytes() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: u64 = s.split_whitespace().nth(1)?.parse().ok()?;
     Some(pages * 4096)

@@ -19,10 +19,7 @@ const PER_GROUP: &str = "64K";
 const HOUR_NS: u64 = 3_600_000_000_000;
 
 fn rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map_or(0, |pages| pages * 4096)
+    crate::bench::rss_bytes().unwrap_or(0)
 }
 
 /// Wall-clock seconds of one phase per group, in microseconds.

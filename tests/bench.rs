@@ -1,22 +1,17 @@
 //! `memcgsim bench --only trace`: the replay's figures on a trace small enough to count by
 //! hand, its generated trace deterministic, and files it did not create left alone.
 
+mod common;
+
 use std::path::Path;
-use std::process::Command;
 
 use memcgsim_workloads::trace::object_id_for_page;
 
 fn bench(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_memcgsim"))
-        .arg("bench")
-        .args(args)
-        .output()
-        .expect("memcgsim runs");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let all: Vec<&str> = std::iter::once("bench")
+        .chain(args.iter().copied())
+        .collect();
+    common::memcgsim(&all)
 }
 
 /// An oracleGeneral trace of one-page objects on the given pages of the replay's region.

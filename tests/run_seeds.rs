@@ -1,24 +1,14 @@
 //! `memcgsim run --seed A,B --jobs N`: several seeds, each into its own folder, the same as
 //! one run per seed, whatever the number of jobs.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
+
+use common::memcgsim;
 
 const SCENARIO: &str = "experiments/seed000/kbuild/small.toml";
-
-fn memcgsim(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_memcgsim"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .expect("memcgsim runs");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 /// Every file under `dir`, by path relative to it.
 fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {

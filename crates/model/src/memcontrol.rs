@@ -454,7 +454,13 @@ impl Machine {
     /// and pass it to the statistics scheme, through which readers see it (rstat.rs).
     #[inline]
     pub fn mod_stat(&mut self, memcg: MemcgId, item: Stat, delta: i64) {
-        let i = item as usize;
+        self.stat_add_exact(memcg, item as usize, delta);
+        self.stats_update(memcg, item, delta);
+    }
+
+    /// The exact counters of an update: local on `memcg`, total on it and every ancestor.
+    #[inline]
+    fn stat_add_exact(&mut self, memcg: MemcgId, i: usize, delta: i64) {
         self.memcgs[memcg as usize].stats.local[i] += delta;
         let mut cur = Some(memcg);
         while let Some(m) = cur {
@@ -462,7 +468,6 @@ impl Machine {
             mc.stats.total[i] += delta;
             cur = mc.parent;
         }
-        self.stats_update(memcg, item, delta);
     }
 
     /// `n` updates of `unit` (+1 or -1) to one statistic of `memcg`, with no time passing
@@ -474,15 +479,7 @@ impl Machine {
         if n == 0 {
             return;
         }
-        let i = item as usize;
-        let delta = unit * n as i64;
-        self.memcgs[memcg as usize].stats.local[i] += delta;
-        let mut cur = Some(memcg);
-        while let Some(m) = cur {
-            let mc = &mut self.memcgs[m as usize];
-            mc.stats.total[i] += delta;
-            cur = mc.parent;
-        }
+        self.stat_add_exact(memcg, item as usize, unit * n as i64);
         self.stats_update_units(memcg, item, unit, n);
     }
 

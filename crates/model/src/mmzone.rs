@@ -317,6 +317,8 @@ impl ZoneFree {
 #[derive(Clone, Debug, Default)]
 pub struct FreeArea {
     zones: [ZoneFree; NR_ZONES],
+    /// One past the highest frame taken from any zone's never-used range.
+    fresh_high: Pfn,
     /// [cpu][zone]
     pcp: Vec<[PerCpuPages; NR_ZONES]>,
 }
@@ -326,6 +328,7 @@ impl FreeArea {
     pub fn new(zones: &Zones, cpus: u32) -> FreeArea {
         let mut f = FreeArea {
             zones: Default::default(),
+            fresh_high: 0,
             pcp: (0..cpus.max(1)).map(|_| Default::default()).collect(),
         };
         for (z, zone) in zones.zone.iter().enumerate() {
@@ -338,8 +341,17 @@ impl FreeArea {
 
     /// One past the highest frame that has left a zone's never-used range (onto a CPU's list
     /// or to a caller): every frame the free lists may link is below it.
+    #[inline]
     pub fn fresh_high(&self) -> Pfn {
-        self.zones.iter().map(|z| z.fresh).max().unwrap_or(0)
+        self.fresh_high
+    }
+
+    /// Take a frame from zone `z`'s stack or never-used range.
+    #[inline]
+    fn zone_pop(&mut self, z: usize, meta: &mut [FrameMeta]) -> Option<Pfn> {
+        let p = self.zones[z].pop(meta)?;
+        self.fresh_high = self.fresh_high.max(self.zones[z].fresh);
+        Some(p)
     }
 
     /// Free frames, on the zones' lists and the CPUs'.
@@ -433,8 +445,9 @@ impl FreeArea {
                 };
                 pcp.list.push_back(p);
             }
+            self.fresh_high = self.fresh_high.max(self.zones[z].fresh);
         }
-        pcp.list.pop_front()
+        self.pcp[cpu][z].list.pop_front()
     }
 
     /// drain_all_pages(): every CPU's lists back to their zones.
@@ -452,7 +465,7 @@ impl FreeArea {
     /// allocations the model forces: the base system at boot, __GFP_NOFAIL, OOM victims),
     /// then from the CPUs' lists.
     pub fn pop(&mut self, meta: &mut [FrameMeta]) -> Option<Pfn> {
-        if let Some(p) = (0..NR_ZONES).rev().find_map(|z| self.zones[z].pop(meta)) {
+        if let Some(p) = (0..NR_ZONES).rev().find_map(|z| self.zone_pop(z, meta)) {
             return Some(p);
         }
         self.pcp
