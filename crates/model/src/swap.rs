@@ -130,7 +130,7 @@ impl Machine {
     /// Unlink a page from its list, leaving the list's statistic to the caller; returns the
     /// page's memcg and list, or None if it was on none.
     #[inline]
-    pub(crate) fn lru_unlink(&mut self, pfn: Pfn) -> Option<(MemcgId, usize)> {
+    fn lru_unlink(&mut self, pfn: Pfn) -> Option<(MemcgId, usize)> {
         let l = self.frames.lru(pfn);
         if l == LRU_NONE {
             return None;
@@ -167,14 +167,15 @@ impl Machine {
         self.lru_link(pfn, l, false);
     }
 
-    /// Unlink up to `n` pages from the tail of list `l` of `memcg` into `out`, oldest first,
-    /// cutting the list once after the last (isolate_lru_folios()'s list moves); the list's
-    /// statistic is left to the caller.
+    /// Unlink up to `n` pages from the tail of list `l` of `memcg`, appending them to `out`
+    /// oldest first, and cut the list once after the last (isolate_lru_folios()'s list
+    /// moves); the list's statistic is left to the caller.
     pub(crate) fn lru_unlink_tail(&mut self, memcg: MemcgId, l: usize, n: u64, out: &mut Vec<Pfn>) {
         let lv = &mut self.memcgs[memcg as usize].lruvec[NID0];
         let meta = &mut self.frames.meta;
         let mut t = lv.tail[l];
-        while (out.len() as u64) < n && t != NIL {
+        let mut taken = 0u64;
+        while taken < n && t != NIL {
             let pc = &mut meta[t as usize].pc;
             debug_assert_eq!(pc.memcg, memcg);
             debug_assert_eq!((pc.flags & pf::LRU_MASK) as usize, l);
@@ -183,6 +184,7 @@ impl Machine {
             pc.next = NIL;
             pc.flags = (pc.flags & !pf::LRU_MASK) | LRU_NONE;
             out.push(t);
+            taken += 1;
             t = prev;
         }
         lv.tail[l] = t;
@@ -191,7 +193,7 @@ impl Machine {
         } else {
             meta[t as usize].pc.next = NIL;
         }
-        lv.size[l] -= out.len() as u64;
+        lv.size[l] -= taken;
     }
 
     /// move_folios_to_lru(): put isolated pages of `memcg` back, in order, each at the head
