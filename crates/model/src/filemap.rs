@@ -330,7 +330,9 @@ impl Machine {
         Ok(())
     }
 
-    /// __remove_mapping() for a clean page-cache page: leave a shadow entry, free the page.
+    /// __remove_mapping() for a clean page-cache page: leave a shadow entry. The page keeps
+    /// its charge; the caller uncharges and frees it (shrink_folio_list() does both for its
+    /// whole batch at the end).
     pub fn remove_mapping_file(&mut self, pfn: Pfn, shadow: u64) {
         let m = self.frames.meta[pfn as usize].map;
         let f = (m.mapping & !MAPPING_FILE_BIT) as usize;
@@ -341,8 +343,6 @@ impl Machine {
         file.entries[m.index as usize] = shadow | ondisk;
         file.nrpages -= 1;
         self.mod_stat(memcg, Stat::File, -1);
-        self.uncharge_page(memcg);
-        self.free_frame(pfn);
     }
 
     /// Mark a file page's data as present on disk (writeback completed).

@@ -787,17 +787,43 @@ impl Machine {
 
     /// Uncharge one page owned by `memcg` (the folio is being freed).
     pub fn uncharge_page(&mut self, memcg: MemcgId) {
+        self.uncharge_batch(memcg, 1);
+    }
+
+    /// uncharge_batch(): `nr` pages of `memcg` freed together leave its counters in one
+    /// step, count as `nr` PGPGOUT and page events, and check the event targets once.
+    fn uncharge_batch(&mut self, memcg: MemcgId, nr: u64) {
         if memcg != ROOT_MEMCG {
-            self.memory.uncharge(memcg as usize, 1);
+            self.memory.uncharge(memcg as usize, nr);
             if self.is_v1() {
-                self.memsw.uncharge(memcg as usize, 1);
+                self.memsw.uncharge(memcg as usize, nr);
             }
             if self.memcgs[memcg as usize].dying {
                 self.memcg_try_release(memcg);
             }
         }
-        self.mod_stat(memcg, Stat::Pgpgout, 1);
-        self.memcg_check_events(memcg, 1);
+        self.mod_stat(memcg, Stat::Pgpgout, nr as i64);
+        self.memcg_check_events(memcg, nr);
+    }
+
+    /// __mem_cgroup_uncharge_list(): uncharge a list of freed pages, one uncharge_batch()
+    /// per run of pages of the same memcg. `None` is a page with no memory charge left (a
+    /// swapped-out page, whose charge mem_cgroup_swapout() already moved).
+    pub fn mem_cgroup_uncharge_list(&mut self, owners: impl IntoIterator<Item = Option<MemcgId>>) {
+        let mut run: Option<(MemcgId, u64)> = None;
+        for memcg in owners.into_iter().flatten() {
+            match &mut run {
+                Some((m, nr)) if *m == memcg => *nr += 1,
+                _ => {
+                    if let Some((m, nr)) = run.replace((memcg, 1)) {
+                        self.uncharge_batch(m, nr);
+                    }
+                }
+            }
+        }
+        if let Some((m, nr)) = run {
+            self.uncharge_batch(m, nr);
+        }
     }
 
     // ---------------------------------------------------------------- swap charge
@@ -1189,6 +1215,44 @@ mod tests {
         m.drain_all_stock(ROOT_MEMCG);
         assert_eq!(m.memory.get(a as usize).usage, 2);
         assert_eq!(m.memory.get(ROOT_MEMCG as usize).usage, 2);
+    }
+
+    #[test]
+    fn uncharge_list_batches_each_run_of_one_memcg() {
+        let mut m = machine();
+        let a = m.memcg_create(ROOT_MEMCG).unwrap();
+        let b = m.memcg_create(ROOT_MEMCG).unwrap();
+        m.try_charge(a, 10).unwrap();
+        m.try_charge(b, 10).unwrap();
+        m.drain_all_stock(ROOT_MEMCG);
+        let events = |m: &Machine, id: MemcgId| m.memcgs[id as usize].page_events[0].nr;
+        let (ea, eb) = (events(&m, a), events(&m, b));
+        // Two runs of a (a swapped-out page between them holds no charge), then one of b.
+        let owners = [
+            Some(a),
+            Some(a),
+            Some(a),
+            None,
+            Some(a),
+            Some(a),
+            Some(b),
+            Some(b),
+            Some(b),
+            Some(b),
+            None,
+        ];
+        m.mem_cgroup_uncharge_list(owners);
+        assert_eq!(m.memory.get(a as usize).usage, 5);
+        assert_eq!(m.memory.get(b as usize).usage, 6);
+        assert_eq!(m.memory.get(ROOT_MEMCG as usize).usage, 11);
+        m.stats_flush_all();
+        assert_eq!(m.stat_view(a, Stat::Pgpgout), 5);
+        assert_eq!(m.stat_view(b, Stat::Pgpgout), 4);
+        assert_eq!(events(&m, a) - ea, 5);
+        assert_eq!(events(&m, b) - eb, 4);
+        // Nothing charged: nothing changes.
+        m.mem_cgroup_uncharge_list([None, None]);
+        assert_eq!(m.memory.get(a as usize).usage, 5);
     }
 
     #[test]

@@ -12,7 +12,8 @@
 //! * `shrink_lruvec()` with `get_scan_count()` (all five scan balances, proportional
 //!   protection scaling) and the proportional rebalance once the goal is met;
 //! * `shrink_active_list()`, `shrink_inactive_list()` + `shrink_folio_list()` decisions and
-//!   `folio_check_references()`;
+//!   `folio_check_references()`; the pages a batch frees are uncharged together
+//!   (mem_cgroup_uncharge_list()) and freed at its end, before the rest go back;
 //! * memcg limit reclaim (`try_to_free_mem_cgroup_pages()`), global direct reclaim
 //!   (`try_to_free_pages()`), and kswapd's `balance_pgdat()`, resumable between batches.
 //!
@@ -324,6 +325,10 @@ pub struct LruvecScan {
     scan_adjusted: bool,
     reclaimed: u64,
 }
+
+/// shrink_folio_list()'s free_folios: each freed frame with the memcg whose memory charge
+/// it still holds (None once mem_cgroup_swapout() has moved the charge to the swap entry).
+type FreeFolios = Vec<(Pfn, Option<MemcgId>)>;
 
 /// What shrink_folio_list decided for one page.
 enum Verdict {
@@ -1128,13 +1133,15 @@ impl Machine {
         let (keep_before, writeback_before) = (sc.nr_ref_keep, sc.nr_writeback);
         // The pages that stay go back after the batch, in order (move_folios_to_lru()).
         let mut putback = Vec::with_capacity(pages.len());
+        // The pages freed, uncharged and given back to the allocator after the batch.
+        let mut free_folios = Vec::with_capacity(pages.len());
         for &pfn in &pages {
             if sc.throttle.is_some() {
                 // The task sleeps on a page's writeback: the rest go back untouched.
                 putback.push(pfn);
                 continue;
             }
-            let v = self.shrink_folio(pfn, memcg, sc, &mut pageout);
+            let v = self.shrink_folio(pfn, memcg, sc, &mut pageout, &mut free_folios);
             match v {
                 Verdict::Freed => nr_reclaimed += 1,
                 Verdict::Activate => {
@@ -1147,6 +1154,12 @@ impl Machine {
                 }
                 Verdict::Keep => putback.push(pfn),
             }
+        }
+        // The end of shrink_folio_list(): mem_cgroup_uncharge_list(), then
+        // free_unref_page_list(), before move_folios_to_lru() puts the rest back.
+        self.mem_cgroup_uncharge_list(free_folios.iter().map(|&(_, m)| m));
+        for &(pfn, _) in &free_folios {
+            self.free_frame(pfn);
         }
         self.lru_add_batch(memcg, &putback);
         if nr_activate > 0 {
@@ -1276,13 +1289,15 @@ impl Machine {
         too_many
     }
 
-    /// folio_check_references() + the rest of shrink_folio_list() for one isolated page.
+    /// folio_check_references() + the rest of shrink_folio_list() for one isolated page. A
+    /// page it frees goes on `free_folios` with the memcg whose charge it still holds.
     fn shrink_folio(
         &mut self,
         pfn: Pfn,
         memcg: MemcgId,
         sc: &mut ScanControl,
         pageout: &mut Vec<(Pfn, crate::swapfile::SwapSlot)>,
+        free_folios: &mut FreeFolios,
     ) -> Verdict {
         let flags = self.frames.flags(pfn);
         if flags & pf::MLOCKED != 0 {
@@ -1348,7 +1363,7 @@ impl Machine {
             reclaim_clean = true;
         }
         if anon {
-            return self.shrink_anon_folio(pfn, flags, sc, pageout);
+            return self.shrink_anon_folio(pfn, flags, sc, pageout, free_folios);
         }
         // File page: try_to_unmap() takes it out of the mappings first.
         if flags & pf::MAPPED != 0 {
@@ -1365,7 +1380,9 @@ impl Machine {
         }
         let _ = memcg;
         let shadow = self.workingset_eviction(pfn, sc.target);
+        let owner = self.frames.memcg(pfn);
         self.remove_mapping_file(pfn, shadow);
+        free_folios.push((pfn, Some(owner)));
         Verdict::Freed
     }
 
@@ -1381,6 +1398,7 @@ impl Machine {
         flags: u16,
         sc: &mut ScanControl,
         pageout: &mut Vec<(Pfn, crate::swapfile::SwapSlot)>,
+        free_folios: &mut FreeFolios,
     ) -> Verdict {
         let owner = self.frames.memcg(pfn);
         let slot = match self.swapcache_slot(pfn) {
@@ -1440,7 +1458,7 @@ impl Machine {
         }
         self.mem_cgroup_swapout(owner);
         self.swapcache_del(pfn, slot);
-        self.free_frame(pfn);
+        free_folios.push((pfn, None));
         Verdict::Freed
     }
 
