@@ -331,9 +331,9 @@ impl Machine {
     }
 
     /// __remove_mapping() for a clean page-cache page: leave a shadow entry. The page keeps
-    /// its charge; the caller uncharges and frees it (shrink_folio_list() does both for its
-    /// whole batch at the end).
-    pub fn remove_mapping_file(&mut self, pfn: Pfn, shadow: u64) {
+    /// its charge, to the memcg returned; the caller uncharges and frees it
+    /// (shrink_folio_list() does both for its whole batch at the end).
+    pub fn remove_mapping_file(&mut self, pfn: Pfn, shadow: u64) -> MemcgId {
         let m = self.frames.meta[pfn as usize].map;
         let f = (m.mapping & !MAPPING_FILE_BIT) as usize;
         let memcg = self.frames.memcg(pfn);
@@ -343,6 +343,7 @@ impl Machine {
         file.entries[m.index as usize] = shadow | ondisk;
         file.nrpages -= 1;
         self.mod_stat(memcg, Stat::File, -1);
+        memcg
     }
 
     /// Mark a file page's data as present on disk (writeback completed).

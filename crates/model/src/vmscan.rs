@@ -1380,8 +1380,7 @@ impl Machine {
         }
         let _ = memcg;
         let shadow = self.workingset_eviction(pfn, sc.target);
-        let owner = self.frames.memcg(pfn);
-        self.remove_mapping_file(pfn, shadow);
+        let owner = self.remove_mapping_file(pfn, shadow);
         free_folios.push((pfn, Some(owner)));
         Verdict::Freed
     }
