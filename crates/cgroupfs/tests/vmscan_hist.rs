@@ -4,7 +4,7 @@
 mod common;
 
 use common::{machine, vmstat};
-use memcgsim_cgroupfs::SpawnOpts;
+use memcgsim_cgroupfs::{SpawnOpts, System};
 
 #[test]
 fn the_histogram_adds_up_to_pgscan_and_pgsteal() {
@@ -53,4 +53,42 @@ fn the_histogram_adds_up_to_pgscan_and_pgsteal() {
     assert_eq!(sum[1][1] + sum[2][1], vmstat(&mut sys, "pgsteal_direct"));
     assert!(sum[2][1] > 0, "B's limit reclaim is in the memcg rows");
     assert!(sum[0][1] > 0, "A's overcommit woke kswapd");
+}
+
+/// ALLOCSTALL counts each pass of do_try_to_free_pages(), not each call: when every page
+/// cache page belongs to a group under memory.low and anon cannot be swapped, a direct
+/// reclaimer's first pass skips the group and finds nothing, and its second pass
+/// (memcg_low_reclaim) reclaims from the group, one shrink_inactive_list() at priority 12
+/// before going down. Two passes per call: allocstall is twice the direct calls at 12.
+#[test]
+fn allocstall_counts_every_pass_of_direct_reclaim() {
+    let mut sys = machine(&[("memory", "256M"), ("swap", "0"), ("cpus", "1")]);
+    sys.mkdir("/P").unwrap();
+    sys.mkdir("/Q").unwrap();
+    sys.write("/P/memory.low", "max").unwrap();
+    let run = |sys: &mut System, g: &str, w: &str, args: &[&str]| {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let prog = memcgsim_workloads::build(w, &args).unwrap();
+        let pid = sys.spawn(g, SpawnOpts::default(), prog).unwrap();
+        sys.wait(pid, false, u64::MAX).unwrap();
+    };
+    run(&mut sys, "/P", "cat", &["--file", "f", "150M"]);
+    let before = vmstat(&mut sys, "allocstall_movable");
+    run(&mut sys, "/Q", "anon", &["150M"]);
+    let allocstall = vmstat(&mut sys, "allocstall_movable") - before;
+    let text = sys.read("/proc/memcgsim/vmscan").unwrap();
+    let direct_at = |prio: &str| -> u64 {
+        text.lines()
+            .find_map(|l| {
+                let f: Vec<&str> = l.split(' ').collect();
+                (f[0] == "direct" && f[1] == prio).then(|| f[2].parse().unwrap())
+            })
+            .unwrap_or(0)
+    };
+    let calls = direct_at("12");
+    assert!(calls > 10, "direct reclaim ran: {text}");
+    assert_eq!(allocstall, 2 * calls, "{text}");
+    // The low events count the second passes that reclaimed from the protected group.
+    let events = sys.read("/P/memory.events").unwrap();
+    assert!(events.contains("low "), "{events}");
 }

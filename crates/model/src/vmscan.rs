@@ -391,7 +391,6 @@ impl Machine {
     pub fn try_to_free_pages(&mut self) -> (u64, Option<Wait>) {
         let mut sc = ScanControl::new(ROOT_MEMCG, SWAP_CLUSTER_MAX, false);
         sc.may_block = self.current_pid().is_some() && !self.gfp_noretry;
-        self.mod_stat(ROOT_MEMCG, Stat::Allocstall, 1);
         let reclaimed = self.do_try_to_free_pages(&mut sc);
         (reclaimed, sc.throttle)
     }
@@ -417,6 +416,11 @@ impl Machine {
     fn do_try_to_free_pages_inner(&mut self, sc: &mut ScanControl) -> u64 {
         let initial_priority = sc.priority;
         for _retry in 0..4 {
+            // ALLOCSTALL counts each pass of global reclaim (the `retry:` label), so a
+            // reclaim that retries with force_deactivate or memcg_low_reclaim counts again.
+            if !sc.cgroup_reclaim {
+                self.mod_stat(ROOT_MEMCG, Stat::Allocstall, 1);
+            }
             loop {
                 sc.nr_scanned = 0;
                 if !sc.cgroup_reclaim && self.cfg.softlimit == SoftLimitPolicy::Tree {
