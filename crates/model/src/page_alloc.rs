@@ -19,19 +19,23 @@ impl Machine {
         if !self.kswapd.freeing.is_empty() {
             self.kswapd_release_freed(self.now());
         }
-        if let Some(pfn) = self.get_page_from_freelist(Wmark::Low) {
-            return Ok(pfn);
-        }
-        // __alloc_pages_slowpath(): wake kswapd, then try again at the min watermark.
-        self.wakeup_kswapd();
-        if let Some(pfn) = self.get_page_from_freelist(Wmark::Min) {
-            return Ok(pfn);
+        let pid = self.current_pid();
+        // A task whose direct reclaim gave its CPU up is still inside it.
+        let in_reclaim = pid.is_some_and(|p| self.task(p).reclaim_resume.is_some());
+        if !in_reclaim {
+            if let Some(pfn) = self.get_page_from_freelist(Wmark::Low) {
+                return Ok(pfn);
+            }
+            // __alloc_pages_slowpath(): wake kswapd, then try again at the min watermark.
+            self.wakeup_kswapd();
+            if let Some(pfn) = self.get_page_from_freelist(Wmark::Min) {
+                return Ok(pfn);
+            }
         }
         // __alloc_pages_slowpath(); a task that slept in its reclaim goes on where its
-        // retry loop stood.
+        // retry loop stood, and one that gave its CPU up in it goes on with that reclaim.
         let mut no_progress = 0u32;
         let mut resumed = None;
-        let pid = self.current_pid();
         if let Some(pid) = pid {
             if let Some(AllocRetry::Page {
                 no_progress: n,
@@ -40,7 +44,9 @@ impl Machine {
             {
                 self.task_mut(pid).alloc_retry = None;
                 no_progress = n;
-                resumed = Some(reclaimed);
+                if !in_reclaim {
+                    resumed = Some(reclaimed);
+                }
             }
         }
         for _ in 0..10_000u32 {

@@ -12,8 +12,10 @@
 //! GENTLE_FAIR_SLEEPERS), so a sleeper gets that much credit and no more. A task runs in
 //! quanta: it calls its program's `step` until the quantum is used, it sleeps, holds or
 //! exits, and is queued again after the CPU and wait time it consumed. kswapd is a kernel
-//! thread on the same CPUs: one balance_pgdat() priority step per run, so allocators can
-//! outrun it and fall into direct reclaim.
+//! thread on the same CPUs: batches of its balance_pgdat() priority step for a quantum per
+//! run, so allocators can outrun it and fall into direct reclaim. A task's global direct
+//! reclaim gives its CPU up between priorities once its quantum is used (`Wait::Resched`,
+//! which puts it back in the run queue at once rather than to sleep).
 //!
 //! Simplified (docs/FIDELITY.md): one run queue for all CPUs (ideal load balancing); no
 //! preemption inside a quantum or a kswapd step, so a thread waits at most until a CPU's
@@ -476,6 +478,10 @@ impl Machine {
             from: None,
             woken: false,
         });
+        if wait == Wait::Resched {
+            // Not asleep: back in the run queue when the step ends.
+            return;
+        }
         self.reclaim_wait.sleepers.push(pid);
         if wait == Wait::Writeback {
             self.writeback_throttled_inc();

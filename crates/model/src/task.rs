@@ -105,6 +105,9 @@ pub struct Task {
     pub block: Option<Block>,
     /// Where the retry loop of the allocation it sleeps in stood.
     pub alloc_retry: Option<AllocRetry>,
+    /// A global direct reclaim that gave its CPU up between priorities (cond_resched(),
+    /// `Wait::Resched`): it goes on from its next priority when the task runs again.
+    pub reclaim_resume: Option<Box<crate::vmscan::ScanControl>>,
     /// It slept in reclaim_throttle(VMSCAN_THROTTLE_ISOLATED): its next reclaim goes on
     /// past too many isolated pages instead of sleeping again (shrink_inactive_list()'s
     /// `stalled`).
@@ -208,6 +211,7 @@ impl Machine {
             vruntime: self.sched.rq.min_vruntime,
             block: None,
             alloc_retry: None,
+            reclaim_resume: None,
             isolated_stalled: false,
             stats: TaskStats {
                 start_ns: now,
@@ -245,6 +249,7 @@ impl Machine {
         }
         self.end_block(pid);
         self.task_mut(pid).alloc_retry = None;
+        self.task_mut(pid).reclaim_resume = None;
         let vmas = std::mem::take(&mut self.task_mut(pid).vmas);
         for v in vmas {
             self.munmap(v);

@@ -34,7 +34,10 @@
 //! and the task sleeps (sched.rs); when it wakes, the allocation goes on from where its
 //! retry loop was (the retry counters travel with the task) and reclaims afresh from
 //! DEF_PRIORITY. Reclaim from a control-file write or memory.high's return-to-user path does
-//! not sleep.
+//! not sleep. A task's global direct reclaim that has used its time slice gives the CPU up
+//! between priorities (cond_resched(), `Wait::Resched`): its scan_control stays in the task
+//! and the same pass goes on at the next priority when it runs again; memcg limit reclaim
+//! runs its descent in one go.
 //!
 //! kswapd is a thread on the simulated CPUs (sched.rs). Its priority step is resumable: the
 //! scan_control, the memcg walk, the soft pass's phase and the lruvec's nr[] stay in
@@ -126,6 +129,10 @@ pub enum Wait {
     PageWriteback(Pfn),
     /// VMSCAN_THROTTLE_ISOLATED: too many pages isolated by other reclaimers.
     Isolated,
+    /// Not a sleep: cond_resched() in a direct reclaim whose time slice is used gives the
+    /// CPU to the threads waiting for one (kswapd among them), and the reclaim goes on at
+    /// its next priority when the task runs again.
+    Resched,
 }
 
 impl Wait {
@@ -137,6 +144,7 @@ impl Wait {
             Wait::Congested | Wait::NoProgress => Some(jiffy),
             Wait::Isolated => Some(crate::memcontrol::HZ / 50 * jiffy),
             Wait::PageWriteback(_) => None,
+            Wait::Resched => Some(0),
         }
     }
 }
@@ -388,18 +396,40 @@ impl Machine {
 
     /// try_to_free_pages(): global direct reclaim of SWAP_CLUSTER_MAX pages, with the
     /// sleep it asked for.
+    /// A reclaim that gave its CPU up between priorities (`Wait::Resched`) is kept in the
+    /// task and goes on from there when the task calls again.
     pub fn try_to_free_pages(&mut self) -> (u64, Option<Wait>) {
-        let mut sc = ScanControl::new(ROOT_MEMCG, SWAP_CLUSTER_MAX, false);
-        sc.may_block = self.current_pid().is_some() && !self.gfp_noretry;
-        let reclaimed = self.do_try_to_free_pages(&mut sc);
-        (reclaimed, sc.throttle)
+        let pid = self.current_pid();
+        let saved = pid.and_then(|p| self.task_mut(p).reclaim_resume.take());
+        let resumed = saved.is_some();
+        let mut sc = match saved {
+            Some(sc) => *sc,
+            None => {
+                let mut sc = ScanControl::new(ROOT_MEMCG, SWAP_CLUSTER_MAX, false);
+                sc.may_block = pid.is_some() && !self.gfp_noretry;
+                sc
+            }
+        };
+        sc.throttle = None;
+        let reclaimed = self.reclaim_timed(&mut sc, resumed);
+        let throttle = sc.throttle;
+        if let (Some(Wait::Resched), Some(pid)) = (throttle, pid) {
+            self.task_mut(pid).reclaim_resume = Some(Box::new(sc));
+        }
+        (reclaimed, throttle)
     }
 
     /// do_try_to_free_pages(), charging the time it takes to the task that entered it (its
     /// direct-reclaim stall).
     pub fn do_try_to_free_pages(&mut self, sc: &mut ScanControl) -> u64 {
+        self.reclaim_timed(sc, false)
+    }
+
+    /// do_try_to_free_pages() from its start, or `resumed` at the priority where it gave
+    /// its CPU up.
+    fn reclaim_timed(&mut self, sc: &mut ScanControl, resumed: bool) -> u64 {
         let start = self.now();
-        let reclaimed = self.do_try_to_free_pages_inner(sc);
+        let reclaimed = self.do_try_to_free_pages_inner(sc, resumed);
         if let Some(pid) = self.cur.as_ref().and_then(|c| c.pid) {
             let spent = self.now() - start;
             let task = self.task_mut(pid);
@@ -413,14 +443,18 @@ impl Machine {
         reclaimed
     }
 
-    fn do_try_to_free_pages_inner(&mut self, sc: &mut ScanControl) -> u64 {
-        let initial_priority = sc.priority;
+    fn do_try_to_free_pages_inner(&mut self, sc: &mut ScanControl, resumed: bool) -> u64 {
+        // Only global direct reclaim, which starts at DEF_PRIORITY, is resumed.
+        debug_assert!(!resumed || (!sc.cgroup_reclaim && !sc.kswapd));
+        let initial_priority = if resumed { DEF_PRIORITY } else { sc.priority };
+        let mut new_pass = !resumed;
         for _retry in 0..4 {
             // ALLOCSTALL counts each pass of global reclaim (the `retry:` label), so a
             // reclaim that retries with force_deactivate or memcg_low_reclaim counts again.
-            if !sc.cgroup_reclaim {
+            if !sc.cgroup_reclaim && new_pass {
                 self.mod_stat(ROOT_MEMCG, Stat::Allocstall, 1);
             }
+            new_pass = true;
             loop {
                 sc.nr_scanned = 0;
                 if !sc.cgroup_reclaim && self.cfg.softlimit == SoftLimitPolicy::Tree {
@@ -453,6 +487,10 @@ impl Machine {
                 if sc.priority < 0 {
                     break;
                 }
+                if self.direct_reclaim_need_resched(sc) {
+                    sc.throttle = Some(Wait::Resched);
+                    return sc.nr_reclaimed;
+                }
             }
             self.snapshot_refaults(sc.target);
             if sc.cgroup_reclaim {
@@ -477,6 +515,18 @@ impl Machine {
             return 0;
         }
         sc.nr_reclaimed
+    }
+
+    /// cond_resched() in a task's global direct reclaim, between priorities: the task has
+    /// used its time slice (the tick has set need_resched), so it gives the CPU up. Memcg
+    /// limit reclaim still runs its descent in one go (docs/FIDELITY.md).
+    fn direct_reclaim_need_resched(&self, sc: &ScanControl) -> bool {
+        if !sc.may_block || sc.cgroup_reclaim || sc.kswapd {
+            return false;
+        }
+        self.cur
+            .as_ref()
+            .is_some_and(|c| c.pid.is_some() && c.cpu_ns + c.wait_ns >= self.cfg.costs.quantum_ns)
     }
 
     fn snapshot_refaults(&mut self, target: MemcgId) {
@@ -1747,5 +1797,68 @@ impl Machine {
     /// Is this frame's mapping a file?
     pub fn frame_is_file(&self, pfn: Pfn) -> bool {
         self.frames.meta[pfn as usize].map.mapping & MAPPING_FILE_BIT != 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::MachineConfig;
+    use crate::program::{Program, Step};
+    use crate::sched::ExecCtx;
+    use crate::task::TaskCtx;
+
+    struct Idle;
+
+    impl Program for Idle {
+        fn name(&self) -> &str {
+            "idle"
+        }
+        fn step(&mut self, _cx: &mut TaskCtx<'_>) -> Step {
+            Step::Hold
+        }
+    }
+
+    /// A task's global direct reclaim gives its CPU up between priorities once its time
+    /// slice is used (cond_resched()), and goes on from the next priority, in the same
+    /// pass, when the task calls again.
+    #[test]
+    fn direct_reclaim_yields_between_priorities_and_resumes() {
+        let mut m = Machine::new(MachineConfig::default()).unwrap();
+        m.check_invariants = true;
+        let a = m.memcg_create(ROOT_MEMCG).unwrap();
+        let pid = m.spawn(a, "idle".into(), 0, Box::new(Idle));
+        let quantum = m.cfg.costs.quantum_ns;
+        let ctx = |m: &Machine, used: u64| ExecCtx {
+            pid: Some(pid),
+            cpu: 0,
+            start: m.sched.clock,
+            cpu_ns: used,
+            wait_ns: 0,
+        };
+        let stalls = |m: &Machine| m.global_stat(Stat::Allocstall);
+        // The slice is used: priority 12 runs, then the CPU goes.
+        m.cur = Some(ctx(&m, quantum));
+        assert_eq!(m.try_to_free_pages(), (0, Some(Wait::Resched)));
+        let saved = m.task(pid).reclaim_resume.as_ref().expect("kept");
+        assert_eq!(saved.priority, DEF_PRIORITY - 1);
+        assert_eq!(stalls(&m), 1);
+        assert!(m.reclaim_wait.sleepers.is_empty(), "not a sleep");
+        // A fresh slice: the same pass goes on down to priority 0 (nothing to reclaim on
+        // an empty machine) without counting another stall.
+        m.cur = Some(ctx(&m, 0));
+        assert_eq!(m.try_to_free_pages(), (0, None));
+        assert!(m.task(pid).reclaim_resume.is_none());
+        assert_eq!(stalls(&m), 1);
+        // The next call starts a reclaim of its own.
+        assert_eq!(m.try_to_free_pages(), (0, None));
+        assert_eq!(stalls(&m), 2);
+        // Reclaim that cannot sleep (a write from outside a task) never yields.
+        m.cur = Some(ExecCtx {
+            pid: None,
+            ..ctx(&m, quantum)
+        });
+        assert_eq!(m.try_to_free_pages(), (0, None));
+        m.cur = None;
     }
 }
