@@ -13,19 +13,22 @@ use memcgsim_model::{MachineConfig, Stat};
 const HOUR_NS: u64 = 3_600_000_000_000;
 
 fn boot(memory: &str, swap: &str) -> System {
-    boot_stats(memory, swap, "rstat")
+    boot_with(memory, swap, &[])
 }
 
-fn boot_stats(memory: &str, swap: &str, stats: &str) -> System {
+/// A machine of `memory` and `swap`, with more `machine` keys (a design to measure).
+pub(crate) fn boot_with(memory: &str, swap: &str, keys: &[(&str, &str)]) -> System {
     let mut cfg = MachineConfig::default();
     cfg.set("memory", memory).expect("valid size");
     cfg.set("swap", swap).expect("valid size");
-    cfg.set("stats", stats).expect("valid scheme");
+    for (k, v) in keys {
+        cfg.set(k, v).expect("valid machine key");
+    }
     System::new(cfg).expect("valid machine")
 }
 
 /// Run one anon task to completion; returns (wall seconds, page events).
-fn run_anon(sys: &mut System, cgroup: &str, args: &[&str]) -> (f64, u64) {
+pub(crate) fn run_anon(sys: &mut System, cgroup: &str, args: &[&str]) -> (f64, u64) {
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     let prog = memcgsim_workloads::build("anon", &args).expect("valid workload");
     let m = &sys.machine;
@@ -66,6 +69,9 @@ pub enum Part {
     Trace,
     /// Costs per group with 1,000 to 60,000 groups (bench_groups.rs).
     Groups,
+    /// Seed 004: the page_cgroup designs (flat, radix, section) on the hit, churn and
+    /// trace workloads, with bytes per frame (bench_page_cgroup.rs).
+    PageCgroup,
 }
 
 /// Print the benchmark figures. `scale` multiplies the work (1 = the documented figures).
@@ -99,6 +105,12 @@ pub fn run(
             return 2;
         }
     }
+    if part(Part::PageCgroup) {
+        if let Err(e) = crate::bench_page_cgroup::run(scale) {
+            eprintln!("memcgsim: bench: {e}");
+            return 2;
+        }
+    }
     if part(Part::Trace) {
         if let Err(e) = crate::bench_trace::run(scale, trace, trace_out) {
             eprintln!("memcgsim: bench: {e}");
@@ -109,18 +121,18 @@ pub fn run(
 }
 
 /// The hit-dominated rate: (page hits, hits per wall-clock second) of a task in `cgroup`.
-fn hit_rate(scale: u64, stats: &str, cgroup: &str) -> (u64, f64) {
+pub(crate) fn hit_rate(scale: u64, keys: &[(&str, &str)], cgroup: &str) -> (u64, f64) {
     let passes = 400 * scale;
-    let boot_in = |stats| {
-        let mut sys = boot_stats("1G", "0", stats);
+    let boot_in = |keys| {
+        let mut sys = boot_with("1G", "0", keys);
         if cgroup != "/" {
             sys.mkdir(cgroup).expect("mkdir");
         }
         sys
     };
-    let mut sys = boot_in(stats);
+    let mut sys = boot_in(keys);
     let (t1, _) = run_anon(&mut sys, cgroup, &["256M"]);
-    let mut sys = boot_in(stats);
+    let mut sys = boot_in(keys);
     let p = passes.to_string();
     let (tn, _) = run_anon(&mut sys, cgroup, &["256M", "--passes", &p]);
     let hits = 65536 * (passes - 1);
@@ -128,19 +140,26 @@ fn hit_rate(scale: u64, stats: &str, cgroup: &str) -> (u64, f64) {
 }
 
 /// The churn rate: (events, events per wall-clock second) of seed 002's pagetest.
-fn churn_rate(stats: &str) -> (u64, f64) {
-    let mut sys = boot_stats("2G", "2G", stats);
+fn churn_rate(keys: &[(&str, &str)]) -> (u64, f64) {
+    let (events, rate, _) = churn_run(keys);
+    (events, rate)
+}
+
+/// Seed 002's pagetest on a machine with `keys`: (events, events per wall-clock second, the
+/// machine after the run).
+pub(crate) fn churn_run(keys: &[(&str, &str)]) -> (u64, f64, System) {
+    let mut sys = boot_with("2G", "2G", keys);
     sys.mkdir("/pagetest").expect("mkdir");
     sys.write("/pagetest/memory.max", "400M").expect("limit");
     let (secs, events) = run_anon(&mut sys, "/pagetest", &["1000M", "--passes", "2"]);
-    (events, events as f64 / secs.max(1e-9))
+    (events, events as f64 / secs.max(1e-9), sys)
 }
 
 fn hits(scale: u64) {
     // 1. Hit-dominated: fault 256 MiB in once, then touch it again and again. The hit rate
     //    is the difference between a run with many passes and a run with one.
     let passes = 400 * scale;
-    let (hits, hit_rate) = hit_rate(scale, "rstat", "/");
+    let (hits, hit_rate) = hit_rate(scale, &[], "/");
     println!(
         "hit-dominated      {:>12.0} page events/s  ({hits} hits over {} passes of 256 MiB)",
         hit_rate, passes
@@ -153,7 +172,7 @@ fn churn(scale: u64) {
     let mut total_events = 0u64;
     let mut total_secs = 0f64;
     for _ in 0..scale {
-        let (events, rate) = churn_rate("rstat");
+        let (events, rate) = churn_rate(&[]);
         total_events += events;
         total_secs += events as f64 / rate;
     }
@@ -345,9 +364,10 @@ fn stats_schemes(scale: u64) {
     let mut build = [f64::MAX; 3];
     for _ in 0..3 {
         for (k, scheme) in schemes.iter().enumerate() {
-            best[k][0] = best[k][0].max(hit_rate(scale, scheme, "/bench").1 / 1e6);
+            let keys = [("stats", *scheme)];
+            best[k][0] = best[k][0].max(hit_rate(scale, &keys, "/bench").1 / 1e6);
             for _ in 0..scale {
-                best[k][1] = best[k][1].max(churn_rate(scheme).1 / 1e6);
+                best[k][1] = best[k][1].max(churn_rate(&keys).1 / 1e6);
             }
             build[k] = build[k].min(nested_build_secs(scheme));
         }

@@ -64,16 +64,22 @@ pub struct Replay {
     pub requests: u64,
     pub misses: u64,
     pub secs: f64,
+    /// The machine after the replay.
+    pub sys: System,
 }
 
-/// Replay an oracleGeneral trace as page-cache reads under a 200,000-page memory.max.
-pub fn replay(path: &Path) -> Result<Replay, String> {
+/// Replay an oracleGeneral trace as page-cache reads under a 200,000-page memory.max, on a
+/// machine with these more `machine` keys.
+pub fn replay(path: &Path, keys: &[(&str, &str)]) -> Result<Replay, String> {
     let len = std::fs::metadata(path)
         .map_err(|e| format!("{}: {}", path.display(), crate::strerror(&e)))?
         .len();
     let requests = len / ORACLE_GENERAL_RECORD as u64;
     let mut cfg = MachineConfig::default();
-    for (k, v) in [("memory", "4G"), ("swap", "0"), ("stock", "off")] {
+    for &(k, v) in [("memory", "4G"), ("swap", "0"), ("stock", "off")]
+        .iter()
+        .chain(keys)
+    {
         cfg.set(k, v).map_err(|e| format!("machine {k}={v}: {e}"))?;
     }
     let mut sys = System::new(cfg).map_err(|e| format!("machine: {e}"))?;
@@ -113,6 +119,7 @@ pub fn replay(path: &Path) -> Result<Replay, String> {
         requests,
         misses,
         secs,
+        sys,
     })
 }
 
@@ -137,7 +144,7 @@ pub fn run(scale: u64, file: Option<&Path>, out: Option<&Path>) -> Result<(), St
             )
         }
     };
-    let r = replay(&path)?;
+    let r = replay(&path, &[])?;
     println!("trace replay ({what}; page-cache reads, memory.max {CACHE_PAGES} pages):");
     println!(
         "  {:.2} M requests/s, miss ratio {:.4} ({} misses of {} requests, {:.2} s)",

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 mod bench;
 mod bench_groups;
+mod bench_page_cgroup;
 mod bench_trace;
 mod oracle;
 

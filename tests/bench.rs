@@ -80,3 +80,36 @@ fn generated_trace_is_the_same_every_time_and_never_overwrites() {
     assert!(err.contains("File exists"), "{err}");
     assert_eq!(std::fs::read(&a).unwrap(), b"mine");
 }
+
+/// Seed 004: the three designs of the per-frame memcg lookup, their bytes per frame counted
+/// from what each allocated (the rates are the host's and are not asserted).
+#[test]
+fn page_cgroup_designs_report_their_bytes_per_frame() {
+    let (ok, out, err) = bench(&["--only", "page-cgroup"]);
+    assert!(ok, "{err}");
+    let row = |name: &str| -> Vec<String> {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no {name} row in\n{out}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    let bytes = |name: &str| -> [f64; 3] {
+        let r = row(name);
+        assert_eq!(r.len(), 10, "{r:?}");
+        [7, 8, 9].map(|i| r[i].parse().unwrap())
+    };
+    // The flat array spends a u16 on every frame, charged or not.
+    assert_eq!(row("flat")[2], "100.0%");
+    assert_eq!(bytes("flat"), [2.0, 2.0, 2.0]);
+    // The tree and the sections cost only what is charged: less than the flat array on the
+    // partly charged machines; on the full one the tree's 64-slot nodes of 4-byte slots
+    // cost about twice the flat array, the sections a little more than it (their table).
+    let radix = bytes("radix");
+    let section = bytes("section");
+    assert!(radix[0] < 1.0 && radix[1] < 1.0, "{radix:?}");
+    assert!(radix[2] > 3.0 && radix[2] < 4.5, "{radix:?}");
+    assert!(section[0] < 1.0 && section[1] < 1.0, "{section:?}");
+    assert!(section[2] > 2.0 && section[2] < 2.5, "{section:?}");
+}

@@ -223,7 +223,7 @@ impl Machine {
                         return Err(format!("frame {cur} on two lists (or a cycle)"));
                     }
                     seen[c] = true;
-                    let pc = &self.frames.meta[c].pc;
+                    let pc = self.frames.get(cur).pc;
                     if pc.memcg as usize != id {
                         return Err(format!(
                             "frame {cur} on memcg {id}'s list {l} but owned by {}",
@@ -295,6 +295,13 @@ impl Machine {
         for pfn in 0..nr_frames {
             let fm = self.frames.get(pfn as crate::page_cgroup::Pfn);
             let pc = &fm.pc;
+            if self.frames.memcg_store().0 != crate::page_cgroup_store::PcDesign::Flat
+                && self.frames.meta.get(pfn).is_some_and(|m| m.pc.memcg != 0)
+            {
+                return Err(format!(
+                    "frame {pfn}: memcg in the flat array outside the flat design"
+                ));
+            }
             let allocated = pc.flags & pf::ALLOCATED != 0;
             if allocated == free_seen[pfn] {
                 return Err(format!(

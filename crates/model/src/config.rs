@@ -220,6 +220,8 @@ pub struct MachineConfig {
     pub shrink_lruvec: ShrinkLruvec,
     /// How memcg statistics reach their readers (rstat.rs). Default rstat, as in 6.1.
     pub stats: crate::rstat::StatsScheme,
+    /// Where each frame's memcg is kept (seed 004; page_cgroup_store.rs). Default flat.
+    pub page_cgroup: crate::page_cgroup_store::PcDesign,
     /// Kernel memory charged to cgroups (kmem.rs); off is the kernel's cgroup.memory=nokmem.
     /// Default on.
     pub kmem: bool,
@@ -266,6 +268,7 @@ impl Default for MachineConfig {
             dirty: DirtyPolicy::Mainline,
             shrink_lruvec: ShrinkLruvec::V6_1,
             stats: crate::rstat::StatsScheme::Rstat,
+            page_cgroup: crate::page_cgroup_store::PcDesign::Flat,
             kmem: true,
             reserved_bytes: None,
             base_bytes: None,
@@ -432,6 +435,7 @@ impl MachineConfig {
         "dirty",
         "shrink_lruvec",
         "stats",
+        "page_cgroup",
         "kmem",
         "reserved",
         "base",
@@ -540,6 +544,10 @@ impl MachineConfig {
                 "stats" => {
                     self.stats = crate::rstat::StatsScheme::from_name(value)
                         .ok_or_else(|| format!("expected rstat, legacy or exact, got '{value}'"))?
+                }
+                "page_cgroup" => {
+                    self.page_cgroup = crate::page_cgroup_store::PcDesign::from_name(value)
+                        .ok_or_else(|| format!("expected flat, radix or section, got '{value}'"))?
                 }
                 "kmem" => self.kmem = parse_bool(value)?,
                 "reserved" => self.reserved_bytes = Some(want_size(value)?),

@@ -41,6 +41,7 @@ pub mod mmzone;
 pub mod oom_kill;
 pub mod page_alloc;
 pub mod page_cgroup;
+pub mod page_cgroup_store;
 pub mod page_counter;
 pub mod page_io;
 pub mod page_writeback;

@@ -97,7 +97,7 @@ impl Machine {
         );
         let nr_swap = cfg.swap_bytes / PAGE_SIZE;
         let mut m = Machine {
-            frames: Frames::new(&zones, cfg.cpus),
+            frames: Frames::new(&zones, cfg.cpus, cfg.page_cgroup),
             memcgs: Vec::new(),
             free_memcg_ids: Vec::new(),
             memory: Counters::default(),

@@ -780,7 +780,7 @@ impl Machine {
 
     /// commit_charge() + mem_cgroup_charge_statistics().
     pub fn commit_charge(&mut self, pfn: Pfn, memcg: MemcgId) {
-        self.frames.meta[pfn as usize].pc.memcg = memcg;
+        self.frames.set_memcg(pfn, memcg);
         self.mod_stat(memcg, Stat::Pgpgin, 1);
         self.memcg_check_events(memcg, 1);
     }

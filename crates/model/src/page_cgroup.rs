@@ -135,17 +135,30 @@ pub struct Frames {
     /// Free frames, per zone (the page allocator's free lists).
     pub free: crate::mmzone::FreeArea,
     nr: u32,
+    /// Where each frame's memcg lives (seed 004's designs; page_cgroup_store.rs). Read and
+    /// written only through [`Frames::memcg`] and [`Frames::set_memcg`].
+    store: crate::page_cgroup_store::PcStore,
 }
 
 impl Frames {
-    pub fn new(zones: &crate::mmzone::Zones, cpus: u32) -> Frames {
+    pub fn new(
+        zones: &crate::mmzone::Zones,
+        cpus: u32,
+        design: crate::page_cgroup_store::PcDesign,
+    ) -> Frames {
         let nr: u32 = zones.zone.iter().map(|z| z.managed as u32).sum();
         let free = crate::mmzone::FreeArea::new(zones, cpus);
         Frames {
             meta: Vec::with_capacity(nr as usize),
             free,
             nr,
+            store: crate::page_cgroup_store::PcStore::new(design, nr),
         }
+    }
+
+    /// The memcg store's design and the host bytes it spends on the lookup.
+    pub fn memcg_store(&self) -> (crate::page_cgroup_store::PcDesign, usize) {
+        (self.store.design(), self.store.bytes(self.nr))
     }
 
     pub fn nr_frames(&self) -> u32 {
@@ -211,10 +224,13 @@ impl Frames {
     /// /proc readers, which look at every frame).
     #[inline]
     pub fn get(&self, pfn: Pfn) -> FrameMeta {
-        self.meta
+        let mut m = self
+            .meta
             .get(pfn as usize)
             .copied()
-            .unwrap_or(FRAME_AT_BOOT)
+            .unwrap_or(FRAME_AT_BOOT);
+        m.pc.memcg = self.memcg(pfn);
+        m
     }
 
     /// Bytes of per-frame metadata (page_cgroup + rmap part), for the memory report.
@@ -248,9 +264,28 @@ impl Frames {
     pub fn lru(&self, pfn: Pfn) -> u16 {
         self.meta[pfn as usize].pc.flags & pf::LRU_MASK
     }
+    /// The memcg that owns the frame (0: none): lookup_page_cgroup() in the machine's
+    /// design.
     #[inline]
     pub fn memcg(&self, pfn: Pfn) -> u16 {
-        self.meta[pfn as usize].pc.memcg
+        use crate::page_cgroup_store::PcStore;
+        match &self.store {
+            PcStore::Flat => self.meta.get(pfn as usize).map_or(0, |m| m.pc.memcg),
+            PcStore::Radix(t) => t.get(pfn),
+            PcStore::Section(s) => s.get(pfn),
+        }
+    }
+
+    /// Record the frame's owner (0: none) in the machine's design.
+    #[inline]
+    pub fn set_memcg(&mut self, pfn: Pfn, memcg: u16) {
+        use crate::page_cgroup_store::PcStore;
+        match &mut self.store {
+            PcStore::Flat => self.meta[pfn as usize].pc.memcg = memcg,
+            PcStore::Radix(t) if memcg == 0 => t.delete(pfn),
+            PcStore::Radix(t) => t.insert(pfn, memcg),
+            PcStore::Section(s) => s.set(pfn, memcg),
+        }
     }
 }
 

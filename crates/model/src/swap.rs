@@ -88,7 +88,7 @@ impl Machine {
     /// lru_link() leaving the list's statistic to the caller; returns the page's memcg.
     #[inline]
     fn lru_link_nostat(&mut self, pfn: Pfn, l: usize, at_tail: bool) -> MemcgId {
-        let memcg = self.frames.meta[pfn as usize].pc.memcg;
+        let memcg = self.frames.memcg(pfn);
         debug_assert!(memcg != 0, "page on LRU without a memcg");
         debug_assert_eq!(self.frames.lru(pfn), LRU_NONE, "page already on an LRU");
         let lv = &mut self.memcgs[memcg as usize].lruvec[NID0];
@@ -136,7 +136,7 @@ impl Machine {
             return None;
         }
         let l = l as usize;
-        let memcg = self.frames.meta[pfn as usize].pc.memcg;
+        let memcg = self.frames.memcg(pfn);
         let lv = &mut self.memcgs[memcg as usize].lruvec[NID0];
         let pc = &mut self.frames.meta;
         let (prev, next) = (pc[pfn as usize].pc.prev, pc[pfn as usize].pc.next);

@@ -1760,8 +1760,8 @@ impl Machine {
     /// Free a frame that is off the LRU and out of every mapping.
     pub fn free_frame(&mut self, pfn: Pfn) {
         debug_assert_eq!(self.frames.lru(pfn), crate::page_cgroup::LRU_NONE);
+        self.frames.set_memcg(pfn, 0);
         let pc = &mut self.frames.meta[pfn as usize].pc;
-        pc.memcg = 0;
         pc.flags = crate::page_cgroup::LRU_NONE;
         pc.prev = NIL;
         pc.next = NIL;
