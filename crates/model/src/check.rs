@@ -38,6 +38,39 @@ impl Machine {
         }
     }
 
+    /// Tasks inside an allocation: a reclaim kept across a yield is a global direct
+    /// reclaim part-way down its priorities, held by a live task; a task that yielded is
+    /// not on the reclaim wait queues.
+    fn check_tasks(&self) -> Result<(), String> {
+        for t in &self.tasks {
+            if let Some(sc) = &t.reclaim_resume {
+                if t.exited() {
+                    return Err(format!("exited task {} keeps a direct reclaim", t.pid));
+                }
+                if sc.cgroup_reclaim
+                    || sc.kswapd
+                    || !(0..crate::vmscan::DEF_PRIORITY).contains(&sc.priority)
+                {
+                    return Err(format!(
+                        "task {} keeps a reclaim that is not a global direct reclaim part-way \
+                         down (priority {})",
+                        t.pid, sc.priority
+                    ));
+                }
+            }
+            let yielded = t
+                .block
+                .is_some_and(|b| b.wait == crate::vmscan::Wait::Resched);
+            if yielded && self.reclaim_wait.sleepers.contains(&t.pid) {
+                return Err(format!(
+                    "task {} gave its CPU up but waits as a sleeper",
+                    t.pid
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The soft-limit tree and the rework's children-in-excess counters.
     fn check_soft_limit(&self) -> Result<(), String> {
         let mut on_tree = 0usize;
@@ -202,6 +235,7 @@ impl Machine {
     pub fn check(&self) -> Result<(), String> {
         self.check_soft_limit()?;
         self.check_stats_scheme()?;
+        self.check_tasks()?;
         let n = self.memcgs.len();
         let nr_frames = self.frames.nr_frames() as usize;
         let mut seen = vec![false; nr_frames];

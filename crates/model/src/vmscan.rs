@@ -1844,6 +1844,7 @@ mod tests {
         assert_eq!(saved.priority, DEF_PRIORITY - 1);
         assert_eq!(stalls(&m), 1);
         assert!(m.reclaim_wait.sleepers.is_empty(), "not a sleep");
+        m.check().unwrap();
         // A fresh slice: the same pass goes on down to priority 0 (nothing to reclaim on
         // an empty machine) without counting another stall.
         m.cur = Some(ctx(&m, 0));
@@ -1853,6 +1854,15 @@ mod tests {
         // The next call starts a reclaim of its own.
         assert_eq!(m.try_to_free_pages(), (0, None));
         assert_eq!(stalls(&m), 2);
+        // The checker refuses a kept reclaim that is not a global one part-way down.
+        let mut bad = ScanControl::new(a, 32, true);
+        bad.priority = 5;
+        m.task_mut(pid).reclaim_resume = Some(Box::new(bad));
+        assert!(m
+            .check()
+            .unwrap_err()
+            .contains("not a global direct reclaim"));
+        m.task_mut(pid).reclaim_resume = None;
         // Reclaim that cannot sleep (a write from outside a task) never yields.
         m.cur = Some(ExecCtx {
             pid: None,
