@@ -3,7 +3,8 @@
 //! (first touch owns it), adds it to the inactive file list and marks it accessed; a second
 //! read promotes it (folio_mark_accessed). write() dirties pages (page-writeback.rs cleans
 //! them). Reclaim removes clean pages and leaves a shadow entry (`__remove_mapping()`).
-//!
+//! Truncation (mm/truncate.c) drops pages a folio_batch of 15 at a time, each batch
+//! uncharged together when released.
 //!
 //! Shared read-only file mappings (executables and libraries; mm/filemap.c filemap_fault()
 //! and filemap_map_pages(), mm/memory.c): a fault on a missing page reads around it
@@ -35,6 +36,8 @@ use crate::stat::Stat;
 const PRESENT: u64 = 1 << 62;
 const ONDISK: u64 = 1 << 61;
 const SHADOW_TAG: u64 = 1 << 63;
+/// PAGEVEC_SIZE: the folios of one folio_batch.
+const PAGEVEC_SIZE: usize = 15;
 
 #[derive(Clone, Debug)]
 pub struct File {
@@ -100,7 +103,9 @@ impl Machine {
         (self.files.v.len() - 1) as u32
     }
 
-    /// ftruncate(): growing adds holes; shrinking drops pages past the end.
+    /// ftruncate(): growing adds holes; shrinking drops pages past the end, a folio_batch
+    /// of up to PAGEVEC_SIZE (15) at a time as truncate_inode_pages_range() does, each
+    /// batch uncharged together and freed when it is released (release_pages()).
     pub fn file_truncate(&mut self, f: u32, new_size: u64) {
         let file = &mut self.files.v[f as usize];
         if new_size >= file.size {
@@ -112,13 +117,20 @@ impl Machine {
         }
         let old = file.size;
         file.size = new_size;
+        let mut batch = Vec::with_capacity(PAGEVEC_SIZE);
         for idx in new_size..old {
             let e = self.files.v[f as usize].entries[idx as usize];
             if e & PRESENT != 0 {
                 let pfn = (e & 0xffff_ffff) as Pfn;
-                self.file_drop_page(pfn);
+                let memcg = self.file_drop_page(pfn);
+                batch.push((pfn, Some(memcg)));
+                if batch.len() == PAGEVEC_SIZE {
+                    self.free_page_list(&batch);
+                    batch.clear();
+                }
             }
         }
+        self.free_page_list(&batch);
         self.files.v[f as usize].entries.truncate(new_size as usize);
     }
 
@@ -136,8 +148,9 @@ impl Machine {
         }
     }
 
-    /// Drop a resident page from the cache (truncation): no shadow entry.
-    fn file_drop_page(&mut self, pfn: Pfn) {
+    /// Drop a resident page from the cache (truncation): no shadow entry. The page is left
+    /// for the caller to release, with the memcg it is charged to.
+    fn file_drop_page(&mut self, pfn: Pfn) -> MemcgId {
         let m = self.frames.meta[pfn as usize].map;
         let f = (m.mapping & !MAPPING_FILE_BIT) as usize;
         let memcg = self.frames.memcg(pfn);
@@ -155,8 +168,7 @@ impl Machine {
         file.entries[m.index as usize] = 0;
         file.nrpages -= 1;
         self.mod_stat(memcg, Stat::File, -1);
-        self.uncharge_page(memcg);
-        self.free_frame(pfn);
+        memcg
     }
 
     pub fn file_size(&self, f: u32) -> u64 {

@@ -826,6 +826,16 @@ impl Machine {
         }
     }
 
+    /// The end of release_pages() and of shrink_folio_list(): uncharge a list of freed
+    /// pages (mem_cgroup_uncharge_list()), then free their frames in order
+    /// (free_unref_page_list()).
+    pub fn free_page_list(&mut self, pages: &[(crate::page_cgroup::Pfn, Option<MemcgId>)]) {
+        self.mem_cgroup_uncharge_list(pages.iter().map(|&(_, m)| m));
+        for &(pfn, _) in pages {
+            self.free_frame(pfn);
+        }
+    }
+
     // ---------------------------------------------------------------- swap charge
 
     /// __mem_cgroup_try_charge_swap(): charge a swap slot to `memcg` (v2 swap counter).

@@ -1,8 +1,9 @@
 //! Anonymous memory: mm/memory.c (do_anonymous_page, do_swap_page), mm/swap_state.c (swap
 //! readahead into the swap cache: swapin_readahead() with swap_cluster_readahead(); the
 //! swap_vma_readahead() of non-rotational swap is not modelled), mm/rmap.c (unmapping a page
-//! to a swap entry) and mm/mlock.c (VM_LOCKED mappings put their pages on the unevictable
-//! list).
+//! to a swap entry), mm/mlock.c (VM_LOCKED mappings put their pages on the unevictable
+//! list) and mm/mmu_gather.c (munmap and exit free their pages in the gather's batches, each
+//! uncharged together by release_pages()).
 //!
 //! An anon VMA is an array of page-table entries, one `u32` per virtual page: 0 = not
 //! present, `pfn + 1` = present, `SWAP_PTE | slot` = swapped out. Each VMA belongs to one
@@ -21,6 +22,15 @@ pub const SWAP_PTE: u32 = 1 << 31;
 /// by reclaim); its `index` is the slot it holds. A swap-cache page that a PTE maps keeps
 /// its VMA rmap, and its slot is in `SwapSpace::mapped_slot()`.
 pub const SWAPCACHE_MAPPING: u32 = u32::MAX - 1;
+
+/// MMU_GATHER_BUNDLE: the pages of the mmu_gather's on-stack batch.
+const MMU_GATHER_BUNDLE: usize = 8;
+/// MAX_GATHER_BATCH: the pages of each batch the gather allocates after it, (PAGE_SIZE less
+/// the batch header) / sizeof(void *) on 64-bit.
+const MAX_GATHER_BATCH: usize = 510;
+/// The pages a gather holds before it must be flushed: the bundle and MAX_GATHER_BATCH_COUNT
+/// (10000 / MAX_GATHER_BATCH = 19) batches.
+const MMU_GATHER_PAGES: usize = MMU_GATHER_BUNDLE + 19 * MAX_GATHER_BATCH;
 
 pub struct VmaData {
     pub owner: Pid,
@@ -481,7 +491,32 @@ impl Machine {
         };
     }
 
-    /// munmap(): free every page and swap entry of a VMA.
+    /// A page zap_pte_range() unmapped goes into the mmu_gather; a full gather is flushed.
+    fn tlb_remove_page(
+        &mut self,
+        gather: &mut Vec<(Pfn, Option<MemcgId>)>,
+        pfn: Pfn,
+        memcg: MemcgId,
+    ) {
+        gather.push((pfn, Some(memcg)));
+        if gather.len() == MMU_GATHER_PAGES {
+            self.tlb_flush_mmu(gather);
+        }
+    }
+
+    /// tlb_batch_pages_flush(): release_pages() over each batch of the gather in turn, the
+    /// on-stack bundle first, each uncharging its pages together.
+    fn tlb_flush_mmu(&mut self, gather: &mut Vec<(Pfn, Option<MemcgId>)>) {
+        for r in gather_batches(gather.len()) {
+            self.free_page_list(&gather[r]);
+        }
+        gather.clear();
+    }
+
+    /// munmap(): free every page and swap entry of a VMA. The pages go through an
+    /// mmu_gather as in zap_pte_range(): each batch of it is released (uncharged together,
+    /// then freed) when the gather fills or the unmap ends; a swap entry's swap-cache page
+    /// is freed at once (free_swap_and_cache()).
     pub fn munmap(&mut self, vma: u32) {
         let v = &mut self.vmas.v[vma as usize];
         if !v.live {
@@ -491,6 +526,7 @@ impl Machine {
         let owner = v.owner;
         let locked = v.locked;
         let ptes = std::mem::take(&mut v.ptes);
+        let mut gather = Vec::new();
         for &pte in &ptes {
             if pte == 0 {
                 continue;
@@ -525,8 +561,7 @@ impl Machine {
                     self.swapcache_unmapped(pfn, slot);
                     self.lru_del(pfn);
                     self.swapcache_del(pfn, slot);
-                    self.uncharge_page(memcg);
-                    self.free_frame(pfn);
+                    self.tlb_remove_page(&mut gather, pfn, memcg);
                     continue;
                 }
                 self.lru_del(pfn);
@@ -534,11 +569,11 @@ impl Machine {
                     self.mod_stat(memcg, Stat::Mlock, -1);
                 }
                 self.mod_stat(memcg, Stat::Anon, -1);
-                self.uncharge_page(memcg);
-                self.free_frame(pfn);
+                self.tlb_remove_page(&mut gather, pfn, memcg);
                 self.task_mut(owner).rss_anon -= 1;
             }
         }
+        self.tlb_flush_mmu(&mut gather);
         // free_pgtables(): the mapping's PTE pages, and its vm_area_struct.
         let v = &mut self.vmas.v[vma as usize];
         let (objcg, pt_pages) = (v.objcg, v.pt_pages);
@@ -556,5 +591,39 @@ impl Machine {
         let t = self.task_mut(owner);
         t.vmas.retain(|&x| x != vma);
         t.total_vm -= ptes.len() as u64;
+    }
+}
+
+/// The batches of a gather of `len` pages, in the order tlb_batch_pages_flush() releases
+/// them: the on-stack bundle, then MAX_GATHER_BATCH at a time.
+fn gather_batches(len: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let mut start = 0;
+    let mut size = MMU_GATHER_BUNDLE;
+    std::iter::from_fn(move || {
+        if start >= len {
+            return None;
+        }
+        let end = (start + size).min(len);
+        let r = start..end;
+        start = end;
+        size = MAX_GATHER_BATCH;
+        Some(r)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gather_is_released_in_the_kernels_batches() {
+        let b = |len| gather_batches(len).collect::<Vec<_>>();
+        assert_eq!(b(0), vec![]);
+        assert_eq!(b(5), vec![0..5]);
+        assert_eq!(b(1000), vec![0..8, 8..518, 518..1000]);
+        // A full gather: the bundle and 19 whole batches.
+        let full = b(MMU_GATHER_PAGES);
+        assert_eq!(full.len(), 20);
+        assert!(full[1..].iter().all(|r| r.len() == MAX_GATHER_BATCH));
     }
 }

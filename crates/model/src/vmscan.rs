@@ -1211,10 +1211,7 @@ impl Machine {
         }
         // The end of shrink_folio_list(): mem_cgroup_uncharge_list(), then
         // free_unref_page_list(), before move_folios_to_lru() puts the rest back.
-        self.mem_cgroup_uncharge_list(free_folios.iter().map(|&(_, m)| m));
-        for &(pfn, _) in &free_folios {
-            self.free_frame(pfn);
-        }
+        self.free_page_list(&free_folios);
         self.lru_add_batch(memcg, &putback);
         if nr_activate > 0 {
             self.mod_stat(memcg, Stat::Pgactivate, nr_activate);
