@@ -3,8 +3,7 @@
 
 mod common;
 
-use common::{machine, vmstat};
-use memcgsim_cgroupfs::{SpawnOpts, System};
+use common::{machine, spawn, vmstat};
 
 #[test]
 fn the_histogram_adds_up_to_pgscan_and_pgsteal() {
@@ -14,8 +13,7 @@ fn the_histogram_adds_up_to_pgscan_and_pgsteal() {
     sys.write("/B/memory.max", "40M").unwrap();
     let mut pids = Vec::new();
     for (g, size) in [("/A", "300M"), ("/B", "60M")] {
-        let prog = memcgsim_workloads::build("anon", &[size.to_string()]).unwrap();
-        pids.push(sys.spawn(g, SpawnOpts::default(), prog).unwrap());
+        pids.push(spawn(&mut sys, g, "anon", &[size]));
     }
     for p in pids {
         sys.wait(p, false, u64::MAX).unwrap();
@@ -66,15 +64,11 @@ fn allocstall_counts_every_pass_of_direct_reclaim() {
     sys.mkdir("/P").unwrap();
     sys.mkdir("/Q").unwrap();
     sys.write("/P/memory.low", "max").unwrap();
-    let run = |sys: &mut System, g: &str, w: &str, args: &[&str]| {
-        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        let prog = memcgsim_workloads::build(w, &args).unwrap();
-        let pid = sys.spawn(g, SpawnOpts::default(), prog).unwrap();
-        sys.wait(pid, false, u64::MAX).unwrap();
-    };
-    run(&mut sys, "/P", "cat", &["--file", "f", "150M"]);
+    let pid = spawn(&mut sys, "/P", "cat", &["--file", "f", "150M"]);
+    sys.wait(pid, false, u64::MAX).unwrap();
     let before = vmstat(&mut sys, "allocstall_movable");
-    run(&mut sys, "/Q", "anon", &["150M"]);
+    let pid = spawn(&mut sys, "/Q", "anon", &["150M"]);
+    sys.wait(pid, false, u64::MAX).unwrap();
     let allocstall = vmstat(&mut sys, "allocstall_movable") - before;
     let text = sys.read("/proc/memcgsim/vmscan").unwrap();
     let direct_at = |prio: &str| -> u64 {

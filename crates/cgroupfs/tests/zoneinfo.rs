@@ -5,8 +5,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{machine, vmstat};
-use memcgsim_cgroupfs::SpawnOpts;
+use common::{machine, spawn, vmstat};
 
 /// Each zone's "key value" lines (the first value of a line), by zone name; the node's
 /// items under "node".
@@ -42,11 +41,9 @@ fn parse(text: &str) -> BTreeMap<String, BTreeMap<String, Vec<u64>>> {
 fn zones_of_a_512m_machine_and_their_counts() {
     let mut sys = machine(&[("memory", "512M"), ("swap", "512M"), ("cpus", "2")]);
     sys.mkdir("/A").unwrap();
-    let prog = memcgsim_workloads::build("anon", &["600M".to_string()]).unwrap();
-    let pid = sys.spawn("/A", SpawnOpts::default(), prog).unwrap();
+    let pid = spawn(&mut sys, "/A", "anon", &["600M"]);
     sys.wait(pid, false, u64::MAX).unwrap();
-    let prog = memcgsim_workloads::build("anon", &["100M".into(), "--hold".into()]).unwrap();
-    let pid = sys.spawn("/A", SpawnOpts::default(), prog).unwrap();
+    let pid = spawn(&mut sys, "/A", "anon", &["100M", "--hold"]);
     sys.wait(pid, true, u64::MAX).unwrap();
 
     let text = sys.read("/proc/zoneinfo").unwrap();

@@ -326,12 +326,11 @@ impl Machine {
             free_seen[f] = true;
         }
         let mut kernel_frames = 0u64;
+        let flat_design = self.frames.memcg_store().0 == crate::page_cgroup_store::PcDesign::Flat;
         for pfn in 0..nr_frames {
             let fm = self.frames.get(pfn as crate::page_cgroup::Pfn);
             let pc = &fm.pc;
-            if self.frames.memcg_store().0 != crate::page_cgroup_store::PcDesign::Flat
-                && self.frames.meta.get(pfn).is_some_and(|m| m.pc.memcg != 0)
-            {
+            if !flat_design && self.frames.meta.get(pfn).is_some_and(|m| m.pc.memcg != 0) {
                 return Err(format!(
                     "frame {pfn}: memcg in the flat array outside the flat design"
                 ));

@@ -1,7 +1,7 @@
 //! Helpers shared by the cgroupfs crate's integration tests.
 
-use memcgsim_cgroupfs::System;
-use memcgsim_model::MachineConfig;
+use memcgsim_cgroupfs::{SpawnOpts, System};
+use memcgsim_model::{MachineConfig, Pid};
 
 /// One key of /proc/vmstat.
 pub fn vmstat(sys: &mut System, key: &str) -> u64 {
@@ -18,4 +18,11 @@ pub fn machine(keys: &[(&str, &str)]) -> System {
         cfg.set(k, v).unwrap();
     }
     System::new(cfg).unwrap()
+}
+
+/// Start the workload `name ARGS...` in `cgroup`.
+pub fn spawn(sys: &mut System, cgroup: &str, name: &str, args: &[&str]) -> Pid {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let prog = memcgsim_workloads::build(name, &args).unwrap();
+    sys.spawn(cgroup, SpawnOpts::default(), prog).unwrap()
 }
