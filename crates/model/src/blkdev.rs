@@ -6,6 +6,11 @@
 //! the oldest completes (blk-mq's tag wait, and writeback throttling's depth limit), which is
 //! what paces reclaim that writes faster than the device.
 //!
+//! Simplified: requests are served in the order the simulation submits them. The CPUs'
+//! quanta are simulated one after another, up to a quantum apart in virtual time, so a
+//! request submitted at a virtual time earlier than requests already queued waits behind
+//! them (docs/FIDELITY.md, the kswapd split).
+//!
 //! Positions are byte addresses on the device: a swap slot's (swap_pos()) and a file page's
 //! (file_pos()); they matter only for what is adjacent. Several runs of adjacent pages go to
 //! the device as one submission, sorted (the plug and the I/O scheduler's sort), each run a

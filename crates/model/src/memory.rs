@@ -119,7 +119,17 @@ impl Machine {
         if self.task(pid).killed {
             return Err(Fault::Killed);
         }
-        Ok(())
+        Self::fault_done(self.task(pid))
+    }
+
+    /// A fault that completed while a readahead allocation in it had to wait (yield or
+    /// sleep): the page is mapped, and the task waits before its program goes on, which
+    /// then finds the page present.
+    fn fault_done(t: &crate::task::Task) -> Result<(), Fault> {
+        match t.block {
+            Some(_) => Err(Fault::Blocked),
+            None => Ok(()),
+        }
     }
 
     /// A fault taken inside the kernel (mlock/MAP_POPULATE): no return to user space between
@@ -138,7 +148,7 @@ impl Machine {
         if self.task(pid).killed {
             return Err(Fault::Killed);
         }
-        Ok(())
+        Self::fault_done(self.task(pid))
     }
 
     fn handle_mm_fault(&mut self, pid: Pid, vma: u32, idx: u32) -> Result<(), Fault> {
@@ -263,18 +273,18 @@ impl Machine {
 
     /// __read_swap_cache_async() for a readahead page: allocate a page for `slot`, charge it
     /// to the memcg recorded with the entry (or `fallback`, the faulting task's, when that is
-    /// gone), put it in the swap cache and on the inactive anon list. The allocation does not
-    /// sleep: it runs as a kernel context with no task (see docs/FIDELITY.md). Returns
-    /// whether a page was read ahead; false stops the readahead.
+    /// gone), put it in the swap cache and on the inactive anon list. The allocation is the
+    /// faulting task's (GFP_HIGHUSER_MOVABLE, as 6.1's swap_cluster_readahead() passes it
+    /// on): its direct reclaim gives the CPU up between priorities and sleeps where the
+    /// kernel's would. Where the kernel's task would wait and then go on with the readahead,
+    /// the model's readahead stops at that page, the fault completes with the pages it has,
+    /// and the task then waits (touch_anon() returns `Fault::Blocked`); a reclaim descent it
+    /// left goes on at its next allocation. Returns whether a page was read ahead; false
+    /// stops the readahead.
     fn swapin_readahead_page(&mut self, slot: SwapSlot, fallback: MemcgId) -> bool {
         let owner = self.swap.owner(slot);
         let memcg = self.swapin_memcg(slot, fallback);
-        let saved = self.cur.as_mut().and_then(|c| c.pid.take());
-        let got = self.alloc_charged_page(memcg);
-        if let (Some(c), Some(p)) = (self.cur.as_mut(), saved) {
-            c.pid = Some(p);
-        }
-        let Ok(pfn) = got else {
+        let Ok(pfn) = self.alloc_charged_page(memcg) else {
             return false;
         };
         self.commit_charge(pfn, memcg);
@@ -614,6 +624,112 @@ fn gather_batches(len: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::MachineConfig;
+    use crate::memcontrol::ROOT_MEMCG;
+    use crate::mmzone::Wmark;
+    use crate::program::{Program, Step};
+    use crate::sched::ExecCtx;
+    use crate::task::TaskCtx;
+    use crate::vmscan::Wait;
+
+    struct Idle;
+
+    impl Program for Idle {
+        fn name(&self) -> &str {
+            "idle"
+        }
+        fn step(&mut self, _cx: &mut TaskCtx<'_>) -> Step {
+            Step::Hold
+        }
+    }
+
+    /// A swap readahead page is allocated as the faulting task's page (6.1's
+    /// swap_cluster_readahead() passes GFP_HIGHUSER_MOVABLE on): when its direct reclaim
+    /// must give the CPU up, the readahead stops there, the fault completes, and the task
+    /// yields with its reclaim kept for its next allocation.
+    #[test]
+    fn a_readahead_allocation_that_must_yield_ends_the_readahead() {
+        let mut cfg = MachineConfig::default();
+        for (k, v) in [("memory", "64M"), ("swap", "64M"), ("swap_disk", "zram")] {
+            cfg.set(k, v).unwrap();
+        }
+        let mut m = Machine::new(cfg).unwrap();
+        let a = m.memcg_create(ROOT_MEMCG).unwrap();
+        let pid = m.spawn(a, "idle".into(), 0, Box::new(Idle));
+        m.cur = Some(ExecCtx::new(Some(pid), 0, m.sched.clock));
+        let vma = m.mmap_anon(pid, 16, false);
+        for i in 0..16 {
+            m.touch_anon(pid, vma, i).unwrap();
+        }
+        // Swap the group out (zram: each write ends in its pass, the page is freed).
+        let swapped = |m: &Machine| {
+            m.vmas.v[vma as usize]
+                .ptes
+                .iter()
+                .all(|&p| p & SWAP_PTE != 0)
+        };
+        for _ in 0..20 {
+            if swapped(&m) {
+                break;
+            }
+            m.try_to_free_mem_cgroup_pages(a, 16, true, true, None);
+        }
+        assert!(swapped(&m));
+        assert_eq!(m.global_stat(Stat::SwapCached), 0);
+        let slot = |m: &Machine, i: usize| m.vmas.v[vma as usize].ptes[i] & !SWAP_PTE;
+        // Hold free pages until only the top zone has one page above its min watermark
+        // plus reserve: the faulting page gets it, the first readahead page must reclaim.
+        let mut held = Vec::new();
+        for z in 0..crate::mmzone::NR_ZONES {
+            let zone = &m.zones.zone[z];
+            if zone.managed == 0 {
+                continue;
+            }
+            let keep = m.zones.mark(z, Wmark::Min) + zone.lowmem_reserve;
+            for _ in 0..zone.managed {
+                m.frames.drain_all_pages();
+                if m.frames.free.zone_len(z) <= keep {
+                    break;
+                }
+                held.push(m.frames.rmqueue(z, 0, &m.zones).unwrap());
+            }
+        }
+        let top = (0..crate::mmzone::NR_ZONES)
+            .rev()
+            .find(|&z| m.zones.zone[z].managed > 0)
+            .unwrap();
+        m.free_frame(held.pop().unwrap());
+        m.frames.drain_all_pages();
+        let keep = m.zones.mark(top, Wmark::Min) + m.zones.zone[top].lowmem_reserve;
+        assert_eq!(m.frames.free.zone_len(top), keep + 1);
+        // Readahead hits before: a window of 8 pages (page-cluster 3).
+        m.swap.ra_hits = 6;
+        // The task's slice is used: its reclaim gives the CPU up after priority 12.
+        let quantum = m.cfg.costs.quantum_ns;
+        m.cur.as_mut().unwrap().cpu_ns = quantum;
+        let stalls = m.global_stat(Stat::Allocstall);
+        assert_eq!(m.touch_anon(pid, vma, 0), Err(Fault::Blocked));
+        let t = m.task(pid);
+        assert_eq!(t.stats.majflt, 1);
+        assert!(matches!(t.block, Some(ref b) if b.wait == Wait::Resched));
+        let kept = t.reclaim_resume.as_ref().expect("the reclaim is kept");
+        assert_eq!(kept.priority, crate::vmscan::DEF_PRIORITY - 1);
+        assert_eq!(m.global_stat(Stat::Allocstall), stalls + 1);
+        // The faulting page is mapped; no neighbour was read ahead.
+        assert_eq!(m.vmas.v[vma as usize].ptes[0] & SWAP_PTE, 0);
+        assert!((1..16).all(|i| m.swap.cached(slot(&m, i)).is_none()));
+        assert_eq!(m.global_stat(Stat::SwapCached), 0);
+        // Back on a CPU, the program's retry finds the page present.
+        m.task_mut(pid).block = None;
+        m.cur = Some(ExecCtx::new(Some(pid), 0, m.sched.clock));
+        assert_eq!(m.touch_anon(pid, vma, 0), Ok(()));
+        assert_eq!(m.task(pid).stats.majflt, 1);
+        assert!(
+            m.task(pid).reclaim_resume.is_some(),
+            "for the next allocation"
+        );
+        m.cur = None;
+    }
 
     #[test]
     fn a_gather_is_released_in_the_kernels_batches() {
