@@ -627,21 +627,9 @@ mod tests {
     use crate::config::MachineConfig;
     use crate::memcontrol::ROOT_MEMCG;
     use crate::mmzone::Wmark;
-    use crate::program::{Program, Step};
+    use crate::program::Idle;
     use crate::sched::ExecCtx;
-    use crate::task::TaskCtx;
     use crate::vmscan::Wait;
-
-    struct Idle;
-
-    impl Program for Idle {
-        fn name(&self) -> &str {
-            "idle"
-        }
-        fn step(&mut self, _cx: &mut TaskCtx<'_>) -> Step {
-            Step::Hold
-        }
-    }
 
     /// A swap readahead page is allocated as the faulting task's page (6.1's
     /// swap_cluster_readahead() passes GFP_HIGHUSER_MOVABLE on): when its direct reclaim

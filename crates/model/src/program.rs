@@ -71,8 +71,10 @@ pub enum Fault {
     /// The access was outside any mapping (a bug in the program).
     Segv,
     /// The task went to sleep inside the operation (reclaim throttling, or a wait for a
-    /// page's writeback); nothing was done. Return from `step` at once: the scheduler runs
-    /// the task again when the sleep ends, and the next step retries the same operation.
+    /// page's writeback) or must give its CPU up; nothing was done, or (a swap-in whose
+    /// readahead had to wait) the page is in place. Return from `step` at once: the
+    /// scheduler runs the task again when the sleep ends, and the next step retries the
+    /// same operation.
     Blocked,
 }
 
@@ -82,4 +84,18 @@ pub trait Program {
     fn name(&self) -> &str;
     /// Do a bounded amount of work.
     fn step(&mut self, cx: &mut TaskCtx<'_>) -> Step;
+}
+
+/// A program that does nothing and holds, for tests that drive a task's context by hand.
+#[cfg(test)]
+pub(crate) struct Idle;
+
+#[cfg(test)]
+impl Program for Idle {
+    fn name(&self) -> &str {
+        "idle"
+    }
+    fn step(&mut self, _cx: &mut TaskCtx<'_>) -> Step {
+        Step::Hold
+    }
 }

@@ -1801,20 +1801,8 @@ impl Machine {
 mod tests {
     use super::*;
     use crate::config::MachineConfig;
-    use crate::program::{Program, Step};
+    use crate::program::Idle;
     use crate::sched::ExecCtx;
-    use crate::task::TaskCtx;
-
-    struct Idle;
-
-    impl Program for Idle {
-        fn name(&self) -> &str {
-            "idle"
-        }
-        fn step(&mut self, _cx: &mut TaskCtx<'_>) -> Step {
-            Step::Hold
-        }
-    }
 
     /// A task's global direct reclaim gives its CPU up between priorities once its time
     /// slice is used (cond_resched()), and goes on from the next priority, in the same
