@@ -201,11 +201,13 @@ script_tests! {
     swap_readahead => "swap/readahead.mcg",
     // kswapd and the allocators on the same CPUs.
     swap_kswapd_split => "swap/kswapd_split.mcg",
+    // One allocator: the run the oracle guest's swap disk is measured on.
+    swap_kswapd_single => "swap/kswapd_single.mcg",
     // The zones of a 512M machine.
     mm_zoneinfo => "mm/zoneinfo.mcg",
     // Direct reclaimers throttled on pages other reclaimers isolated.
     swap_too_many_isolated => "swap/too_many_isolated.mcg",
-    // Mapped file pages: executable text against a stream.
+    // Mapped file pages: executable text against a file reader.
     file_exec_text => "file/exec_text.mcg",
     // Read-around and fault-around of a file read in order through a mapping.
     file_mmap_faults => "file/mmap_faults.mcg",

@@ -1,15 +1,21 @@
-//! A block device and the block layer in front of it: requests are served one at a time in
-//! arrival order, each costing the device's access latency and its transfer at the device's
-//! sequential bandwidth; on a rotational disk a request that does not start where the last
-//! one ended also pays a seek (seek time plus rotational latency). Asynchronous writes are
-//! bounded in flight: a writer that finds `queue_depth` of its requests queued sleeps until
-//! the oldest completes (blk-mq's tag wait, and writeback throttling's depth limit), which is
-//! what paces reclaim that writes faster than the device.
+//! A block device and the block layer in front of it: requests are served one at a time, each
+//! costing the device's access latency and its transfer at the device's sequential bandwidth;
+//! on a rotational disk a request that does not start where the one before it ended also
+//! pays a seek (seek time plus rotational latency). Asynchronous writes are bounded in
+//! flight: a writer that finds `queue_depth` of its requests queued sleeps until the oldest
+//! completes (blk-mq's tag wait, and writeback throttling's depth limit), which is what
+//! paces reclaim that writes faster than the device.
 //!
-//! Simplified: requests are served in the order the simulation submits them. The CPUs'
-//! quanta are simulated one after another, up to a quantum apart in virtual time, so a
-//! request submitted at a virtual time earlier than requests already queued waits behind
-//! them (docs/FIDELITY.md, the kswapd split).
+//! The device keeps its schedule as busy intervals in virtual time. The simulated CPUs' quanta
+//! are run one after another and may be up to a quantum (plus its waits) apart in virtual
+//! time, so a request can reach the device at a virtual time earlier than requests already
+//! scheduled: it takes the first idle gap at or after its submission that is long enough, as
+//! a device serving in submission-time order would have found the device idle then.
+//! On a disk, a request placed in a gap leaves room in it for the head to seek back to where
+//! the request after the gap starts, if that one was timed without a seek. Simplified: a
+//! request already scheduled is never moved, so an earlier-submitted request that finds no
+//! gap waits behind later-submitted ones. Intervals that end by the scheduler's clock are
+//! dropped (`retire()`): no request can be submitted before it.
 //!
 //! Positions are byte addresses on the device: a swap slot's (swap_pos()) and a file page's
 //! (file_pos()); they matter only for what is adjacent. Several runs of adjacent pages go to
@@ -48,14 +54,29 @@ pub fn page_runs(mut positions: Vec<u64>) -> Vec<(u64, u64)> {
     runs
 }
 
+/// A span of virtual time in which the device transfers, and where its head is at the end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Busy {
+    start: u64,
+    end: u64,
+    /// Where the first request starts and the last ends.
+    start_pos: u64,
+    end_pos: u64,
+    /// The first request was timed without a seek: it needs the head at `start_pos`.
+    needs_head: bool,
+}
+
+/// Upper bound on the busy intervals a device keeps: every one ends after the clock, and each
+/// belongs to a request some thread waits for or to a bounded asynchronous queue.
+const MAX_BUSY: usize = 1 << 20;
+
 pub struct Device {
     cfg: DeviceConfig,
-    /// When the device finishes the transfers queued so far.
-    busy_until: u64,
-    /// Where the last request ended (the head's position on a disk).
+    /// The schedule: disjoint busy intervals in time order, none touching the next.
+    busy: VecDeque<Busy>,
+    /// Where the head was left by the last interval dropped from `busy`.
     head: u64,
-    /// Completion times of the asynchronous requests in flight, oldest first (the device
-    /// serves in order, so they are sorted).
+    /// Completion times of the asynchronous requests in flight, sorted.
     inflight: VecDeque<u64>,
     pub bytes_read: u64,
     pub bytes_written: u64,
@@ -69,7 +90,7 @@ impl Device {
     pub fn new(cfg: DeviceConfig) -> Device {
         Device {
             cfg,
-            busy_until: 0,
+            busy: VecDeque::new(),
             head: 0,
             inflight: VecDeque::new(),
             bytes_read: 0,
@@ -92,19 +113,97 @@ impl Device {
         (bytes as u128 * 1_000_000_000u128 / self.cfg.bandwidth_bps as u128) as u64
     }
 
-    /// Queue `runs` at `at`: returns when the last completes.
-    fn serve(&mut self, at: u64, runs: &[(u64, u64)]) -> u64 {
-        let mut t = at.max(self.busy_until);
+    /// How long `runs` keep the device busy with the head starting at `head`, and the seeks
+    /// they pay.
+    fn duration(&self, mut head: u64, runs: &[(u64, u64)]) -> (u64, u64) {
+        let (mut ns, mut seeks) = (0, 0);
         for &(pos, bytes) in runs {
-            if self.cfg.seek_ns > 0 && pos != self.head {
-                t += self.cfg.seek_ns;
-                self.seeks += 1;
+            if self.cfg.seek_ns > 0 && pos != head {
+                ns += self.cfg.seek_ns;
+                seeks += 1;
             }
-            t += self.transfer_ns(bytes);
-            self.head = pos + bytes;
+            ns += self.transfer_ns(bytes);
+            head = pos + bytes;
         }
-        self.busy_until = t;
-        t + self.cfg.latency_ns
+        (ns, seeks)
+    }
+
+    /// Drop the intervals that ended by `clock`: every later request is submitted at or after
+    /// it, so they can no longer delay one.
+    pub fn retire(&mut self, clock: u64) {
+        while let Some(b) = self.busy.front().copied().filter(|b| b.end <= clock) {
+            self.head = b.end_pos;
+            self.busy.pop_front();
+        }
+    }
+
+    /// Queue `runs` at `at` in the first idle gap that holds them: returns when the last
+    /// completes.
+    fn serve(&mut self, at: u64, runs: &[(u64, u64)]) -> u64 {
+        let Some(&(last_pos, last_bytes)) = runs.last() else {
+            return at + self.cfg.latency_ns;
+        };
+        let (start_pos, end_pos) = (runs[0].0, last_pos + last_bytes);
+        // The first interval that ends after `at`: the gaps before it are all in the past.
+        let mut i = self.busy.partition_point(|b| b.end <= at);
+        let (start, ns, seeks) = loop {
+            let (prev_end, prev_pos) = match i.checked_sub(1) {
+                Some(p) => (self.busy[p].end, self.busy[p].end_pos),
+                None => (0, self.head),
+            };
+            let start = at.max(prev_end);
+            let (ns, seeks) = self.duration(prev_pos, runs);
+            let Some(next) = self.busy.get(i) else {
+                break (start, ns, seeks);
+            };
+            // On a disk the head must also get back to where the next request starts, if
+            // that request counted on finding it there.
+            let back = next.needs_head && next.start_pos != end_pos;
+            let room = ns + if back { self.cfg.seek_ns } else { 0 };
+            if start + room <= next.start {
+                break (start, ns, seeks + back as u64);
+            }
+            i += 1;
+        };
+        self.seeks += seeks;
+        let end = start + ns;
+        let needs_head = self.cfg.seek_ns > 0
+            && start_pos
+                == match i.checked_sub(1) {
+                    Some(p) => self.busy[p].end_pos,
+                    None => self.head,
+                };
+        // Insert at `i`, merging with the neighbours it touches.
+        let joins_prev = i > 0 && self.busy[i - 1].end == start;
+        let joins_next = self.busy.get(i).is_some_and(|n| n.start == end);
+        match (joins_prev, joins_next) {
+            (true, true) => {
+                let next = self.busy.remove(i).expect("next interval");
+                self.busy[i - 1].end = next.end;
+                self.busy[i - 1].end_pos = next.end_pos;
+            }
+            (true, false) => {
+                self.busy[i - 1].end = end;
+                self.busy[i - 1].end_pos = end_pos;
+            }
+            (false, true) => {
+                self.busy[i].start = start;
+                self.busy[i].start_pos = start_pos;
+                self.busy[i].needs_head = needs_head;
+            }
+            (false, false) => self.busy.insert(
+                i,
+                Busy {
+                    start,
+                    end,
+                    start_pos,
+                    end_pos,
+                    needs_head,
+                },
+            ),
+        }
+        assert!(self.busy.len() <= MAX_BUSY, "device schedule unbounded");
+        end + self.cfg.latency_ns
     }
 
     /// A read the caller waits for: returns how long it waits.
@@ -149,7 +248,8 @@ impl Device {
         }
         self.bytes_written += runs.iter().map(|r| r.1).sum::<u64>();
         let done = self.serve(at, runs);
-        self.inflight.push_back(done);
+        let k = self.inflight.partition_point(|&t| t <= done);
+        self.inflight.insert(k, done);
         (done, at - now)
     }
 }
@@ -178,6 +278,45 @@ mod tests {
         assert_eq!(d.read(0, &[(5000, 1000)]), 2100);
         // Idle device later.
         assert_eq!(d.read(10_000, &[(0, 1000)]), 1100);
+    }
+
+    #[test]
+    fn a_request_submitted_earlier_takes_an_idle_gap() {
+        let mut d = Device::new(cfg(0));
+        // Simulated first, but at a later virtual time.
+        assert_eq!(d.read(10_000, &[(0, 1000)]), 1100);
+        // Submitted before it: the device is idle then, so it does not wait behind it.
+        assert_eq!(d.read(0, &[(5000, 1000)]), 1100);
+        // A gap too short for the transfer: served after the request that closes it.
+        assert_eq!(d.read(8000, &[(9000, 3000)]), 3000 + 3000 + 100);
+        // Overlapping a busy interval: served when it ends.
+        assert_eq!(d.read(500, &[(0, 1000)]), 1500 + 100);
+        assert_eq!(d.busy.len(), 2);
+        // Nothing can be submitted before the clock: what ended by then is dropped.
+        d.retire(11_000);
+        assert_eq!(d.busy.len(), 1);
+        d.retire(14_000);
+        assert!(d.busy.is_empty());
+        assert_eq!(d.read(14_000, &[(0, 1000)]), 1100);
+    }
+
+    #[test]
+    fn a_request_in_a_gap_on_a_disk_leaves_room_to_seek_back() {
+        let mut d = Device::new(cfg(5000));
+        assert_eq!(d.read(0, &[(0, 1000)]), 1100);
+        // Sequential after the first: no seek.
+        assert_eq!(d.read(100_000, &[(1000, 1000)]), 1100);
+        assert_eq!(d.seeks, 0);
+        // Elsewhere, in the gap between them: a seek there and one back before the second.
+        assert_eq!(d.read(2000, &[(50_000, 1000)]), 6100);
+        assert_eq!(d.seeks, 2);
+        // A gap that holds the transfer and one seek but not the seek back is not taken:
+        // [7000, 100_000) is free, but only 6000 ns of it are left before 100_000 from 94_000.
+        assert_eq!(
+            d.read(94_000, &[(70_000, 1000)]),
+            101_000 + 6000 + 100 - 94_000
+        );
+        assert_eq!(d.seeks, 3);
     }
 
     #[test]

@@ -30,9 +30,9 @@ pub struct SwapIo {
     /// Batches by id; a batch completed by a poll stays (empty) until its event frees the id.
     inflight: Vec<Option<Vec<(Pfn, SwapSlot)>>>,
     free_ids: Vec<u32>,
-    /// Batches not yet completed, in submission order, which is completion order: the
-    /// device serves requests in order.
-    pending: std::collections::VecDeque<(u64, u32)>,
+    /// Batches not yet completed, by completion time (and id): a request submitted later
+    /// can complete earlier, in an idle gap of the device (blkdev.rs).
+    pending: std::collections::BTreeSet<(u64, u32)>,
     /// Anon pages under writeback.
     pub nr_writeback: u64,
     /// Batches submitted and not yet completed.
@@ -105,8 +105,8 @@ impl Machine {
             }
         };
         io.inflight_batches += 1;
-        debug_assert!(io.pending.back().is_none_or(|&(t, _)| t <= done));
-        io.pending.push_back((done, id));
+        let fresh = io.pending.insert((done, id));
+        debug_assert!(fresh, "a batch id in flight twice");
         self.sched.push(done, Event::SwapWritebackDone(id));
     }
 
@@ -114,11 +114,11 @@ impl Machine {
     /// arrived while a reclaimer ran).
     pub(crate) fn swap_io_poll(&mut self) {
         let now = self.now();
-        while let Some(&(done, id)) = self.swap_io.pending.front() {
+        while let Some(&(done, id)) = self.swap_io.pending.first() {
             if done > now {
                 break;
             }
-            self.swap_io.pending.pop_front();
+            self.swap_io.pending.pop_first();
             self.swap_batch_end(id);
         }
     }
@@ -127,8 +127,9 @@ impl Machine {
     /// slot it was written to ends its writeback, and a page reclaim marked moves to the tail
     /// of its inactive list (folio_rotate_reclaimable()), where the next pass frees it.
     pub fn swap_writeback_done(&mut self, id: u32) {
-        if self.swap_io.pending.front().is_some_and(|&(_, p)| p == id) {
-            self.swap_io.pending.pop_front();
+        // The event fires at the batch's completion time; a poll may have ended it already.
+        let now = self.sched.clock;
+        if self.swap_io.pending.remove(&(now, id)) {
             self.swap_batch_end(id);
         }
         if self

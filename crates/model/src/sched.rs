@@ -216,6 +216,10 @@ impl Machine {
         self.sched.clock = t;
         self.sched.nr_events += 1;
         self.kswapd_release_freed(t);
+        self.device.retire(t);
+        if let Some(d) = &mut self.swap_device {
+            d.retire(t);
+        }
         match ev {
             ev if ev.runs_thread() => {
                 self.enqueue_thread(ev);
