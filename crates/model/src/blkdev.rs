@@ -146,7 +146,7 @@ impl Device {
         let (start_pos, end_pos) = (runs[0].0, last_pos + last_bytes);
         // The first interval that ends after `at`: the gaps before it are all in the past.
         let mut i = self.busy.partition_point(|b| b.end <= at);
-        let (start, ns, seeks) = loop {
+        let (start, ns, seeks, prev_pos) = loop {
             let (prev_end, prev_pos) = match i.checked_sub(1) {
                 Some(p) => (self.busy[p].end, self.busy[p].end_pos),
                 None => (0, self.head),
@@ -154,25 +154,21 @@ impl Device {
             let start = at.max(prev_end);
             let (ns, seeks) = self.duration(prev_pos, runs);
             let Some(next) = self.busy.get(i) else {
-                break (start, ns, seeks);
+                break (start, ns, seeks, prev_pos);
             };
             // On a disk the head must also get back to where the next request starts, if
             // that request counted on finding it there.
             let back = next.needs_head && next.start_pos != end_pos;
             let room = ns + if back { self.cfg.seek_ns } else { 0 };
             if start + room <= next.start {
-                break (start, ns, seeks + back as u64);
+                break (start, ns, seeks + back as u64, prev_pos);
             }
             i += 1;
         };
         self.seeks += seeks;
         let end = start + ns;
-        let needs_head = self.cfg.seek_ns > 0
-            && start_pos
-                == match i.checked_sub(1) {
-                    Some(p) => self.busy[p].end_pos,
-                    None => self.head,
-                };
+        // Timed without a seek: a request placed before it later must leave the head here.
+        let needs_head = self.cfg.seek_ns > 0 && start_pos == prev_pos;
         // Insert at `i`, merging with the neighbours it touches.
         let joins_prev = i > 0 && self.busy[i - 1].end == start;
         let joins_next = self.busy.get(i).is_some_and(|n| n.start == end);
