@@ -77,8 +77,9 @@ pub enum DirtyPolicy {
 }
 
 /// A storage device: an access latency, a sequential transfer rate and, on a rotational
-/// disk, a seek for each request that does not start where the last ended; requests are
-/// served one at a time in arrival order (blkdev.rs). The profiles and where their figures
+/// disk, a seek for each request that does not start where the one before it ended;
+/// requests are served one at a time, each in the first idle gap at or after its submission
+/// (blkdev.rs). The profiles and where their figures
 /// come from are in docs/FIDELITY.md ("Storage").
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeviceConfig {
