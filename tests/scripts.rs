@@ -211,6 +211,9 @@ script_tests! {
     file_exec_text => "file/exec_text.mcg",
     // Read-around and fault-around of a file read in order through a mapping.
     file_mmap_faults => "file/mmap_faults.mcg",
+    // Pressure stall information.
+    psi_high_throttle => "psi/high_throttle.mcg",
+    psi_direct_reclaim => "psi/direct_reclaim.mcg",
     // cgroup core files.
     cgroup_core_files => "cgroup/core_files.mcg",
     cgroup_dying => "cgroup/dying.mcg",

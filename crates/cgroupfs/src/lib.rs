@@ -77,6 +77,8 @@ pub(crate) struct Cgroup {
     pub max_descendants: i32,
     /// v2: made threaded by writing "threaded" to cgroup.type (never undone).
     pub threaded: bool,
+    /// Its pressure group (v2; on v1 every task counts in the system's only).
+    pub psi: memcgsim_model::psi::PsiId,
 }
 
 /// Which counter a peak file watches.
@@ -134,6 +136,7 @@ impl System {
                 max_depth: i32::MAX,
                 max_descendants: i32::MAX,
                 threaded: false,
+                psi: memcgsim_model::psi::PSI_SYSTEM,
             })],
             fds: BTreeMap::new(),
             next_fd: 3,
@@ -266,6 +269,13 @@ impl System {
         } else {
             None
         };
+        // psi_cgroup_alloc(): every cgroup of the v2 hierarchy has its pressure group.
+        let psi = if self.is_v1() {
+            memcgsim_model::psi::PSI_SYSTEM
+        } else {
+            let pp = self.cg(parent).psi;
+            self.machine.psi_group_create(pp)
+        };
         let idx = self.cgroups.len();
         self.cgroups.push(Some(Cgroup {
             name: name.to_string(),
@@ -278,6 +288,7 @@ impl System {
             max_depth: i32::MAX,
             max_descendants: i32::MAX,
             threaded: false,
+            psi,
         }));
         self.cg_mut(parent).children.insert(name.to_string(), idx);
         self.machine.after_step_check();
@@ -299,6 +310,10 @@ impl System {
             return Err(Errno::EBUSY);
         }
         let (memcg, parent, name) = (c.memcg, c.parent.expect("non-root"), c.name.clone());
+        if !self.is_v1() {
+            let psi = c.psi;
+            self.machine.psi_group_destroy(psi);
+        }
         if let Some(m) = memcg {
             self.machine.memcg_offline(m)?;
             // A group with nothing charged is freed at once; others stay dying.
@@ -500,6 +515,8 @@ impl System {
         let pid = self.machine.spawn(memcg, name, opts.oom_score_adj, program);
         self.cg_mut(i).tasks.push(pid);
         self.task_cg.insert(pid, i);
+        let psi = self.cg(i).psi;
+        self.machine.psi_move_task(pid, psi);
         // A task forked into a frozen cgroup is frozen too.
         let frozen = self.effectively_frozen(i);
         self.machine.set_task_frozen(pid, frozen);
@@ -640,6 +657,8 @@ impl System {
         self.task_cg.insert(pid, i);
         let m = self.effective_memcg(i);
         self.machine.move_task(pid, m);
+        let psi = self.cg(i).psi;
+        self.machine.psi_move_task(pid, psi);
         let frozen = self.effectively_frozen(i);
         self.machine.set_task_frozen(pid, frozen);
         Ok(())
@@ -891,6 +910,10 @@ impl System {
             "cgroup.max.depth",
             "cgroup.max.descendants",
             "cgroup.threads",
+            // cgroup_base_files[]' CFTYPE_PRESSURE files, on the root too.
+            "cpu.pressure",
+            "io.pressure",
+            "memory.pressure",
         ]);
         if i != 0 {
             v.extend([
@@ -931,6 +954,15 @@ impl System {
                 s
             }
             "cgroup.clone_children" => "0\n".into(),
+            "cpu.pressure" | "io.pressure" | "memory.pressure" if !self.is_v1() => {
+                let res = match f {
+                    "cpu.pressure" => memcgsim_model::psi::Resource::Cpu,
+                    "io.pressure" => memcgsim_model::psi::Resource::Io,
+                    _ => memcgsim_model::psi::Resource::Memory,
+                };
+                let psi = self.cg(i).psi;
+                self.machine.psi_show(psi, res)
+            }
             "cgroup.controllers" => {
                 if self.controllers_available(i) {
                     "memory\n".into()
@@ -1040,6 +1072,11 @@ impl System {
             }
             "cgroup.clone_children" => return Err(Errno::EOPNOTSUPP),
             "cgroup.controllers" | "cgroup.events" | "cgroup.stat" => return Err(Errno::EACCES),
+            // A write creates a PSI trigger, which the model does not have yet: refused as
+            // psi_trigger_create() refuses when PSI is off.
+            "cpu.pressure" | "io.pressure" | "memory.pressure" if !self.is_v1() => {
+                return Err(Errno::EOPNOTSUPP)
+            }
             _ => return Ok(false),
         }
         self.machine.after_step_check();

@@ -25,6 +25,9 @@ pub(crate) fn proc_files() -> &'static [&'static str] {
         "vmstat",
         "zoneinfo",
         "swaps",
+        "pressure/cpu",
+        "pressure/io",
+        "pressure/memory",
         "sys/vm/swappiness",
         "sys/vm/page-cluster",
         "sys/vm/min_free_kbytes",
@@ -42,7 +45,7 @@ pub(crate) fn proc_files() -> &'static [&'static str] {
 }
 
 pub(crate) fn proc_dirs() -> &'static [&'static str] {
-    &["sys", "sys/vm", "memcgsim"]
+    &["pressure", "sys", "sys/vm", "memcgsim"]
 }
 
 fn kb(s: &mut String, name: &str, pages: u64) {
@@ -55,6 +58,14 @@ fn kb(s: &mut String, name: &str, pages: u64) {
 }
 
 pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
+    if let Some(res) = f.strip_prefix("pressure/") {
+        let res = match res {
+            "cpu" => memcgsim_model::psi::Resource::Cpu,
+            "io" => memcgsim_model::psi::Resource::Io,
+            _ => memcgsim_model::psi::Resource::Memory,
+        };
+        return Ok(sys.machine.psi_show(memcgsim_model::psi::PSI_SYSTEM, res));
+    }
     let m = &sys.machine;
     let g = |st| m.global_stat(st);
     let mut s = String::with_capacity(2048);
@@ -334,6 +345,8 @@ fn counters(s: &mut String, list: &[(&str, u64)]) {
 
 pub(crate) fn write(sys: &mut System, f: &str, data: &str) -> Result<(), Errno> {
     match f {
+        // PSI triggers are not modelled yet (as psi_write() with PSI off).
+        "pressure/cpu" | "pressure/io" | "pressure/memory" => Err(Errno::EOPNOTSUPP),
         "sys/vm/swappiness" => {
             let v = kstrtoull(data)?;
             if v > 200 {

@@ -1,6 +1,6 @@
 //! cgroup v2 memory files: memory_files[] and swap_files[] of mm/memcontrol.c (6.1), with
-//! memory.peak / memory.swap.peak writable per fd as in newer kernels. zswap and PSI files
-//! are not modelled and do not appear.
+//! memory.peak / memory.swap.peak writable per fd as in newer kernels. zswap files are not
+//! modelled and do not appear; the pressure files are core files (lib.rs).
 
 use memcgsim_model::{Errno, MemcgEvent, ROOT_MEMCG};
 

@@ -30,9 +30,9 @@ use crate::swap::NID0;
 
 impl Machine {
     /// Run the full check if enabled.
-    pub fn after_step_check(&self) {
+    pub fn after_step_check(&mut self) {
         if self.check_invariants {
-            if let Err(e) = self.check() {
+            if let Err(e) = self.check().and_then(|()| self.psi_check()) {
                 panic!("invariant violated at t={}ns: {e}", self.sched.clock);
             }
         }

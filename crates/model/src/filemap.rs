@@ -181,17 +181,33 @@ impl Machine {
         let (pfn, needs_read) = self.file_find_or_add(pid, f, idx)?;
         if needs_read && !for_write {
             let pos = crate::blkdev::file_pos(f as usize, idx);
-            self.file_read_wait(pid, &[(pos, crate::config::PAGE_SIZE)]);
+            let ws = self.frames.test(pfn, pf::WORKINGSET);
+            self.file_read_wait(pid, &[(pos, crate::config::PAGE_SIZE)], ws);
         }
         Ok(pfn)
     }
 
-    /// The reader waits for a read of `runs` from the file device.
-    pub(crate) fn file_read_wait(&mut self, pid: Pid, runs: &[(u64, u64)]) {
+    /// The reader waits for a read of `runs` from the file device; `workingset` if the page
+    /// it waits for is a refault of the workingset (folio_wait_bit_common()'s memstall).
+    pub(crate) fn file_read_wait(&mut self, pid: Pid, runs: &[(u64, u64)], workingset: bool) {
         let now = self.now();
         let wait = self.device.read(now, runs);
-        self.spend_wait(wait);
+        let stall = if workingset {
+            crate::psi::Stall::IoMemstall
+        } else {
+            crate::psi::Stall::Io
+        };
+        self.spend_wait(wait, stall);
         self.task_mut(pid).stats.io_wait_ns += wait;
+    }
+
+    /// Is page `idx` of the file resident and a refault of the workingset (PG_workingset)?
+    pub(crate) fn file_page_workingset(&self, f: u32, idx: u64) -> bool {
+        self.files.v[f as usize]
+            .entries
+            .get(idx as usize)
+            .and_then(|&e| resident(e))
+            .is_some_and(|pfn| self.frames.test(pfn, pf::WORKINGSET))
     }
 
     /// The resident page at `idx`, or a new one allocated, charged to the task's memcg and

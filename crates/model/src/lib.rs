@@ -46,6 +46,7 @@ pub mod page_counter;
 pub mod page_io;
 pub mod page_writeback;
 pub mod program;
+pub mod psi;
 pub mod readahead;
 pub mod rng;
 pub mod rstat;

@@ -77,6 +77,8 @@ pub struct Machine {
     pub dying_release: Vec<crate::memcontrol::MemcgId>,
     /// Kernel memory: obj_cgroups, kernel frames, node counters (kmem.rs).
     pub kmem: crate::kmem::Kmem,
+    /// Pressure stall information (psi.rs).
+    pub psi: crate::psi::Psi,
 }
 
 impl Machine {
@@ -132,6 +134,7 @@ impl Machine {
             rstat: crate::rstat::Rstat::new(cfg.stats, cfg.cpus as usize),
             dying_release: Vec::new(),
             kmem: Default::default(),
+            psi: crate::psi::Psi::new(cfg.cpus, 0),
             cfg,
         };
         m.kmem_init();
@@ -207,11 +210,18 @@ impl Machine {
         (r >> 10, w >> 10)
     }
 
-    /// Charge waiting time (I/O, throttling sleep) to the running context.
+    /// Charge waiting time (I/O, throttling sleep) to the running context, as the kind of
+    /// sleep `stall` is (an I/O wait inside a memstall section is a memstall too).
     #[inline]
-    pub fn spend_wait(&mut self, ns: u64) {
+    pub fn spend_wait(&mut self, ns: u64, stall: crate::psi::Stall) {
         if let Some(c) = &mut self.cur {
             c.wait_ns += ns;
+            let stall = if c.in_memstall {
+                stall.in_memstall()
+            } else {
+                stall
+            };
+            c.waits[stall.index()] += ns;
         }
     }
 

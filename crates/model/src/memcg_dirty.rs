@@ -326,7 +326,7 @@ impl Machine {
         d.nr_dirtied = 0;
         d.nr_dirtied_pause = 1;
         let ns = pause * 1_000_000_000 / HZ;
-        self.spend_wait(ns);
+        self.spend_wait(ns, crate::psi::Stall::Io);
         self.task_mut(pid).stats.io_wait_ns += ns;
         self.writeback.wb_mut(wb).dirty_exceeded = true;
         self.seed001_background(wb, &sys, &mbg);

@@ -1015,7 +1015,8 @@ impl Machine {
             }
             let ns = penalty * NS_PER_JIFFY;
             self.task_mut(pid).stats.throttled_ns += ns;
-            self.spend_wait(ns);
+            // mem_cgroup_handle_over_high() sleeps inside psi_memstall_enter().
+            self.spend_wait(ns, crate::psi::Stall::Memstall);
             return;
         }
     }

@@ -422,6 +422,10 @@ impl Machine {
             return Err(Fault::Killed);
         }
         let runs = crate::blkdev::page_runs(read);
+        // swap_readpage() of a workingset refault runs inside psi_memstall_enter().
+        let shadow = self.swap.shadow(slot);
+        let workingset = shadow != 0 && crate::workingset::unpack_shadow(shadow).2;
+        let memstall = workingset.then(|| self.psi_memstall_enter());
         if self.swap_synchronous_io() {
             // swap_readpage() on zram: the faulting CPU decompresses.
             let ns = self.swap_dev().cpu_copy(&runs, false);
@@ -429,8 +433,11 @@ impl Machine {
         } else {
             let now = self.now();
             let wait = self.swap_dev().read(now, &runs);
-            self.spend_wait(wait);
+            self.spend_wait(wait, crate::psi::Stall::Io);
             self.task_mut(pid).stats.io_wait_ns += wait;
+        }
+        if let Some(was) = memstall {
+            self.psi_memstall_leave(was);
         }
         self.commit_charge(pfn, memcg);
         let shadow = self.swap.shadow(slot);

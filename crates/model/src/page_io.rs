@@ -88,7 +88,7 @@ impl Machine {
         let (done, slept) = self.swap_dev().submit_waiting(now, &runs);
         if slept > 0 {
             // The reclaimer slept for a request tag (io_schedule()).
-            self.spend_wait(slept);
+            self.spend_wait(slept, crate::psi::Stall::Io);
             if let Some(pid) = self.cur.as_ref().and_then(|c| c.pid) {
                 self.task_mut(pid).stats.io_wait_ns += slept;
             }

@@ -1077,7 +1077,7 @@ impl Machine {
             max_pause
         };
         let ns = pause * NS_PER_JIFFY;
-        self.spend_wait(ns);
+        self.spend_wait(ns, crate::psi::Stall::Io);
         let t = self.task_mut(pid);
         t.stats.io_wait_ns += ns;
         t.dirty.paused_when = now_j + pause;

@@ -92,7 +92,8 @@ impl Machine {
         let (pfn, needs_read) = self.file_find_or_add(pid, f, idx)?;
         if needs_read {
             let pos = crate::blkdev::file_pos(f as usize, idx);
-            self.file_read_wait(pid, &[(pos, crate::PAGE_SIZE)]);
+            let ws = self.frames.test(pfn, crate::page_cgroup::pf::WORKINGSET);
+            self.file_read_wait(pid, &[(pos, crate::PAGE_SIZE)], ws);
         }
         Ok(pfn)
     }
@@ -111,7 +112,12 @@ impl Machine {
             return;
         };
         let wait = until - now;
-        self.spend_wait(wait);
+        let stall = if self.file_page_workingset(f, idx) {
+            crate::psi::Stall::IoMemstall
+        } else {
+            crate::psi::Stall::Io
+        };
+        self.spend_wait(wait, stall);
         self.task_mut(pid).stats.io_wait_ns += wait;
     }
 
@@ -182,7 +188,8 @@ impl Machine {
             }
             pending.push((start, end, until));
         } else {
-            self.file_read_wait(pid, &runs);
+            let ws = self.file_page_workingset(f, idx);
+            self.file_read_wait(pid, &runs, ws);
         }
         Ok(())
     }
@@ -201,7 +208,8 @@ impl Machine {
         }
         if !reads.is_empty() {
             let runs = crate::blkdev::page_runs(reads);
-            self.file_read_wait(pid, &runs);
+            let ws = self.file_page_workingset(f, idx);
+            self.file_read_wait(pid, &runs, ws);
         }
         Ok(())
     }

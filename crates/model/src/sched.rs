@@ -31,6 +31,7 @@ use std::collections::{BTreeSet, BinaryHeap};
 
 use crate::machine::Machine;
 use crate::program::{Pid, Step, TaskOutcome};
+use crate::psi;
 use crate::task::{Block, TaskCtx, TaskState};
 use crate::vmscan::Wait;
 
@@ -97,6 +98,13 @@ pub struct ExecCtx {
     pub start: u64,
     pub cpu_ns: u64,
     pub wait_ns: u64,
+    /// In a memstall section (psi_memstall_enter()), since `memstall_from` of its CPU time.
+    pub in_memstall: bool,
+    pub memstall_from: u64,
+    /// CPU time spent in memstall sections.
+    pub memstall_cpu_ns: u64,
+    /// Waits by kind ([`crate::psi::Stall`]), which add up to `wait_ns`.
+    pub waits: [u64; 3],
 }
 
 impl ExecCtx {
@@ -108,6 +116,10 @@ impl ExecCtx {
             start,
             cpu_ns: 0,
             wait_ns: 0,
+            in_memstall: false,
+            memstall_from: 0,
+            memstall_cpu_ns: 0,
+            waits: [0; 3],
         }
     }
 }
@@ -271,12 +283,27 @@ impl Machine {
         match ev {
             Event::TaskRun(pid, _) => {
                 self.end_block(pid);
+                let now = self.sched.clock;
                 if self.task(pid).frozen {
                     self.task_mut(pid).parked = true;
+                    self.psi_task_set(pid, 0, now);
                     return;
                 }
+                let flags = self.task(pid).psi.flags;
+                if flags & psi::TSK_RUNNING == 0 {
+                    // Woken: a sleep inside reclaim goes on as a runnable memstall.
+                    self.psi_task_set(pid, wake_flags(flags), now);
+                }
             }
-            Event::Kswapd(_) => self.kswapd_end_throttle(),
+            Event::Kswapd(_) => {
+                self.kswapd_end_throttle();
+                let flags = self.kswapd.psi.flags;
+                if flags & psi::TSK_RUNNING == 0 {
+                    let now = self.sched.clock;
+                    self.psi
+                        .task_set(&mut self.kswapd.psi, wake_flags(flags), now);
+                }
+            }
             _ => {}
         }
         let floor = self
@@ -320,6 +347,16 @@ impl Machine {
             self.sched.rq.queue.remove(&(vr, seq, ev));
             let rq = &mut self.sched.rq;
             rq.min_vruntime = rq.min_vruntime.max(vr);
+            match ev {
+                Event::TaskRun(pid, _) => {
+                    let t = &mut self.tasks[(pid.0 - crate::task::FIRST_PID) as usize];
+                    Machine::psi_dispatch(&mut t.psi, &mut self.psi, cpu, now);
+                }
+                Event::Kswapd(_) => {
+                    Machine::psi_dispatch(&mut self.kswapd.psi, &mut self.psi, cpu, now);
+                }
+                _ => {}
+            }
             let used = match ev {
                 Event::TaskRun(pid, _) => self.run_task(pid, cpu),
                 Event::Kswapd(_) => self.run_kswapd(cpu),
@@ -336,6 +373,8 @@ impl Machine {
         let t = self.sched.clock;
         self.kswapd.cpu = cpu;
         self.cur = Some(ExecCtx::new(None, cpu, t));
+        // balance_pgdat() runs inside psi_memstall_enter().
+        self.psi_memstall_enter();
         self.kswapd.in_step = true;
         // kswapd's cond_resched() between batches gives the CPU up only once the tick has
         // found its slice used (need_resched): batches follow each other for a quantum, as a
@@ -351,6 +390,12 @@ impl Machine {
         self.kswapd.in_step = false;
         let ctx = self.cur.take().expect("kswapd context");
         self.kswapd.cpu_ns += ctx.cpu_ns;
+        let end_flags = match more {
+            Some(0) => psi::TSK_RUNNING | psi::TSK_MEMSTALL | psi::TSK_MEMSTALL_RUNNING,
+            Some(_) => psi::TSK_MEMSTALL,
+            None => 0,
+        };
+        Machine::psi_run_end(&mut self.kswapd.psi, &mut self.psi, t, &ctx, 0, end_flags);
         if let Some(sleep) = more {
             let next = t + (ctx.cpu_ns + ctx.wait_ns).max(1_000) + sleep;
             self.sched.push(next, Event::Kswapd(self.kswapd.gen));
@@ -422,6 +467,26 @@ impl Machine {
         }
         let ctx = self.cur.take().expect("task context");
         let used = ctx.cpu_ns;
+        let end_flags = if self.task(pid).exited() {
+            0
+        } else {
+            match (self.task(pid).block, outcome) {
+                (Some(b), _) if b.wait == Wait::Resched => {
+                    psi::TSK_RUNNING | psi::TSK_MEMSTALL | psi::TSK_MEMSTALL_RUNNING
+                }
+                (Some(b), Some(Step::Continue) | None) => match b.wait {
+                    Wait::PageWriteback(_) => psi::TSK_MEMSTALL | psi::TSK_IOWAIT,
+                    _ => psi::TSK_MEMSTALL,
+                },
+                (_, Some(Step::Continue) | None) => psi::TSK_RUNNING,
+                _ => 0,
+            }
+        };
+        {
+            let task = &mut self.tasks[(pid.0 - crate::task::FIRST_PID) as usize];
+            Machine::psi_run_end(&mut task.psi, &mut self.psi, t, &ctx, 0, end_flags);
+            self.psi.maybe_advance(self.sched.clock);
+        }
         {
             let st = &mut self.task_mut(pid).stats;
             st.cpu_ns += ctx.cpu_ns;
@@ -539,6 +604,16 @@ impl Machine {
             let slept = self.sched.clock.saturating_sub(from);
             self.task_mut(pid).stats.reclaim_ns += slept;
         }
+    }
+}
+
+/// The psi flags of a thread woken from a sleep with `flags`: runnable, and still in its
+/// memstall if it slept inside one (reclaim goes on when it runs).
+fn wake_flags(flags: u8) -> u8 {
+    if flags & psi::TSK_MEMSTALL != 0 {
+        psi::TSK_RUNNING | psi::TSK_MEMSTALL | psi::TSK_MEMSTALL_RUNNING
+    } else {
+        psi::TSK_RUNNING
     }
 }
 

@@ -112,6 +112,8 @@ pub struct Task {
     /// past too many isolated pages instead of sleeping again (shrink_inactive_list()'s
     /// `stalled`).
     pub isolated_stalled: bool,
+    /// Its pressure state (psi.rs).
+    pub psi: crate::psi::PsiTask,
     pub stats: TaskStats,
 }
 
@@ -213,6 +215,12 @@ impl Machine {
             alloc_retry: None,
             reclaim_resume: None,
             isolated_stalled: false,
+            psi: crate::psi::PsiTask::new(
+                pid.0 - FIRST_PID,
+                crate::psi::PSI_SYSTEM,
+                (pid.0 - FIRST_PID) % self.cfg.cpus,
+                now,
+            ),
             stats: TaskStats {
                 start_ns: now,
                 ..TaskStats::default()
@@ -283,6 +291,11 @@ impl Machine {
         let memcg = self.task(pid).memcg;
         self.memcg_mut(memcg).nr_tasks -= 1;
         let now = self.now();
+        // A task that ends its own quantum leaves its flags when the quantum's are laid out
+        // (sched.rs); one killed from outside leaves them now.
+        if self.current_pid() != Some(pid) {
+            self.psi_task_exit(pid);
+        }
         let t = self.task_mut(pid);
         t.state = TaskState::Exited(outcome);
         t.stats.end_ns = now;

@@ -270,6 +270,8 @@ pub struct Kswapd {
     pub freeing: std::collections::VecDeque<(u64, Pfn, usize)>,
     /// The priority step in progress, between kswapd's batches.
     pub scan: Option<Box<KswapdScan>>,
+    /// Its pressure state: a kernel thread of the root group (psi.rs).
+    pub psi: crate::psi::PsiTask,
 }
 
 /// Which pass of shrink_node() kswapd is in: the rework's soft pass (the first, or its
@@ -318,6 +320,7 @@ impl Default for Kswapd {
             in_step: false,
             freeing: std::collections::VecDeque::new(),
             scan: None,
+            psi: crate::psi::PsiTask::new(crate::psi::KTHREAD, crate::psi::PSI_SYSTEM, 0, 0),
         }
     }
 }
@@ -429,7 +432,16 @@ impl Machine {
     /// its CPU up.
     fn reclaim_timed(&mut self, sc: &mut ScanControl, resumed: bool) -> u64 {
         let start = self.now();
+        // A task's direct reclaim (__perform_reclaim(), try_charge_memcg(), reclaim_high())
+        // is a memstall; a write from outside the machine has no task to stall.
+        let memstall = self
+            .current_pid()
+            .is_some()
+            .then(|| self.psi_memstall_enter());
         let reclaimed = self.do_try_to_free_pages_inner(sc, resumed);
+        if let Some(was) = memstall {
+            self.psi_memstall_leave(was);
+        }
         if let Some(pid) = self.cur.as_ref().and_then(|c| c.pid) {
             let spent = self.now() - start;
             let task = self.task_mut(pid);
@@ -1815,11 +1827,8 @@ mod tests {
         let pid = m.spawn(a, "idle".into(), 0, Box::new(Idle));
         let quantum = m.cfg.costs.quantum_ns;
         let ctx = |m: &Machine, used: u64| ExecCtx {
-            pid: Some(pid),
-            cpu: 0,
-            start: m.sched.clock,
             cpu_ns: used,
-            wait_ns: 0,
+            ..ExecCtx::new(Some(pid), 0, m.sched.clock)
         };
         let stalls = |m: &Machine| m.global_stat(Stat::Allocstall);
         // The slice is used: priority 12 runs, then the CPU goes.

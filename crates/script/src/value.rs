@@ -176,7 +176,10 @@ pub fn single_value(content: &str) -> Result<i64, String> {
 }
 
 /// The value of `key` in a keyed file: the second word of the first line whose first word is
-/// exactly `key` (a trailing `:` on the first word is ignored, as in /proc/meminfo).
+/// exactly `key` (a trailing `:` on the first word is ignored, as in /proc/meminfo). A key
+/// `LINE.FIELD` that no line starts with names the `FIELD=VALUE` word of the line starting
+/// with `LINE`, as in the pressure files (`some.total`, `full.avg10`); a decimal VALUE such
+/// as an average's `32.61` reads as hundredths (3261).
 pub fn keyed_value(content: &str, key: &str) -> Result<i64, String> {
     for line in content.lines() {
         let mut words = line.split_whitespace();
@@ -188,7 +191,34 @@ pub fn keyed_value(content: &str, key: &str) -> Result<i64, String> {
             };
         }
     }
+    if let Some((head, field)) = key.split_once('.') {
+        for line in content.lines() {
+            let mut words = line.split_whitespace();
+            if words.next() != Some(head) {
+                continue;
+            }
+            for w in words {
+                if let Some(v) = w.strip_prefix(field).and_then(|r| r.strip_prefix('=')) {
+                    return parse_field_number(v)
+                        .ok_or_else(|| format!("field '{field}' of '{head}' is not a number"));
+                }
+            }
+            return Err(format!("line '{head}' has no field '{field}'"));
+        }
+    }
     Err(format!("no key '{key}'"))
+}
+
+/// A `FIELD=VALUE` number: an integer, or a decimal with two places read as hundredths.
+fn parse_field_number(v: &str) -> Option<i64> {
+    match v.split_once('.') {
+        None => v.parse().ok(),
+        Some((int, frac)) if frac.len() == 2 && frac.bytes().all(|b| b.is_ascii_digit()) => {
+            let int: i64 = int.parse().ok()?;
+            int.checked_mul(100)?.checked_add(frac.parse::<i64>().ok()?)
+        }
+        Some(_) => None,
+    }
 }
 
 /// Format a value for a failure message (`max` for i64::MAX, as cgroupfs shows it).
@@ -363,6 +393,15 @@ mod tests {
         assert!(keyed_value("anon\n", "anon").is_err());
         assert!(keyed_value("anon x\n", "anon").is_err());
         assert!(keyed_value("", "anon").is_err());
+        let pressure = "some avg10=32.61 avg60=6.37 avg300=1.34 total=4991378\n\
+                        full avg10=0.05 avg60=0.00 avg300=0.00 total=12\n";
+        assert_eq!(keyed_value(pressure, "some.total").unwrap(), 4_991_378);
+        assert_eq!(keyed_value(pressure, "some.avg10").unwrap(), 3261);
+        assert_eq!(keyed_value(pressure, "full.avg10").unwrap(), 5);
+        assert_eq!(keyed_value(pressure, "full.total").unwrap(), 12);
+        assert!(keyed_value(pressure, "some.avg").is_err());
+        assert!(keyed_value(pressure, "none.total").is_err());
+        assert!(keyed_value("some avg10=1.5\n", "some.avg10").is_err());
     }
 
     #[test]

@@ -1,0 +1,1019 @@
+//! Pressure stall information: kernel/sched/psi.c as of Linux 6.1.
+//!
+//! Every task carries the kernel's psi flags (TSK_IOWAIT, TSK_MEMSTALL, TSK_RUNNING,
+//! TSK_MEMSTALL_RUNNING, TSK_ONCPU). Each change of a task's flags is applied, on the CPU the
+//! task is on, to its group and every ancestor up to the system group (psi_group_change()):
+//! the per-CPU task counts give the CPU's state mask (test_state(): SOME, FULL and NONIDLE
+//! of io, memory and cpu, and memory FULL while the task on the CPU is in a memstall), and
+//! the time since the last change is added to the states that were on (record_times()).
+//! Readers and the averaging work fold the per-CPU times into one figure per state, each CPU
+//! weighted by its non-idle jiffies (collect_percpu_times()), and the averaging work feeds
+//! the 10 s, 60 s and 300 s averages every PSI_FREQ (2 s and one jiffy) with the load
+//! average's fixed-point decay (update_averages(), calc_avgs()); it stops while the group
+//! is idle and catches the missed periods up when it starts again.
+//!
+//! The model runs a task's quantum in one piece (sched.rs), so a quantum's changes are known
+//! when it ends, with times up to its end, while other CPUs' events come later with earlier
+//! times. Changes therefore wait in a queue ordered by time and are applied, with the
+//! averaging work's runs between them, only up to the simulated clock: every change before
+//! the clock is known by then, because a later event cannot emit a change before its own
+//! time. Within a quantum the task's CPU time comes first (its memstall part last) and its
+//! waits after, each wait as its kind of sleep (docs/FIDELITY.md).
+//!
+//! Simplified: no psi=0/cgroup.pressure switch, no irq pressure (6.1 needs
+//! CONFIG_IRQ_TIME_ACCOUNTING, which Debian's kernel lacks); jiffies are the machine's HZ.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap};
+
+use crate::memcontrol::HZ;
+
+/// A pressure group (a cgroup's `struct psi_group`).
+pub type PsiId = u32;
+/// psi_system: the root cgroup's group and /proc/pressure's.
+pub const PSI_SYSTEM: PsiId = 0;
+
+/// Task flags (include/linux/psi_types.h).
+pub const TSK_IOWAIT: u8 = 1 << 0;
+pub const TSK_MEMSTALL: u8 = 1 << 1;
+pub const TSK_RUNNING: u8 = 1 << 2;
+pub const TSK_MEMSTALL_RUNNING: u8 = 1 << 3;
+pub const TSK_ONCPU: u8 = 1 << 4;
+/// The flags with a per-CPU task count (NR_IOWAIT .. NR_MEMSTALL_RUNNING).
+const NR_TASK_COUNTS: usize = 4;
+
+/// The states (enum psi_states), in the kernel's order.
+pub const IO_SOME: usize = 0;
+pub const IO_FULL: usize = 1;
+pub const MEM_SOME: usize = 2;
+pub const MEM_FULL: usize = 3;
+pub const CPU_SOME: usize = 4;
+pub const CPU_FULL: usize = 5;
+const NONIDLE: usize = 6;
+const NR_STATES: usize = 7;
+/// PSI_ONCPU: the state-mask bit after the states.
+const ONCPU_MASK: u32 = 1 << NR_STATES;
+
+/// The resources a pressure file reports (enum psi_res).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resource {
+    Io = 0,
+    Memory = 1,
+    Cpu = 2,
+}
+
+/// The aggregators: the averaging work and readers (PSI_AVGS), the trigger poller
+/// (PSI_POLL); each keeps its own view of the per-CPU times.
+const AVGS: usize = 0;
+#[allow(dead_code)]
+const POLL: usize = 1;
+
+/// Fixed-point arithmetic of the load average (include/linux/sched/loadavg.h).
+const FSHIFT: u32 = 11;
+const FIXED_1: u64 = 1 << FSHIFT;
+/// 1/exp(2s/10s), 1/exp(2s/60s), 1/exp(2s/300s) in fixed point.
+const EXP: [u64; 3] = [1677, 1981, 2034];
+
+const NS_PER_JIFFY: u64 = 1_000_000_000 / HZ;
+/// PSI_FREQ: 2 s and one jiffy, in ns (psi_period).
+pub const PSI_PERIOD_NS: u64 = (2 * HZ + 1) * NS_PER_JIFFY;
+
+/// A bound on the changes waiting to be applied before the queue is drained to the clock.
+const MAX_PENDING: usize = 4096;
+
+/// One CPU's view of a group (struct psi_group_cpu).
+#[derive(Clone, Debug, Default)]
+struct GroupCpu {
+    tasks: [u32; NR_TASK_COUNTS],
+    state_mask: u32,
+    state_start: u64,
+    times: [u64; NR_STATES],
+    times_prev: [[u64; NR_STATES]; 2],
+}
+
+/// struct psi_group.
+#[derive(Clone, Debug)]
+struct Group {
+    parent: Option<PsiId>,
+    /// Per-CPU state, allocated at the group's first change.
+    pcpu: Vec<GroupCpu>,
+    total: [[u64; NR_STATES - 1]; 2],
+    avg_total: [u64; NR_STATES - 1],
+    avg: [[u64; 3]; NR_STATES - 1],
+    avg_last_update: u64,
+    avg_next_update: u64,
+    /// When the pending averaging work runs, if one is pending.
+    avgs_work: Option<u64>,
+    /// rmdir'ed: freed once no queued change can reach it.
+    dead: bool,
+}
+
+impl Group {
+    fn new(parent: Option<PsiId>, now: u64) -> Group {
+        Group {
+            parent,
+            pcpu: Vec::new(),
+            total: [[0; NR_STATES - 1]; 2],
+            avg_total: [0; NR_STATES - 1],
+            avg: [[0; 3]; NR_STATES - 1],
+            avg_last_update: now,
+            avg_next_update: now + PSI_PERIOD_NS,
+            avgs_work: None,
+            dead: false,
+        }
+    }
+}
+
+/// A task's (or a kernel thread's) psi state: its flags, the group and CPU they are counted
+/// on, and the time of its last change (a task's changes are applied in its own order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PsiTask {
+    /// Which thread: a task's index, or [`KTHREAD`] numbers after them.
+    pub id: u32,
+    pub group: PsiId,
+    pub flags: u8,
+    pub cpu: u32,
+    pub last: u64,
+}
+
+impl PsiTask {
+    pub fn new(id: u32, group: PsiId, cpu: u32, now: u64) -> PsiTask {
+        PsiTask {
+            id,
+            group,
+            flags: 0,
+            cpu,
+            last: now,
+        }
+    }
+}
+
+/// The id of kswapd's [`PsiTask`].
+pub const KTHREAD: u32 = u32::MAX;
+
+/// A queued change: at `time` (then `seq`), on `cpu`, clear and set flags of thread `task`
+/// of `group`, whose flags are `after` once it is done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Change {
+    time: u64,
+    seq: u64,
+    task: u32,
+    cpu: u32,
+    group: PsiId,
+    clear: u8,
+    set: u8,
+    after: u8,
+}
+
+/// The kind of a wait inside a quantum (what the task sleeps on).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stall {
+    /// io_schedule(): TSK_IOWAIT.
+    Io,
+    /// An I/O wait inside a memstall section (a refault's read, reclaim's I/O).
+    IoMemstall,
+    /// A sleep inside a memstall section that is not I/O (memory.high throttling).
+    Memstall,
+}
+
+impl Stall {
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The flags of a task asleep in this wait.
+    pub fn flags(self) -> u8 {
+        match self {
+            Stall::Io => TSK_IOWAIT,
+            Stall::IoMemstall => TSK_IOWAIT | TSK_MEMSTALL,
+            Stall::Memstall => TSK_MEMSTALL,
+        }
+    }
+
+    /// The same wait made inside a memstall section.
+    pub fn in_memstall(self) -> Stall {
+        match self {
+            Stall::Io => Stall::IoMemstall,
+            s => s,
+        }
+    }
+
+    pub const ALL: [Stall; 3] = [Stall::Io, Stall::IoMemstall, Stall::Memstall];
+}
+
+/// All pressure groups and the changes waiting to be applied to them.
+pub struct Psi {
+    groups: Vec<Option<Group>>,
+    free_ids: Vec<PsiId>,
+    cpus: usize,
+    /// The task on each CPU is in a memstall (cpu_curr(cpu)->in_memstall).
+    curr_memstall: Vec<bool>,
+    pending: BinaryHeap<Reverse<Change>>,
+    /// The averaging work items pending: (when, group).
+    works: BTreeSet<(u64, PsiId)>,
+    seq: u64,
+    /// Changes up to this time are applied.
+    applied: u64,
+    /// Task counts that would have gone below zero (psi_bug); the checker wants none.
+    pub underflows: u64,
+    /// For the checker: each thread's group, CPU and flags as of its last applied change
+    /// (tasks by index, kswapd last).
+    applied_flags: Vec<(PsiId, u32, u8)>,
+    kthread_flags: (PsiId, u32, u8),
+}
+
+fn test_state(tasks: &[u32; NR_TASK_COUNTS], s: usize, oncpu: bool) -> bool {
+    let [iowait, memstall, running, memstall_running] = *tasks;
+    match s {
+        IO_SOME => iowait > 0,
+        IO_FULL => iowait > 0 && running == 0,
+        MEM_SOME => memstall > 0,
+        MEM_FULL => memstall > 0 && running == memstall_running,
+        CPU_SOME => running > u32::from(oncpu),
+        CPU_FULL => running > 0 && !oncpu,
+        NONIDLE => iowait > 0 || memstall > 0 || running > 0,
+        _ => false,
+    }
+}
+
+/// record_times(): the time since the CPU's last change goes to the states that were on.
+fn record_times(gc: &mut GroupCpu, now: u64) {
+    let delta = now.saturating_sub(gc.state_start);
+    gc.state_start = gc.state_start.max(now);
+    for s in 0..NR_STATES {
+        if gc.state_mask & (1 << s) != 0 {
+            gc.times[s] += delta;
+        }
+    }
+}
+
+/// calc_load(): one step of an exponentially decaying average in fixed point.
+pub fn calc_load(load: u64, exp: u64, active: u64) -> u64 {
+    let mut newload = load * exp + active * (FIXED_1 - exp);
+    if active >= load {
+        newload += FIXED_1 - 1;
+    }
+    newload / FIXED_1
+}
+
+/// fixed_power_int(): x^n in fixed point with FSHIFT fraction bits, rounding each step.
+fn fixed_power_int(mut x: u64, mut n: u64) -> u64 {
+    let mut result = FIXED_1;
+    let half = 1 << (FSHIFT - 1);
+    while n > 0 {
+        if n & 1 != 0 {
+            result = (result * x + half) >> FSHIFT;
+        }
+        n >>= 1;
+        if n == 0 {
+            break;
+        }
+        x = (x * x + half) >> FSHIFT;
+    }
+    result
+}
+
+/// calc_avgs(): zeroes for the missed periods, then the last period's share of stall.
+pub fn calc_avgs(avg: &mut [u64; 3], missed_periods: u64, time: u64, period: u64) {
+    if missed_periods > 0 {
+        for (a, &e) in avg.iter_mut().zip(EXP.iter()) {
+            *a = calc_load(*a, fixed_power_int(e, missed_periods), 0);
+        }
+    }
+    let pct = time * 100 / period.max(1) * FIXED_1;
+    for (a, &e) in avg.iter_mut().zip(EXP.iter()) {
+        *a = calc_load(*a, e, pct);
+    }
+}
+
+/// An average as psi_show() prints it: LOAD_INT.LOAD_FRAC.
+pub fn format_avg(avg: u64) -> String {
+    let int = avg >> FSHIFT;
+    let frac = ((avg & (FIXED_1 - 1)) * 100) >> FSHIFT;
+    format!("{int}.{frac:02}")
+}
+
+impl Psi {
+    pub fn new(cpus: u32, now: u64) -> Psi {
+        Psi {
+            groups: vec![Some(Group::new(None, now))],
+            free_ids: Vec::new(),
+            cpus: cpus as usize,
+            curr_memstall: vec![false; cpus as usize],
+            pending: BinaryHeap::new(),
+            works: BTreeSet::new(),
+            seq: 0,
+            applied: now,
+            underflows: 0,
+            applied_flags: Vec::new(),
+            kthread_flags: (PSI_SYSTEM, 0, 0),
+        }
+    }
+
+    fn group(&self, g: PsiId) -> &Group {
+        self.groups[g as usize].as_ref().expect("live psi group")
+    }
+
+    fn group_mut(&mut self, g: PsiId) -> &mut Group {
+        self.groups[g as usize].as_mut().expect("live psi group")
+    }
+
+    /// psi_cgroup_alloc(): a group for a new cgroup under `parent`.
+    pub fn create(&mut self, parent: PsiId, now: u64) -> PsiId {
+        self.reap_dead();
+        let g = Group::new(Some(parent), now);
+        match self.free_ids.pop() {
+            Some(id) => {
+                self.groups[id as usize] = Some(g);
+                id
+            }
+            None => {
+                self.groups.push(Some(g));
+                (self.groups.len() - 1) as PsiId
+            }
+        }
+    }
+
+    /// psi_cgroup_free(): the cgroup is gone (it has no tasks). The group stays until the
+    /// changes queued for it are applied.
+    pub fn destroy(&mut self, g: PsiId) {
+        debug_assert_ne!(g, PSI_SYSTEM);
+        self.group_mut(g).dead = true;
+        self.reap_dead();
+    }
+
+    /// Free the dead groups once nothing queued can reach them.
+    fn reap_dead(&mut self) {
+        if !self.pending.is_empty() {
+            return;
+        }
+        for id in 0..self.groups.len() {
+            if self.groups[id].as_ref().is_some_and(|g| g.dead) {
+                self.groups[id] = None;
+                self.works.retain(|&(_, g)| g as usize != id);
+                self.free_ids.push(id as PsiId);
+            }
+        }
+    }
+
+    pub fn nr_groups(&self) -> usize {
+        self.groups.iter().filter(|g| g.is_some()).count()
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        time: u64,
+        task: u32,
+        cpu: u32,
+        group: PsiId,
+        clear: u8,
+        set: u8,
+        after: u8,
+    ) {
+        self.seq += 1;
+        self.pending.push(Reverse(Change {
+            time,
+            seq: self.seq,
+            task,
+            cpu,
+            group,
+            clear,
+            set,
+            after,
+        }));
+    }
+
+    /// psi_task_change(): the task's flags become `flags` at `at` (or at its last change, if
+    /// later: a task's changes keep their order).
+    pub fn task_set(&mut self, t: &mut PsiTask, flags: u8, at: u64) {
+        let at = at.max(t.last);
+        t.last = at;
+        if flags == t.flags {
+            return;
+        }
+        let (clear, set) = (t.flags & !flags, flags & !t.flags);
+        t.flags = flags;
+        self.push(at, t.id, t.cpu, t.group, clear, set, flags);
+    }
+
+    /// The task runs on `cpu` from `at`: its counts move from the CPU it was on.
+    pub fn task_migrate(&mut self, t: &mut PsiTask, cpu: u32, at: u64) {
+        self.relocate(t, t.group, cpu, at);
+    }
+
+    /// cgroup_move_task(): the task's counts move to another group.
+    pub fn task_move_group(&mut self, t: &mut PsiTask, group: PsiId, at: u64) {
+        self.relocate(t, group, t.cpu, at);
+    }
+
+    /// The task's flags leave its (group, CPU) and are set on the new one at `at`.
+    fn relocate(&mut self, t: &mut PsiTask, group: PsiId, cpu: u32, at: u64) {
+        if (t.group, t.cpu) == (group, cpu) {
+            return;
+        }
+        let at = at.max(t.last);
+        t.last = at;
+        if t.flags != 0 {
+            self.push(at, t.id, t.cpu, t.group, t.flags, 0, 0);
+            self.push(at, t.id, cpu, group, 0, t.flags, t.flags);
+        }
+        t.group = group;
+        t.cpu = cpu;
+    }
+
+    /// The thread ends at `now` (killed): the changes its last run laid out after `now` are
+    /// dropped, and it leaves the state it was in at `now`.
+    pub fn task_cut(&mut self, t: &mut PsiTask, now: u64) {
+        if t.last <= now {
+            self.task_set(t, 0, now);
+            return;
+        }
+        let applied = if t.id == KTHREAD {
+            self.kthread_flags
+        } else {
+            self.applied_flags
+                .get(t.id as usize)
+                .copied()
+                .unwrap_or((t.group, t.cpu, 0))
+        };
+        let mut state = applied;
+        let mut last_seq = 0;
+        let mut kept = Vec::with_capacity(self.pending.len());
+        for Reverse(c) in std::mem::take(&mut self.pending).into_vec() {
+            if c.task != t.id {
+                kept.push(Reverse(c));
+            } else if c.time <= now {
+                if c.seq > last_seq {
+                    last_seq = c.seq;
+                    state = (c.group, c.cpu, c.after);
+                }
+                kept.push(Reverse(c));
+            }
+        }
+        self.pending = BinaryHeap::from(kept);
+        let (group, cpu, flags) = state;
+        t.flags = 0;
+        t.last = now;
+        t.group = group;
+        t.cpu = cpu;
+        if flags != 0 {
+            self.push(now, t.id, cpu, group, flags, 0, 0);
+        }
+    }
+
+    /// Keep the queue bounded: apply what the clock has passed once it grows long.
+    pub fn maybe_advance(&mut self, clock: u64) {
+        if self.pending.len() > MAX_PENDING {
+            self.advance(clock);
+        }
+    }
+
+    /// Apply the queued changes up to `to`, running the averaging work items due in
+    /// between, in time order.
+    pub fn advance(&mut self, to: u64) {
+        loop {
+            let change = self.pending.peek().map(|r| r.0.time).filter(|&t| t <= to);
+            let work = self.works.first().copied().filter(|&(t, _)| t <= to);
+            match (change, work) {
+                (Some(c), Some((w, _))) if c <= w => self.apply_next(),
+                (Some(_), None) => self.apply_next(),
+                (_, Some((w, g))) => {
+                    self.works.remove(&(w, g));
+                    self.avgs_work(g, w);
+                }
+                (None, None) => break,
+            }
+        }
+        self.applied = self.applied.max(to);
+        self.reap_dead();
+    }
+
+    fn apply_next(&mut self) {
+        let Reverse(c) = self.pending.pop().expect("a queued change");
+        let cpu = c.cpu as usize;
+        let applied = (c.group, c.cpu, c.after);
+        if c.task == KTHREAD {
+            self.kthread_flags = applied;
+        } else {
+            let i = c.task as usize;
+            if self.applied_flags.len() <= i {
+                self.applied_flags.resize(i + 1, (PSI_SYSTEM, 0, 0));
+            }
+            self.applied_flags[i] = applied;
+        }
+        // in_memstall of the CPU's current task is set before the change is accounted.
+        if c.after & TSK_ONCPU != 0 {
+            self.curr_memstall[cpu] = c.after & TSK_MEMSTALL != 0;
+        } else if c.clear & TSK_ONCPU != 0 {
+            self.curr_memstall[cpu] = false;
+        }
+        let mut g = Some(c.group);
+        let mut depth = 0;
+        while let Some(id) = g {
+            self.group_change(id, cpu, c.clear, c.set, c.time);
+            g = self.group(id).parent;
+            depth += 1;
+            assert!(depth <= self.groups.len(), "psi group chain has a cycle");
+        }
+    }
+
+    /// psi_group_change() on one group.
+    fn group_change(&mut self, id: PsiId, cpu: usize, clear: u8, set: u8, now: u64) {
+        let cpus = self.cpus;
+        let curr_memstall = self.curr_memstall[cpu];
+        let grp = self.groups[id as usize].as_mut().expect("live psi group");
+        if grp.pcpu.is_empty() {
+            grp.pcpu = vec![
+                GroupCpu {
+                    state_start: now,
+                    ..GroupCpu::default()
+                };
+                cpus
+            ];
+        }
+        let gc = &mut grp.pcpu[cpu];
+        let mut state_mask = if clear & TSK_ONCPU != 0 {
+            0
+        } else if set & TSK_ONCPU != 0 {
+            ONCPU_MASK
+        } else {
+            gc.state_mask & ONCPU_MASK
+        };
+        for t in 0..NR_TASK_COUNTS {
+            if clear & (1 << t) != 0 {
+                if gc.tasks[t] > 0 {
+                    gc.tasks[t] -= 1;
+                } else {
+                    self.underflows += 1;
+                }
+            }
+        }
+        for t in 0..NR_TASK_COUNTS {
+            if set & (1 << t) != 0 {
+                gc.tasks[t] += 1;
+            }
+        }
+        let oncpu = state_mask & ONCPU_MASK != 0;
+        for s in 0..NR_STATES {
+            if test_state(&gc.tasks, s, oncpu) {
+                state_mask |= 1 << s;
+            }
+        }
+        // A CPU busy reclaiming is a full memory stall whatever else is runnable.
+        if oncpu && curr_memstall {
+            state_mask |= 1 << MEM_FULL;
+        }
+        record_times(gc, now);
+        gc.state_mask = state_mask;
+        if grp.avgs_work.is_none() {
+            let at = now + PSI_PERIOD_NS;
+            grp.avgs_work = Some(at);
+            self.works.insert((at, id));
+        }
+    }
+
+    /// get_recent_times() of every CPU and collect_percpu_times(): fold the per-CPU times
+    /// into the group's totals for `agg`. Returns the states whose time grew.
+    fn collect(&mut self, id: PsiId, agg: usize, now: u64) -> u32 {
+        let grp = self.groups[id as usize].as_mut().expect("live psi group");
+        let mut deltas = [0u128; NR_STATES - 1];
+        let mut nonidle_total: u128 = 0;
+        let mut changed = 0u32;
+        for gc in grp.pcpu.iter_mut() {
+            let mut times = [0u64; NR_STATES];
+            for (s, delta) in times.iter_mut().enumerate() {
+                let mut t = gc.times[s];
+                if gc.state_mask & (1 << s) != 0 {
+                    t += now.saturating_sub(gc.state_start);
+                }
+                *delta = t - gc.times_prev[agg][s];
+                gc.times_prev[agg][s] = t;
+                if *delta > 0 {
+                    changed |= 1 << s;
+                }
+            }
+            let nonidle = u128::from(times[NONIDLE] / NS_PER_JIFFY);
+            nonidle_total += nonidle;
+            for (d, &t) in deltas.iter_mut().zip(&times[..NONIDLE]) {
+                *d += u128::from(t) * nonidle;
+            }
+        }
+        for (total, d) in grp.total[agg].iter_mut().zip(deltas) {
+            *total += (d / nonidle_total.max(1)) as u64;
+        }
+        changed
+    }
+
+    /// update_averages(): feed the periods since the last update into the averages.
+    /// Returns when the next update is due.
+    fn update_averages(&mut self, id: PsiId, now: u64) -> u64 {
+        let grp = self.group_mut(id);
+        let expires = grp.avg_next_update;
+        let missed = if now - expires >= PSI_PERIOD_NS {
+            (now - expires) / PSI_PERIOD_NS
+        } else {
+            0
+        };
+        let next = expires + (1 + missed) * PSI_PERIOD_NS;
+        let period = now - (grp.avg_last_update + missed * PSI_PERIOD_NS);
+        grp.avg_last_update = now;
+        for s in 0..NONIDLE {
+            let sample = (grp.total[AVGS][s] - grp.avg_total[s]).min(period);
+            grp.avg_total[s] += sample;
+            calc_avgs(&mut grp.avg[s], missed, sample, period);
+        }
+        next
+    }
+
+    /// psi_avgs_work() at `now`: fold, update the averages when due, and run again at the
+    /// next update while the group is not idle.
+    fn avgs_work(&mut self, id: PsiId, now: u64) {
+        if self.groups[id as usize].is_none() {
+            return;
+        }
+        let changed = self.collect(id, AVGS, now);
+        if now >= self.group(id).avg_next_update {
+            let next = self.update_averages(id, now);
+            self.group_mut(id).avg_next_update = next;
+        }
+        let grp = self.group_mut(id);
+        grp.avgs_work = None;
+        if changed & (1 << NONIDLE) != 0 {
+            let at = now + ((grp.avg_next_update - now) / NS_PER_JIFFY + 1) * NS_PER_JIFFY;
+            grp.avgs_work = Some(at);
+            self.works.insert((at, id));
+        }
+    }
+
+    /// psi_show(): the two lines of a pressure file at `now` (the queue applied up to it).
+    pub fn show(&mut self, id: PsiId, res: Resource, now: u64) -> String {
+        self.advance(now);
+        self.collect(id, AVGS, now);
+        if now >= self.group(id).avg_next_update {
+            let next = self.update_averages(id, now);
+            self.group_mut(id).avg_next_update = next;
+        }
+        let grp = self.group(id);
+        let mut out = String::new();
+        for full in 0..2 {
+            let s = res as usize * 2 + full;
+            // CPU FULL is undefined at the system level.
+            let (avg, total) = if id == PSI_SYSTEM && res == Resource::Cpu && full == 1 {
+                ([0; 3], 0)
+            } else {
+                (grp.avg[s], grp.total[AVGS][s] / 1000)
+            };
+            out.push_str(&format!(
+                "{} avg10={} avg60={} avg300={} total={}\n",
+                if full == 1 { "full" } else { "some" },
+                format_avg(avg[0]),
+                format_avg(avg[1]),
+                format_avg(avg[2]),
+                total
+            ));
+        }
+        out
+    }
+
+    /// The group's stall time so far in ns (`total` of the averaging aggregator), after
+    /// applying the queue up to `now`.
+    pub fn total_ns(&mut self, id: PsiId, state: usize, now: u64) -> u64 {
+        self.advance(now);
+        self.collect(id, AVGS, now);
+        self.group(id).total[AVGS][state]
+    }
+
+    /// The checker: once the queue is applied up to `now`, every group's per-CPU counts are
+    /// those of the threads counted in it, as of their last applied change.
+    pub fn check_counts(&mut self, now: u64) -> Result<(), String> {
+        self.advance(now);
+        if self.underflows > 0 {
+            return Err(format!("psi: {} task count underflows", self.underflows));
+        }
+        let mut want: Vec<Vec<[u32; NR_TASK_COUNTS]>> = self
+            .groups
+            .iter()
+            .map(|_| vec![[0; NR_TASK_COUNTS]; self.cpus])
+            .collect();
+        for &(group, cpu, flags) in self.applied_flags.iter().chain([&self.kthread_flags]) {
+            if flags == 0 {
+                continue;
+            }
+            let mut g = Some(group);
+            while let Some(id) = g {
+                for (k, c) in want[id as usize][cpu as usize].iter_mut().enumerate() {
+                    if flags & (1 << k) != 0 {
+                        *c += 1;
+                    }
+                }
+                g = self.groups[id as usize]
+                    .as_ref()
+                    .ok_or_else(|| format!("psi: a thread counts in freed group {id}"))?
+                    .parent;
+            }
+        }
+        for (id, grp) in self.groups.iter().enumerate() {
+            let Some(grp) = grp else { continue };
+            for (cpu, gc) in grp.pcpu.iter().enumerate() {
+                if gc.tasks != want[id][cpu] {
+                    return Err(format!(
+                        "psi group {id} cpu {cpu}: counts {:?}, threads say {:?}",
+                        gc.tasks, want[id][cpu]
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl crate::machine::Machine {
+    /// psi_memstall_enter() of the running context: returns whether it already was in one
+    /// (the kernel's nesting flag), for [`Self::psi_memstall_leave`].
+    pub(crate) fn psi_memstall_enter(&mut self) -> bool {
+        let Some(c) = self.cur.as_mut() else {
+            return true;
+        };
+        if c.in_memstall {
+            return true;
+        }
+        c.in_memstall = true;
+        c.memstall_from = c.cpu_ns;
+        false
+    }
+
+    /// psi_memstall_leave(): the CPU time since the section began was a memstall.
+    pub(crate) fn psi_memstall_leave(&mut self, was: bool) {
+        if was {
+            return;
+        }
+        if let Some(c) = self.cur.as_mut() {
+            c.memstall_cpu_ns += c.cpu_ns - c.memstall_from;
+            c.in_memstall = false;
+        }
+    }
+
+    /// A task killed from outside its run stops stalling now, whatever its last run laid
+    /// out after now.
+    pub(crate) fn psi_task_exit(&mut self, pid: crate::program::Pid) {
+        let now = self.now();
+        let t = &mut self.tasks[(pid.0 - crate::task::FIRST_PID) as usize];
+        self.psi.task_cut(&mut t.psi, now);
+    }
+
+    /// A task's psi flags become `flags` at `at`.
+    pub(crate) fn psi_task_set(&mut self, pid: crate::program::Pid, flags: u8, at: u64) {
+        let t = &mut self.tasks[(pid.0 - crate::task::FIRST_PID) as usize];
+        self.psi.task_set(&mut t.psi, flags, at);
+        self.psi.maybe_advance(self.sched.clock);
+    }
+
+    /// A thread (task or kswapd) is given `cpu` at `at`: its counts move there and it is on
+    /// the CPU.
+    pub(crate) fn psi_dispatch(t: &mut PsiTask, psi: &mut Psi, cpu: u32, at: u64) {
+        psi.task_migrate(t, cpu, at);
+        psi.task_set(t, TSK_RUNNING | TSK_ONCPU, at);
+    }
+
+    /// The run of a thread that began at `start` with context `c` is over: lay its CPU time
+    /// (the memstall part last) and then its waits, each as its kind of sleep, on the
+    /// timeline, and leave it with `end_flags` at the end.
+    pub(crate) fn psi_run_end(
+        t: &mut PsiTask,
+        psi: &mut Psi,
+        start: u64,
+        c: &crate::sched::ExecCtx,
+        base: u8,
+        end_flags: u8,
+    ) {
+        let memstall_cpu = c.memstall_cpu_ns
+            + if c.in_memstall {
+                c.cpu_ns - c.memstall_from
+            } else {
+                0
+            };
+        let mut at = start + (c.cpu_ns - memstall_cpu);
+        if memstall_cpu > 0 {
+            psi.task_set(
+                t,
+                TSK_RUNNING | TSK_ONCPU | TSK_MEMSTALL | TSK_MEMSTALL_RUNNING,
+                at,
+            );
+            at += memstall_cpu;
+        }
+        for s in Stall::ALL {
+            let d = c.waits[s.index()];
+            if d > 0 {
+                psi.task_set(t, base | s.flags(), at);
+                at += d;
+            }
+        }
+        debug_assert_eq!(at, start + c.cpu_ns + c.wait_ns, "waits add up");
+        psi.task_set(t, end_flags, start + c.cpu_ns + c.wait_ns);
+    }
+
+    /// cgroup_move_task(): the task's pressure now counts in `group`.
+    pub fn psi_move_task(&mut self, pid: crate::program::Pid, group: PsiId) {
+        let now = self.now();
+        let t = &mut self.tasks[(pid.0 - crate::task::FIRST_PID) as usize];
+        self.psi.task_move_group(&mut t.psi, group, now);
+    }
+
+    /// A cgroup's pressure file (`memory.pressure`, `/proc/pressure/memory`, ...) now.
+    pub fn psi_show(&mut self, group: PsiId, res: Resource) -> String {
+        let now = self.sched.clock;
+        self.psi.show(group, res, now)
+    }
+
+    /// psi_cgroup_alloc() for a new cgroup under the cgroup of `parent`.
+    pub fn psi_group_create(&mut self, parent: PsiId) -> PsiId {
+        let now = self.sched.clock;
+        self.psi.create(parent, now)
+    }
+
+    /// psi_cgroup_free() of a removed cgroup.
+    pub fn psi_group_destroy(&mut self, group: PsiId) {
+        self.psi.destroy(group);
+    }
+
+    /// The checker's view: the per-CPU counts agree with every thread's flags.
+    pub fn psi_check(&mut self) -> Result<(), String> {
+        let now = self.sched.clock;
+        self.psi.check_counts(now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+    const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn calc_load_matches_the_formula_by_hand() {
+        // 100% for one period from 0: (0 * 1677 + 204800 * 371 + 2047) / 2048 = 37100.
+        assert_eq!(calc_load(0, 1677, 100 * FIXED_1), 37_100);
+        // Decaying with no activity: 37100 * 1677 / 2048, rounded down.
+        assert_eq!(calc_load(37_100, 1677, 0), 30_379);
+        // 37100 >> 11 = 18; (37100 & 2047) * 100 >> 11 = 236 * 100 / 2048 = 11.
+        assert_eq!(format_avg(37_100), "18.11");
+        // fixed_power_int(1677, 2): (1677 * 1677 + 1024) >> 11 = 1373.
+        assert_eq!(fixed_power_int(1677, 2), 1373);
+        assert_eq!(fixed_power_int(1677, 0), FIXED_1);
+        assert_eq!(fixed_power_int(1677, 1), 1677);
+    }
+
+    #[test]
+    fn avg10_after_one_full_period_is_18_percent() {
+        // A whole period of stall: pct = 100 * 2048; avg10 = 1 - e^-0.2 = 18.1%.
+        let mut avg = [0; 3];
+        calc_avgs(&mut avg, 0, PSI_PERIOD_NS, PSI_PERIOD_NS);
+        assert_eq!(format_avg(avg[0]), "18.11");
+        // avg60: (204800 * (2048 - 1981) + 2047) / 2048 = 6700 -> 3.27; avg300 likewise.
+        assert_eq!(avg[1], 6_700);
+        assert_eq!(format_avg(avg[1]), "3.27");
+        assert_eq!(avg[2], 1_400);
+        assert_eq!(format_avg(avg[2]), "0.68");
+        // Half a period: pct = 50 * 2048; (102400 * 371 + 2047) / 2048 = 18550.
+        let mut half = [0; 3];
+        calc_avgs(&mut half, 0, PSI_PERIOD_NS / 2, PSI_PERIOD_NS);
+        assert_eq!(half[0], 18_550);
+    }
+
+    #[test]
+    fn missed_periods_decay_with_the_power_of_exp() {
+        let mut a = [37_100, 6_700, 1_400];
+        calc_avgs(&mut a, 3, 0, PSI_PERIOD_NS);
+        let p = fixed_power_int(1677, 3);
+        let once = calc_load(37_100, p, 0);
+        assert_eq!(a[0], calc_load(once, 1677, 0));
+    }
+
+    /// One task on one CPU: running 1 s, reclaiming 1 s, asleep on I/O in a refault 1 s.
+    #[test]
+    fn one_task_some_and_full() {
+        let mut p = Psi::new(2, 0);
+        let a = p.create(PSI_SYSTEM, 0);
+        let mut t = PsiTask::new(0, a, 0, 0);
+        p.task_set(&mut t, TSK_RUNNING | TSK_ONCPU, 0);
+        let ms = TSK_MEMSTALL | TSK_MEMSTALL_RUNNING;
+        p.task_set(&mut t, TSK_RUNNING | TSK_ONCPU | ms, S);
+        p.task_set(&mut t, TSK_IOWAIT | TSK_MEMSTALL, 2 * S);
+        p.task_set(&mut t, TSK_RUNNING | TSK_ONCPU, 3 * S);
+        p.advance(4 * S);
+        assert_eq!(p.total_ns(a, MEM_SOME, 4 * S), 2 * S);
+        assert_eq!(p.total_ns(a, MEM_FULL, 4 * S), 2 * S);
+        assert_eq!(p.total_ns(a, IO_SOME, 4 * S), S);
+        assert_eq!(p.total_ns(a, IO_FULL, 4 * S), S);
+        assert_eq!(p.total_ns(a, CPU_SOME, 4 * S), 0);
+        // The system group sees the same task.
+        assert_eq!(p.total_ns(PSI_SYSTEM, MEM_SOME, 4 * S), 2 * S);
+        assert_eq!(p.underflows, 0);
+    }
+
+    /// A reclaimer beside a productive task on another CPU: SOME counts, FULL does not on
+    /// the productive CPU; the group's figure weights both CPUs by their non-idle time.
+    #[test]
+    fn two_cpus_weight_by_nonidle_time() {
+        let mut p = Psi::new(2, 0);
+        let a = p.create(PSI_SYSTEM, 0);
+        let mut r = PsiTask::new(1, a, 0, 0);
+        let mut w = PsiTask::new(2, a, 1, 0);
+        let ms = TSK_MEMSTALL | TSK_MEMSTALL_RUNNING;
+        p.task_set(&mut r, TSK_RUNNING | TSK_ONCPU | ms, 0);
+        p.task_set(&mut w, TSK_RUNNING | TSK_ONCPU, 0);
+        // Both CPUs non-idle for 1 s: CPU 0 is memstall SOME and FULL, CPU 1 nothing.
+        // total = (1 s * 1000 jiffies + 0 * 1000) / 2000 = 0.5 s.
+        assert_eq!(p.total_ns(a, MEM_SOME, S), S / 2);
+        assert_eq!(p.total_ns(a, MEM_FULL, S), S / 2);
+        // The reclaimer's CPU gets a second runnable task of the group: still FULL there
+        // (the CPU is busy reclaiming), and CPU pressure SOME.
+        let mut q = PsiTask::new(3, a, 0, 0);
+        p.task_set(&mut q, TSK_RUNNING, S);
+        assert_eq!(p.total_ns(a, MEM_FULL, 2 * S), S);
+        assert_eq!(p.total_ns(a, CPU_SOME, 2 * S), S / 2);
+    }
+
+    #[test]
+    fn averages_follow_the_worker_periods() {
+        let mut p = Psi::new(1, 0);
+        let a = p.create(PSI_SYSTEM, 0);
+        let mut t = PsiTask::new(4, a, 0, 0);
+        let ms = TSK_MEMSTALL | TSK_MEMSTALL_RUNNING;
+        p.task_set(&mut t, TSK_RUNNING | TSK_ONCPU | ms, 0);
+        // Full stall for 10 s. The worker runs at PSI_FREQ (2.001 s), then one jiffy after
+        // each due update: 4.003, 6.004, 8.005 s; the next update (10.005 s) is not due at
+        // the read. Four full periods: four steps at 100%.
+        let out = p.show(a, Resource::Memory, 10 * S);
+        let mut avg = [0u64; 3];
+        for _ in 0..4 {
+            calc_avgs(&mut avg, 0, 1, 1);
+        }
+        assert!(
+            out.starts_with(&format!("some avg10={} ", format_avg(avg[0]))),
+            "{out} vs {}",
+            format_avg(avg[0])
+        );
+        // By hand: 37100, 67480, 92356, 112726 (each (a * 1677 + 204800 * 371 + 2047) /
+        // 2048); 112726 >> 11 = 55, 86 * 100 >> 11 = 4.
+        assert_eq!(avg[0], 112_726);
+        assert_eq!(format_avg(avg[0]), "55.04");
+        assert!(out.contains("total=10000000\nfull"), "{out}");
+        // Idle afterwards: the worker stops; a read 60 s later catches the missed periods.
+        p.task_set(&mut t, 0, 10 * S);
+        let later = p.show(a, Resource::Memory, 70 * S);
+        // 28 periods with no stall: 55% decays by 0.82^28 to 0.2%.
+        assert!(later.starts_with("some avg10=0.20 "), "{later}");
+        assert!(later.contains("total=10000000\n"), "{later}");
+    }
+
+    #[test]
+    fn changes_apply_in_time_order_whatever_order_they_come_in() {
+        let mut p = Psi::new(2, 0);
+        let mut late = PsiTask::new(5, PSI_SYSTEM, 0, 0);
+        let mut early = PsiTask::new(6, PSI_SYSTEM, 1, 0);
+        // A quantum on CPU 0 reports its memstall first, up to 30 ms...
+        p.task_set(&mut late, TSK_RUNNING | TSK_ONCPU, 0);
+        p.task_set(&mut late, TSK_MEMSTALL, 10 * MS);
+        p.task_set(&mut late, TSK_RUNNING, 30 * MS);
+        // ...then CPU 1's event at 5 ms reports its own.
+        p.task_set(&mut early, TSK_RUNNING | TSK_ONCPU, 5 * MS);
+        p.task_set(&mut early, 0, 20 * MS);
+        p.advance(40 * MS);
+        assert_eq!(p.underflows, 0);
+        p.check_counts(40 * MS).unwrap();
+    }
+
+    #[test]
+    fn a_kill_cuts_the_rest_of_a_run() {
+        let mut p = Psi::new(1, 0);
+        let mut t = PsiTask::new(8, PSI_SYSTEM, 0, 0);
+        // A run laid out to 3 s: 1 s on the CPU, then 2 s throttled in a memstall.
+        p.task_set(&mut t, TSK_RUNNING | TSK_ONCPU, 0);
+        p.task_set(&mut t, TSK_MEMSTALL, S);
+        p.task_set(&mut t, TSK_RUNNING, 3 * S);
+        // Killed at 2 s: the stall ends there.
+        p.task_cut(&mut t, 2 * S);
+        assert_eq!(p.total_ns(PSI_SYSTEM, MEM_SOME, 4 * S), S);
+        p.check_counts(4 * S).unwrap();
+    }
+
+    #[test]
+    fn moving_a_task_moves_its_counts() {
+        let mut p = Psi::new(1, 0);
+        let a = p.create(PSI_SYSTEM, 0);
+        let b = p.create(PSI_SYSTEM, 0);
+        let mut t = PsiTask::new(7, a, 0, 0);
+        p.task_set(&mut t, TSK_RUNNING, 0);
+        p.task_move_group(&mut t, b, MS);
+        p.check_counts(2 * MS).unwrap();
+        p.task_set(&mut t, 0, 3 * MS);
+        p.destroy(a);
+        p.advance(4 * MS);
+        assert_eq!(p.nr_groups(), 2);
+        let c = p.create(PSI_SYSTEM, 5 * MS);
+        assert_eq!(c, a, "the freed id is reused");
+    }
+}
