@@ -168,7 +168,7 @@ impl Ctx {
 /// Shell functions and set-up shared by every translated script.
 const PRELUDE: &str = r#"
 rdv() { v=$(cat "$1" 2>/dev/null) || { echo ERR; return; }; set -- $v; if [ "$1" = max ]; then echo 9223372036854775807; else echo "${1:-ERR}"; fi; }
-rdk() { awk -v k="$2" '{ sub(/:$/, "", $1) } $1 == k { print $2; f = 1; exit } END { if (!f) print "ERR" }' "$1" 2>/dev/null || echo ERR; }
+rdk() { awk -v k="$2" '{ sub(/:$/, "", $1); l[NR] = $0 } $1 == k { print $2; f = 1; exit } END { if (f) exit; d = index(k, "."); if (d > 0) { h = substr(k, 1, d - 1); g = substr(k, d + 1); for (n = 1; n <= NR; n++) { m = split(l[n], w, " "); if (w[1] != h) continue; for (i = 2; i <= m; i++) if (index(w[i], g "=") == 1) { v = substr(w[i], length(g) + 2); if (v ~ /^[0-9]+[.][0-9][0-9]$/) { sub(/[.]/, "", v); sub(/^0+/, "", v); if (v == "") v = "0" } print v; exit } break } } print "ERR" }' "$1" 2>/dev/null || echo ERR; }
 rdfirst() { read v rest; if [ "$v" = max ]; then echo 9223372036854775807; else echo "${v:-ERR}"; fi; }
 emit() { n=$1; shift; while IFS= read -r l; do echo "@@MCG L$n OUT $l"; done; }
 "#;
