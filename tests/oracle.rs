@@ -29,6 +29,7 @@ const AGREEING: &[&str] = &[
     "tests/swap/readahead.mcg",
     "tests/mm/zoneinfo.mcg",
     "tests/dirty/sysctl.mcg",
+    "tests/psi/high_throttle.mcg",
     "tests/v1/limit_busy.mcg",
     "tests/v1/memsw.mcg",
     "tests/dirty/dd_charge.mcg",
