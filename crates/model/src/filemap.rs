@@ -192,12 +192,7 @@ impl Machine {
     pub(crate) fn file_read_wait(&mut self, pid: Pid, runs: &[(u64, u64)], workingset: bool) {
         let now = self.now();
         let wait = self.device.read(now, runs);
-        let stall = if workingset {
-            crate::psi::Stall::IoMemstall
-        } else {
-            crate::psi::Stall::Io
-        };
-        self.spend_wait(wait, stall);
+        self.spend_wait(wait, crate::psi::Stall::io(workingset));
         self.task_mut(pid).stats.io_wait_ns += wait;
     }
 

@@ -62,11 +62,9 @@ pub enum Resource {
     Cpu = 2,
 }
 
-/// The aggregators: the averaging work and readers (PSI_AVGS), the trigger poller
-/// (PSI_POLL); each keeps its own view of the per-CPU times.
+/// The aggregator of the averaging work and readers (PSI_AVGS); the trigger poller's
+/// (PSI_POLL, index 1) keeps its own view of the per-CPU times beside it.
 const AVGS: usize = 0;
-#[allow(dead_code)]
-const POLL: usize = 1;
 
 /// Fixed-point arithmetic of the load average (include/linux/sched/loadavg.h).
 const FSHIFT: u32 = 11;
@@ -187,6 +185,15 @@ impl Stall {
             Stall::Io => TSK_IOWAIT,
             Stall::IoMemstall => TSK_IOWAIT | TSK_MEMSTALL,
             Stall::Memstall => TSK_MEMSTALL,
+        }
+    }
+
+    /// An I/O wait for a page, a memstall too if the page refaults from the workingset.
+    pub fn io(workingset: bool) -> Stall {
+        if workingset {
+            Stall::IoMemstall
+        } else {
+            Stall::Io
         }
     }
 
@@ -360,17 +367,9 @@ impl Psi {
         self.groups.iter().filter(|g| g.is_some()).count()
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn push(
-        &mut self,
-        time: u64,
-        task: u32,
-        cpu: u32,
-        group: PsiId,
-        clear: u8,
-        set: u8,
-        after: u8,
-    ) {
+    /// Queue a change of thread `task` at `time` on `(group, cpu)` from flags `before` to
+    /// `after` there, numbered after the changes queued before it.
+    fn push(&mut self, task: u32, time: u64, (group, cpu): (PsiId, u32), before: u8, after: u8) {
         self.seq += 1;
         self.pending.push(Reverse(Change {
             time,
@@ -378,8 +377,8 @@ impl Psi {
             task,
             cpu,
             group,
-            clear,
-            set,
+            clear: before & !after,
+            set: after & !before,
             after,
         }));
     }
@@ -392,9 +391,8 @@ impl Psi {
         if flags == t.flags {
             return;
         }
-        let (clear, set) = (t.flags & !flags, flags & !t.flags);
+        self.push(t.id, at, (t.group, t.cpu), t.flags, flags);
         t.flags = flags;
-        self.push(at, t.id, t.cpu, t.group, clear, set, flags);
     }
 
     /// The task runs on `cpu` from `at`: its counts move from the CPU it was on.
@@ -415,8 +413,8 @@ impl Psi {
         let at = at.max(t.last);
         t.last = at;
         if t.flags != 0 {
-            self.push(at, t.id, t.cpu, t.group, t.flags, 0, 0);
-            self.push(at, t.id, cpu, group, 0, t.flags, t.flags);
+            self.push(t.id, at, (t.group, t.cpu), t.flags, 0);
+            self.push(t.id, at, (group, cpu), 0, t.flags);
         }
         t.group = group;
         t.cpu = cpu;
@@ -458,8 +456,51 @@ impl Psi {
         t.group = group;
         t.cpu = cpu;
         if flags != 0 {
-            self.push(now, t.id, cpu, group, flags, 0, 0);
+            self.push(t.id, now, (group, cpu), flags, 0);
         }
+    }
+
+    /// A thread (task or kswapd) is given `cpu` at `at`: its counts move there and it is on
+    /// the CPU.
+    pub fn dispatch(&mut self, t: &mut PsiTask, cpu: u32, at: u64) {
+        self.task_migrate(t, cpu, at);
+        self.task_set(t, TSK_RUNNING | TSK_ONCPU, at);
+    }
+
+    /// The run of a thread that began at `start` with context `c` is over: lay its CPU time
+    /// (the memstall part last) and then its waits, each as its kind of sleep, on the
+    /// timeline, and leave it with `end_flags` at the end.
+    pub fn run_end(
+        &mut self,
+        t: &mut PsiTask,
+        start: u64,
+        c: &crate::sched::ExecCtx,
+        end_flags: u8,
+    ) {
+        let memstall_cpu = c.memstall_cpu_ns
+            + if c.in_memstall {
+                c.cpu_ns - c.memstall_from
+            } else {
+                0
+            };
+        let mut at = start + (c.cpu_ns - memstall_cpu);
+        if memstall_cpu > 0 {
+            self.task_set(
+                t,
+                TSK_RUNNING | TSK_ONCPU | TSK_MEMSTALL | TSK_MEMSTALL_RUNNING,
+                at,
+            );
+            at += memstall_cpu;
+        }
+        for s in Stall::ALL {
+            let d = c.waits[s.index()];
+            if d > 0 {
+                self.task_set(t, s.flags(), at);
+                at += d;
+            }
+        }
+        debug_assert_eq!(at, start + c.cpu_ns + c.wait_ns, "waits add up");
+        self.task_set(t, end_flags, start + c.cpu_ns + c.wait_ns);
     }
 
     /// Keep the queue bounded: apply what the clock has passed once it grows long.
@@ -626,6 +667,14 @@ impl Psi {
         next
     }
 
+    /// Update the averages if their period is over (psi_avgs_work() and psi_show()).
+    fn update_if_due(&mut self, id: PsiId, now: u64) {
+        if now >= self.group(id).avg_next_update {
+            let next = self.update_averages(id, now);
+            self.group_mut(id).avg_next_update = next;
+        }
+    }
+
     /// psi_avgs_work() at `now`: fold, update the averages when due, and run again at the
     /// next update while the group is not idle.
     fn avgs_work(&mut self, id: PsiId, now: u64) {
@@ -633,10 +682,7 @@ impl Psi {
             return;
         }
         let changed = self.collect(id, AVGS, now);
-        if now >= self.group(id).avg_next_update {
-            let next = self.update_averages(id, now);
-            self.group_mut(id).avg_next_update = next;
-        }
+        self.update_if_due(id, now);
         let grp = self.group_mut(id);
         grp.avgs_work = None;
         if changed & (1 << NONIDLE) != 0 {
@@ -650,10 +696,7 @@ impl Psi {
     pub fn show(&mut self, id: PsiId, res: Resource, now: u64) -> String {
         self.advance(now);
         self.collect(id, AVGS, now);
-        if now >= self.group(id).avg_next_update {
-            let next = self.update_averages(id, now);
-            self.group_mut(id).avg_next_update = next;
-        }
+        self.update_if_due(id, now);
         let grp = self.group(id);
         let mut out = String::new();
         for full in 0..2 {
@@ -754,70 +797,33 @@ impl crate::machine::Machine {
         }
     }
 
+    /// The pressure groups and a task's psi state, borrowed together.
+    pub(crate) fn task_psi(&mut self, pid: crate::program::Pid) -> (&mut Psi, &mut PsiTask) {
+        let t = &mut self.tasks[(pid.0 - crate::task::FIRST_PID) as usize];
+        (&mut self.psi, &mut t.psi)
+    }
+
     /// A task killed from outside its run stops stalling now, whatever its last run laid
     /// out after now.
     pub(crate) fn psi_task_exit(&mut self, pid: crate::program::Pid) {
         let now = self.now();
-        let t = &mut self.tasks[(pid.0 - crate::task::FIRST_PID) as usize];
-        self.psi.task_cut(&mut t.psi, now);
+        let (psi, t) = self.task_psi(pid);
+        psi.task_cut(t, now);
     }
 
     /// A task's psi flags become `flags` at `at`.
     pub(crate) fn psi_task_set(&mut self, pid: crate::program::Pid, flags: u8, at: u64) {
-        let t = &mut self.tasks[(pid.0 - crate::task::FIRST_PID) as usize];
-        self.psi.task_set(&mut t.psi, flags, at);
-        self.psi.maybe_advance(self.sched.clock);
-    }
-
-    /// A thread (task or kswapd) is given `cpu` at `at`: its counts move there and it is on
-    /// the CPU.
-    pub(crate) fn psi_dispatch(t: &mut PsiTask, psi: &mut Psi, cpu: u32, at: u64) {
-        psi.task_migrate(t, cpu, at);
-        psi.task_set(t, TSK_RUNNING | TSK_ONCPU, at);
-    }
-
-    /// The run of a thread that began at `start` with context `c` is over: lay its CPU time
-    /// (the memstall part last) and then its waits, each as its kind of sleep, on the
-    /// timeline, and leave it with `end_flags` at the end.
-    pub(crate) fn psi_run_end(
-        t: &mut PsiTask,
-        psi: &mut Psi,
-        start: u64,
-        c: &crate::sched::ExecCtx,
-        base: u8,
-        end_flags: u8,
-    ) {
-        let memstall_cpu = c.memstall_cpu_ns
-            + if c.in_memstall {
-                c.cpu_ns - c.memstall_from
-            } else {
-                0
-            };
-        let mut at = start + (c.cpu_ns - memstall_cpu);
-        if memstall_cpu > 0 {
-            psi.task_set(
-                t,
-                TSK_RUNNING | TSK_ONCPU | TSK_MEMSTALL | TSK_MEMSTALL_RUNNING,
-                at,
-            );
-            at += memstall_cpu;
-        }
-        for s in Stall::ALL {
-            let d = c.waits[s.index()];
-            if d > 0 {
-                psi.task_set(t, base | s.flags(), at);
-                at += d;
-            }
-        }
-        debug_assert_eq!(at, start + c.cpu_ns + c.wait_ns, "waits add up");
-        psi.task_set(t, end_flags, start + c.cpu_ns + c.wait_ns);
+        let clock = self.sched.clock;
+        let (psi, t) = self.task_psi(pid);
+        psi.task_set(t, flags, at);
+        psi.maybe_advance(clock);
     }
 
     /// cgroup_move_task(): the task's pressure now counts in `group`.
     pub fn psi_move_task(&mut self, pid: crate::program::Pid, group: PsiId) {
         let now = self.now();
-        let t = &mut self.tasks[(pid.0 - crate::task::FIRST_PID) as usize];
-        self.psi.task_move_group(&mut t.psi, group, now);
+        let (psi, t) = self.task_psi(pid);
+        psi.task_move_group(t, group, now);
     }
 
     /// A cgroup's pressure file (`memory.pressure`, `/proc/pressure/memory`, ...) now.

@@ -112,12 +112,8 @@ impl Machine {
             return;
         };
         let wait = until - now;
-        let stall = if self.file_page_workingset(f, idx) {
-            crate::psi::Stall::IoMemstall
-        } else {
-            crate::psi::Stall::Io
-        };
-        self.spend_wait(wait, stall);
+        let ws = self.file_page_workingset(f, idx);
+        self.spend_wait(wait, crate::psi::Stall::io(ws));
         self.task_mut(pid).stats.io_wait_ns += wait;
     }
 

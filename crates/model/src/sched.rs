@@ -349,11 +349,11 @@ impl Machine {
             rq.min_vruntime = rq.min_vruntime.max(vr);
             match ev {
                 Event::TaskRun(pid, _) => {
-                    let t = &mut self.tasks[(pid.0 - crate::task::FIRST_PID) as usize];
-                    Machine::psi_dispatch(&mut t.psi, &mut self.psi, cpu, now);
+                    let (psi, t) = self.task_psi(pid);
+                    psi.dispatch(t, cpu, now);
                 }
                 Event::Kswapd(_) => {
-                    Machine::psi_dispatch(&mut self.kswapd.psi, &mut self.psi, cpu, now);
+                    self.psi.dispatch(&mut self.kswapd.psi, cpu, now);
                 }
                 _ => {}
             }
@@ -395,7 +395,7 @@ impl Machine {
             Some(_) => psi::TSK_MEMSTALL,
             None => 0,
         };
-        Machine::psi_run_end(&mut self.kswapd.psi, &mut self.psi, t, &ctx, 0, end_flags);
+        self.psi.run_end(&mut self.kswapd.psi, t, &ctx, end_flags);
         if let Some(sleep) = more {
             let next = t + (ctx.cpu_ns + ctx.wait_ns).max(1_000) + sleep;
             self.sched.push(next, Event::Kswapd(self.kswapd.gen));
@@ -483,9 +483,10 @@ impl Machine {
             }
         };
         {
-            let task = &mut self.tasks[(pid.0 - crate::task::FIRST_PID) as usize];
-            Machine::psi_run_end(&mut task.psi, &mut self.psi, t, &ctx, 0, end_flags);
-            self.psi.maybe_advance(self.sched.clock);
+            let clock = self.sched.clock;
+            let (psi, task) = self.task_psi(pid);
+            psi.run_end(task, t, &ctx, end_flags);
+            psi.maybe_advance(clock);
         }
         {
             let st = &mut self.task_mut(pid).stats;
