@@ -214,6 +214,7 @@ script_tests! {
     // Pressure stall information.
     psi_high_throttle => "psi/high_throttle.mcg",
     psi_direct_reclaim => "psi/direct_reclaim.mcg",
+    psi_trigger => "psi/trigger.mcg",
     // cgroup core files.
     cgroup_core_files => "cgroup/core_files.mcg",
     cgroup_dying => "cgroup/dying.mcg",
@@ -254,6 +255,9 @@ script_tests! {
     seed000_limit_tree => "seed000/limit_tree.mcg",
     seed000_limit_rework => "seed000/limit_rework.mcg",
     seed000_fallback_rework => "seed000/fallback_rework.mcg",
+    // Script blocks (every, if/else, break, nested repeat, $now) driving small policies.
+    script_blocks_policy => "script_blocks/policy.mcg",
+    script_blocks_watchdog => "script_blocks/watchdog.mcg",
 }
 
 /// Collect the `.mcg` files under `dir` (recursively), relative to `tests/`.

@@ -95,6 +95,22 @@ struct OpenFile {
     file: String,
     /// The fd's memory.peak view: None until written.
     peak: Option<u64>,
+    /// The PSI trigger written through this fd (one at most), until the fd is closed or its
+    /// cgroup removed.
+    trigger: Option<memcgsim_model::psi::TriggerId>,
+}
+
+/// What a `poll()` for POLLPRI on a pressure file's fd returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PollResult {
+    /// EPOLLPRI: the trigger signalled an event (now consumed).
+    Event,
+    /// The timeout passed first.
+    Timeout,
+    /// EPOLLERR | EPOLLPRI at once: the fd holds no trigger, or its cgroup was removed.
+    Error,
+    /// The interrupt flag was raised first.
+    Interrupted,
 }
 
 /// The simulated system: one machine and its cgroup filesystem.
@@ -310,8 +326,19 @@ impl System {
             return Err(Errno::EBUSY);
         }
         let (memcg, parent, name) = (c.memcg, c.parent.expect("non-root"), c.name.clone());
+        // kernfs drains the removed files: their triggers are released, the fds stay open
+        // (reads give ENODEV, a poll EPOLLERR).
+        let triggers: Vec<_> = self
+            .fds
+            .values_mut()
+            .filter(|f| f.cg == i)
+            .filter_map(|f| f.trigger.take())
+            .collect();
+        for t in triggers {
+            self.machine.psi_trigger_destroy(t);
+        }
         if !self.is_v1() {
-            let psi = c.psi;
+            let psi = self.cg(i).psi;
             self.machine.psi_group_destroy(psi);
         }
         if let Some(m) = memcg {
@@ -321,7 +348,6 @@ impl System {
         }
         self.cg_mut(parent).children.remove(&name);
         self.cgroups[i] = None;
-        self.fds.retain(|_, f| f.cg != i);
         self.machine.after_step_check();
         Ok(())
     }
@@ -413,6 +439,7 @@ impl System {
                 cg,
                 file,
                 peak: None,
+                trigger: None,
             },
         );
         Ok(Fd(fd))
@@ -441,6 +468,9 @@ impl System {
 
     fn write_fd_inner(&mut self, fd: Fd, data: &str) -> Result<(), Errno> {
         let of = self.fds.get(&fd.0).ok_or(Errno::EBADF)?.clone();
+        if let Some(res) = pressure_resource(&of.file, of.cg == usize::MAX) {
+            return self.trigger_write(fd, &of, res, data);
+        }
         if of.cg == usize::MAX {
             return proc::write(self, &of.file, data);
         }
@@ -468,9 +498,82 @@ impl System {
         r
     }
 
-    /// Close an open fd.
+    /// Close an open fd (releasing the PSI trigger it holds).
     pub fn close(&mut self, fd: Fd) -> Result<(), Errno> {
-        self.fds.remove(&fd.0).map(|_| ()).ok_or(Errno::EBADF)
+        let of = self.fds.remove(&fd.0).ok_or(Errno::EBADF)?;
+        if let Some(t) = of.trigger {
+            self.machine.psi_trigger_destroy(t);
+        }
+        Ok(())
+    }
+
+    /// A write to a pressure file creates the fd's trigger: cgroup_pressure_write() (the
+    /// cgroup must be alive, ENODEV) and psi_write() for /proc/pressure, which copies at
+    /// most 32 bytes and drops the last one, the newline `echo` writes (VALUE here has no
+    /// newline, so it is cut to 31 bytes). One trigger per fd, else EBUSY.
+    fn trigger_write(
+        &mut self,
+        fd: Fd,
+        of: &OpenFile,
+        res: memcgsim_model::psi::Resource,
+        data: &str,
+    ) -> Result<(), Errno> {
+        let (group, text) = if of.cg == usize::MAX {
+            let mut end = data.len().min(31);
+            while !data.is_char_boundary(end) {
+                end -= 1;
+            }
+            (memcgsim_model::psi::PSI_SYSTEM, &data[..end])
+        } else {
+            if data.len() as u64 > memcgsim_model::PAGE_SIZE {
+                return Err(Errno::E2BIG);
+            }
+            match self.cgroups.get(of.cg) {
+                Some(Some(c)) => (c.psi, data),
+                _ => return Err(Errno::ENODEV),
+            }
+        };
+        if of.trigger.is_some() {
+            return Err(Errno::EBUSY);
+        }
+        let t = self.machine.psi_trigger_create(group, res, text)?;
+        self.fds.get_mut(&fd.0).expect("open fd").trigger = Some(t);
+        Ok(())
+    }
+
+    /// poll() for POLLPRI on an open pressure file: run the simulation until the fd's
+    /// trigger signals an event, for at most `timeout_ns` of virtual time. The event is seen
+    /// when the poll work that signals it runs. Err(EBADF) for an fd that is not open,
+    /// Err(EINVAL) for a file other than a pressure file (whose poll is not modelled).
+    pub fn poll(&mut self, fd: Fd, timeout_ns: u64) -> Result<PollResult, Errno> {
+        let of = self.fds.get(&fd.0).ok_or(Errno::EBADF)?;
+        if pressure_resource(&of.file, of.cg == usize::MAX).is_none() {
+            return Err(Errno::EINVAL);
+        }
+        let until = self.machine.sched.clock.saturating_add(timeout_ns);
+        let flag = self.interrupt.clone();
+        // Each step runs the machine to its next event or the next poll work, whichever
+        // comes first, so the trigger's event is seen at the time it is signalled.
+        loop {
+            let Some(t) = self.fds.get(&fd.0).and_then(|f| f.trigger) else {
+                return Ok(PollResult::Error);
+            };
+            if self.machine.psi_trigger_poll(t) {
+                return Ok(PollResult::Event);
+            }
+            let clock = self.machine.sched.clock;
+            if clock >= until {
+                return Ok(PollResult::Timeout);
+            }
+            if flag.as_ref().is_some_and(|f| f.load(Ordering::Relaxed)) {
+                return Ok(PollResult::Interrupted);
+            }
+            let next_event = self.machine.sched.next_time().unwrap_or(u64::MAX);
+            let next_poll = self.machine.psi.next_poll_work().unwrap_or(u64::MAX);
+            let to = until.min(next_event.max(clock)).min(next_poll);
+            self.machine.run_until(to, |_| false);
+            self.reap();
+        }
     }
 
     /// memory.peak / memory.swap.peak write: reset this fd's view and the local watermark.
@@ -1072,11 +1175,6 @@ impl System {
             }
             "cgroup.clone_children" => return Err(Errno::EOPNOTSUPP),
             "cgroup.controllers" | "cgroup.events" | "cgroup.stat" => return Err(Errno::EACCES),
-            // A write creates a PSI trigger, which the model does not have yet: refused as
-            // psi_trigger_create() refuses when PSI is off.
-            "cpu.pressure" | "io.pressure" | "memory.pressure" if !self.is_v1() => {
-                return Err(Errno::EOPNOTSUPP)
-            }
             _ => return Ok(false),
         }
         self.machine.after_step_check();
@@ -1154,5 +1252,22 @@ impl System {
             }
             stack.extend(self.cg(x).children.values().copied());
         }
+    }
+}
+
+/// The resource of a pressure file (`memory.pressure` in a v2 cgroup, `pressure/memory`
+/// under /proc), if `file` is one.
+fn pressure_resource(file: &str, proc: bool) -> Option<memcgsim_model::psi::Resource> {
+    use memcgsim_model::psi::Resource;
+    let name = if proc {
+        file.strip_prefix("pressure/")?
+    } else {
+        file.strip_suffix(".pressure")?
+    };
+    match name {
+        "cpu" => Some(Resource::Cpu),
+        "io" => Some(Resource::Io),
+        "memory" => Some(Resource::Memory),
+        _ => None,
     }
 }

@@ -345,8 +345,6 @@ fn counters(s: &mut String, list: &[(&str, u64)]) {
 
 pub(crate) fn write(sys: &mut System, f: &str, data: &str) -> Result<(), Errno> {
     match f {
-        // PSI triggers are not modelled yet (as psi_write() with PSI off).
-        "pressure/cpu" | "pressure/io" | "pressure/memory" => Err(Errno::EOPNOTSUPP),
         "sys/vm/swappiness" => {
             let v = kstrtoull(data)?;
             if v > 200 {

@@ -84,6 +84,7 @@ enum YUnit {
     Bytes,
     Faults,
     Pages,
+    Percent,
 }
 
 impl YUnit {
@@ -92,6 +93,7 @@ impl YUnit {
             YUnit::Bytes => "bytes",
             YUnit::Faults => "faults/s",
             YUnit::Pages => "pages/s",
+            YUnit::Percent => "% of time",
         }
     }
 
@@ -108,6 +110,8 @@ enum Quantity {
     /// The per-second rate of a counter (`memory.stat:KEY`, `memory.stat:total_KEY` or
     /// `vmstat:KEY`).
     Rate(&'static str),
+    /// A pressure average sampled in hundredths of a percent: the first of these keys.
+    Percent(&'static [&'static str]),
 }
 
 /// One figure: a panel of a run's chart, a chart of a comparison.
@@ -118,7 +122,7 @@ struct FigureSpec {
     quantity: Quantity,
 }
 
-const FIGURES: [FigureSpec; 6] = [
+const FIGURES: [FigureSpec; 8] = [
     FigureSpec {
         stem: "memory",
         title: "memory usage",
@@ -155,13 +159,26 @@ const FIGURES: [FigureSpec; 6] = [
         unit: YUnit::Pages,
         quantity: Quantity::Rate("pgsteal"),
     },
+    FigureSpec {
+        stem: "pressure_some",
+        title: "memory pressure, some avg10",
+        unit: YUnit::Percent,
+        quantity: Quantity::Percent(&["memory.pressure:some.avg10", "pressure:memory.some.avg10"]),
+    },
+    FigureSpec {
+        stem: "pressure_full",
+        title: "memory pressure, full avg10",
+        unit: YUnit::Percent,
+        quantity: Quantity::Percent(&["memory.pressure:full.avg10", "pressure:memory.full.avg10"]),
+    },
 ];
 
 /// The charts of a run: file stem, title, and the figures it stacks (indexes into FIGURES).
-const RUN_CHARTS: [(&str, &str, [usize; 2]); 3] = [
+const RUN_CHARTS: [(&str, &str, [usize; 2]); 4] = [
     ("usage", "memory", [0, 1]),
     ("faults", "page faults", [2, 3]),
     ("reclaim", "reclaim", [4, 5]),
+    ("pressure", "memory pressure and controller actions", [6, 7]),
 ];
 
 /// The file stems of a comparison's overlay charts, one per figure, in drawing order.
@@ -200,12 +217,16 @@ fn rate_points(pts: &[(u64, u64)]) -> Vec<(f64, f64)> {
 fn figure_points(ts: &TimeSeries, row: &str, f: &FigureSpec) -> Option<Vec<(f64, f64)>> {
     let found = |keys: &[String]| keys.iter().find(|k| ts.index(row, k).is_some()).cloned();
     let pts = match f.quantity {
-        Quantity::Level(keys) => {
+        Quantity::Level(keys) | Quantity::Percent(keys) => {
             let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
             let k = found(&keys)?;
+            let scale = match f.quantity {
+                Quantity::Percent(_) => 0.01,
+                _ => 1.0,
+            };
             ts.points(row, &k)
                 .iter()
-                .map(|&(t, v)| (secs(t), v as f64))
+                .map(|&(t, v)| (secs(t), v as f64 * scale))
                 .collect()
         }
         Quantity::Rate(stat) => {
@@ -237,6 +258,9 @@ struct Panel {
     title: String,
     unit: YUnit,
     lines: Vec<Line>,
+    /// Vertical marks (controller actions): the time, and the index of the legend entry in
+    /// `lines` whose colour they take (an entry without points).
+    marks: Vec<(f64, usize)>,
 }
 
 /// A chart: a title and panels stacked vertically, sharing the time axis.
@@ -274,16 +298,49 @@ fn run_panel(r: &RunResult, f: &FigureSpec) -> Panel {
             });
         }
     }
+    let mut marks = Vec::new();
+    if f.unit == YUnit::Percent {
+        // Each controller action kind gets a legend entry and a vertical mark at each action.
+        for a in &r.actions {
+            let label = format!("{}: {}", a.controller, a.action);
+            let i = match lines
+                .iter()
+                .position(|l| l.label == label && l.points.is_empty())
+            {
+                Some(i) => i,
+                None => {
+                    let n = lines.iter().filter(|l| l.points.is_empty()).count();
+                    lines.push(Line {
+                        label,
+                        color: MARK_COLORS[n % MARK_COLORS.len()],
+                        width: 1,
+                        points: Vec::new(),
+                    });
+                    lines.len() - 1
+                }
+            };
+            marks.push((secs(a.time_ns), i));
+        }
+    }
     Panel {
         title: format!("{}{}", f.title, per_second(f)),
         unit: f.unit,
         lines,
+        marks,
     }
 }
 
+/// Colours of the controller actions' marks.
+const MARK_COLORS: &[RGBColor] = &[
+    RGBColor(200, 0, 0),
+    RGBColor(0, 0, 200),
+    RGBColor(0, 140, 0),
+    RGBColor(160, 0, 160),
+];
+
 fn per_second(f: &FigureSpec) -> &'static str {
     match f.quantity {
-        Quantity::Level(_) => "",
+        Quantity::Level(_) | Quantity::Percent(_) => "",
         Quantity::Rate(_) => " per second",
     }
 }
@@ -325,6 +382,7 @@ fn compare_chart(c: &Comparison, f: &FigureSpec) -> Chart {
                 },
                 unit: f.unit,
                 lines,
+                marks: Vec::new(),
             }
         })
         .collect();
@@ -548,12 +606,15 @@ fn draw<DB: DrawingBackend>(
     for (area, panel) in areas.iter().zip(&chart.panels) {
         let (plot_area, legend_area) =
             area.split_horizontally(area.dim_in_pixel().0.saturating_sub(legend_w));
-        let ymax = panel
+        let mut ymax = panel
             .lines
             .iter()
             .flat_map(|l| l.points.iter().map(|p| p.1))
             .filter(|v| v.is_finite())
             .fold(0.0f64, f64::max);
+        if panel.unit == YUnit::Percent {
+            ymax = ymax.max(1.0);
+        }
         let binary = panel.unit.binary();
         let yt = value_ticks(ymax, binary);
         let mut cc = ChartBuilder::on(&plot_area)
@@ -582,6 +643,15 @@ fn draw<DB: DrawingBackend>(
                 .filter(|p| p.0.is_finite() && p.1.is_finite());
             cc.draw_series(LineSeries::new(pts, line.color.stroke_width(line.width)))
                 .map_err(e)?;
+        }
+        let ytop = cc.plotting_area().get_y_range().end;
+        for &(x, i) in &panel.marks {
+            let color = panel.lines[i].color;
+            cc.draw_series(std::iter::once(PathElement::new(
+                vec![(x, 0.0), (x, ytop)],
+                color.stroke_width(1),
+            )))
+            .map_err(e)?;
         }
         let (_, yr) = cc.plotting_area().get_pixel_range();
         let top = yr.start - legend_area.get_base_pixel().1;
@@ -618,6 +688,15 @@ fn write_chart(chart: &Chart, dir: &Path, stem: &str) -> Result<(), String> {
 pub fn render_charts(r: &RunResult, dir: &Path) -> Result<(), String> {
     register_font();
     for (stem, title, figures) in RUN_CHARTS {
+        let has_any = figures.iter().any(|&i| {
+            rows(r)
+                .iter()
+                .any(|row| figure_points(&r.series, row, &FIGURES[i]).is_some())
+        });
+        if stem == "pressure" && !has_any {
+            // cgroup v1 has no pressure files.
+            continue;
+        }
         let chart = Chart {
             title: format!("{} / {} / seed {}: {title}", r.scenario, r.variant, r.seed),
             panels: figures.iter().map(|&i| run_panel(r, &FIGURES[i])).collect(),
@@ -634,7 +713,7 @@ pub fn render_compare_charts(c: &Comparison, dir: &Path) -> Result<(), String> {
         return Ok(());
     }
     register_font();
-    for f in &FIGURES {
+    for f in FIGURES.iter().take(COMPARE_CHARTS.len()) {
         write_chart(&compare_chart(c, f), dir, f.stem)?;
     }
     Ok(())

@@ -28,6 +28,7 @@
 mod charts;
 pub mod cli;
 mod compare;
+pub mod controller;
 mod output;
 mod report;
 mod runner;
@@ -45,6 +46,7 @@ pub use runner::{
     TaskRecord, TimeSeries, MACHINE_ROW, RECLAIM_FILE, SUMMARY_STATS,
 };
 pub use scenario::{
-    load, machine_config, parse, CgroupSpec, RunSpec, Scenario, Setting, Setup, Subtree,
-    TaskOverride, TaskSpec, Until, Variant, DEFAULT_STATS, MAX_SUBTREE_FANOUT, MAX_SUBTREE_GROUPS,
+    load, machine_config, parse, CgroupSpec, ControllerOverride, ControllerSpec, RunSpec, Scenario,
+    Setting, Setup, Subtree, TaskOverride, TaskSpec, Until, Variant, DEFAULT_STATS,
+    MAX_SUBTREE_FANOUT, MAX_SUBTREE_GROUPS,
 };

@@ -93,6 +93,25 @@ fn cgroup_row(c: &CgroupSummary) -> Vec<String> {
     ]
 }
 
+/// The controller actions `render` lists before pointing at actions.csv.
+const MAX_ACTIONS_SHOWN: usize = 20;
+
+/// `  12.003s oomd: kill /A/b (why)`, `  6.000s senpai: high /A = 1.2G (why)`.
+fn action_line(a: &crate::controller::Action) -> String {
+    let value = a
+        .value
+        .map(|v| format!(" = {}", fmt_size(v)))
+        .unwrap_or_default();
+    format!(
+        "  {:>10} {}: {} {}{value} ({})\n",
+        fmt_ns(a.time_ns),
+        a.controller,
+        a.action,
+        a.cgroup,
+        a.detail
+    )
+}
+
 fn task_row(t: &TaskRecord) -> Vec<String> {
     let started = t.start_ns.is_some();
     let d = |v: u64| if started { fmt_ns(v) } else { "-".into() };
@@ -176,6 +195,39 @@ impl RunResult {
             ],
             &rows,
         ));
+        if !self.actions.is_empty() {
+            s.push('\n');
+            let shown = self.actions.len().min(MAX_ACTIONS_SHOWN);
+            let _ = writeln!(s, "controller actions:");
+            for a in &self.actions[..shown] {
+                s.push_str(&action_line(a));
+            }
+            if self.actions.len() > shown {
+                let _ = writeln!(
+                    s,
+                    "... and {} more controller actions (all in actions.csv)",
+                    self.actions.len() - shown
+                );
+            }
+        }
+        s
+    }
+
+    /// `actions.csv`: every controller action, `time_s,controller,action,cgroup,value,why`.
+    pub fn actions_csv(&self) -> String {
+        let mut s = String::from("time_s,controller,action,cgroup,value,why\n");
+        for a in &self.actions {
+            let value = a.value.map(|v| v.to_string()).unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "{},{},{},{},{value},\"{}\"",
+                fmt_time_s(a.time_ns),
+                a.controller,
+                a.action,
+                a.cgroup,
+                a.detail.replace('"', "\"\"")
+            );
+        }
         s
     }
 
@@ -244,6 +296,9 @@ pub fn write_results(
         w("summary.txt", &txt)?;
         w("summary.json", &json)?;
         w("timeseries.csv", &csv)?;
+        if !r.actions.is_empty() {
+            w("actions.csv", &r.actions_csv())?;
+        }
         crate::charts::render_charts(r, tmp)
     })
 }

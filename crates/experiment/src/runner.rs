@@ -20,6 +20,7 @@ use memcgsim_cgroupfs::{Pid, SpawnOpts, System};
 use memcgsim_model::{CgroupVersion, Machine, TaskState};
 use serde::Serialize;
 
+use crate::controller::{Action, Controller};
 use crate::scenario::{machine_config, RunSpec, Scenario, Setup, Subtree, Until};
 
 /// Stats always sampled (besides `[run] stats`), because the summary reports them.
@@ -30,6 +31,15 @@ pub const SUMMARY_STATS: &[&str] = &[
     "pgsteal",
     "pswpin",
     "pswpout",
+];
+
+/// The fields of memory.pressure sampled for each cgroup (v2) and the machine: the 10 s
+/// averages (hundredths of a percent) and the totals (microseconds).
+pub const PRESSURE_FIELDS: [(&str, &str); 4] = [
+    ("some", "avg10"),
+    ("full", "avg10"),
+    ("some", "total"),
+    ("full", "total"),
 ];
 
 /// The name of the machine-wide row (from /proc/meminfo and /proc/vmstat).
@@ -153,6 +163,8 @@ pub struct RunResult {
     /// The counters of [`RECLAIM_FILE`] at the end of the run, in the file's order (empty
     /// when the model has no such file).
     pub reclaim: KeyValues,
+    /// What the controllers did, in time order.
+    pub actions: Vec<Action>,
     #[serde(skip)]
     pub series: TimeSeries,
 }
@@ -192,6 +204,9 @@ enum Source {
     Sum(String, Vec<String>),
     /// (first - second) kB of /proc/meminfo, in bytes.
     MeminfoDiff(&'static str, &'static str),
+    /// A pressure file's `FIELD=VALUE` on the line starting with LINE: averages in
+    /// hundredths of a percent, totals in microseconds.
+    Pressure(String, &'static str, &'static str),
 }
 
 #[derive(Clone, Debug)]
@@ -282,6 +297,9 @@ impl Reader<'_> {
                 let m = self.keyed("/proc/meminfo")?;
                 Some(m.get(*a)?.saturating_sub(*m.get(*b)?).saturating_mul(1024))
             }
+            Source::Pressure(p, line, field) => {
+                crate::controller::pressure_field(&self.text(p)?, line, field)
+            }
         }
     }
 }
@@ -360,6 +378,14 @@ fn discover(sys: &mut System, setup: &Setup, run: &RunSpec) -> Vec<Probe> {
             CgroupVersion::V2 => {
                 cands.push(single("memory.current"));
                 cands.push(single("memory.swap.current"));
+                cands.push(single("memory.high"));
+                for (line, field) in PRESSURE_FIELDS {
+                    cands.push(probe(
+                        cg,
+                        format!("memory.pressure:{line}.{field}"),
+                        Source::Pressure(file_path(cg, "memory.pressure"), line, field),
+                    ));
+                }
                 for e in ["high", "max", "oom_kill"] {
                     cands.push(keyed("memory.events", e));
                 }
@@ -398,6 +424,13 @@ fn discover(sys: &mut System, setup: &Setup, run: &RunSpec) -> Vec<Probe> {
         "swap_used".into(),
         Source::MeminfoDiff("SwapTotal", "SwapFree"),
     ));
+    for (line, field) in PRESSURE_FIELDS {
+        cands.push(probe(
+            m,
+            format!("pressure:memory.{line}.{field}"),
+            Source::Pressure("/proc/pressure/memory".into(), line, field),
+        ));
+    }
     let mut vm_keys = stats.clone();
     vm_keys.push("oom_kill".into());
     for k in &vm_keys {
@@ -751,7 +784,15 @@ pub fn run_variant_with(
     let run = &sc.run;
     let dur = run.duration_ns;
     let sample = run.sample_ns;
-    let bound = dur / sample + 2 * instances + 16;
+    let mut controllers: Vec<Controller> = Vec::new();
+    for c in setup.controllers.iter().filter(|c| c.enabled) {
+        let config = crate::controller::config(&c.kind, &c.settings)
+            .map_err(|(l, k, m)| format!("{f}:{l}: controller.{k}: {m} (variant {variant})"))?;
+        controllers.push(Controller::new(&c.name, &c.cgroup, config));
+    }
+    let mut actions: Vec<Action> = Vec::new();
+    let ticks: u64 = controllers.iter().map(|c| c.ticks_until(dur)).sum();
+    let bound = dur / sample + 2 * instances + ticks + 16;
     let pb = progress_bar(
         progress,
         run.until,
@@ -819,6 +860,12 @@ pub fn run_variant_with(
             });
             ch.current = Some((pid, records.len() - 1));
         }
+        // The controllers' ticks that are due, in scenario order.
+        for c in controllers.iter_mut() {
+            if c.next_tick() <= now {
+                c.tick(&mut sys, now, &mut actions);
+            }
+        }
         if now >= next_sample {
             series.times_ns.push(now);
             series.values.push(take_sample(&mut sys, &probes));
@@ -840,6 +887,9 @@ pub fn run_variant_with(
             break;
         }
         let mut target = next_sample.min(dur);
+        for c in &controllers {
+            target = target.min(c.next_tick().max(now));
+        }
         for c in &chains {
             if let (Some(at), None) = (c.next_start, c.current) {
                 target = target.min(at.max(now));
@@ -978,6 +1028,7 @@ pub fn run_variant_with(
         cgroups,
         tasks: records,
         reclaim,
+        actions,
         series,
     })
 }

@@ -293,6 +293,8 @@ fn same_scenario_variant_and_seed_give_identical_folders() {
             MARKER,
             "faults.png",
             "faults.svg",
+            "pressure.png",
+            "pressure.svg",
             "reclaim.png",
             "reclaim.svg",
             "summary.json",
@@ -314,7 +316,7 @@ fn charts_are_written_as_svg_and_png() {
     let tmp = scratch();
     let d = tmp.path();
     memcgsim_experiment::render_charts(&r, d).unwrap();
-    for stem in ["usage", "faults", "reclaim"] {
+    for stem in ["usage", "faults", "reclaim", "pressure"] {
         let png = fs::read(d.join(format!("{stem}.png"))).unwrap();
         assert!(png.len() > 1000, "{stem}.png is too small");
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{stem}.png signature");
@@ -328,7 +330,10 @@ fn charts_are_written_as_svg_and_png() {
         }
     }
     let summary = fs::read_dir(d).unwrap().count();
-    assert_eq!(summary, 6);
+    assert_eq!(
+        summary, 8,
+        "usage, faults, reclaim and pressure, each as SVG and PNG"
+    );
 }
 
 #[test]

@@ -20,6 +20,14 @@
 //! time. Within a quantum the task's CPU time comes first (its memstall part last) and its
 //! waits after, each wait as its kind of sleep (docs/FIDELITY.md).
 //!
+//! Triggers (psi_trigger_create(), psi_poll_work(), update_triggers()): a trigger watches one
+//! state of its group over a window; while any watched state is on, a change schedules the
+//! group's poll work one jiffy later; the work folds the per-CPU times into the poll
+//! aggregator, keeps polling for ten update periods after the last growth, and every
+//! window/10 compares the growth over the sliding window (the last window's growth
+//! interpolated, window_update()) with the threshold, signalling at most once per window.
+//! The psimon thread's own CPU time is not modelled.
+//!
 //! Simplified: no psi=0/cgroup.pressure switch, no irq pressure (6.1 needs
 //! CONFIG_IRQ_TIME_ACCOUNTING, which Debian's kernel lacks); jiffies are the machine's HZ.
 
@@ -62,9 +70,18 @@ pub enum Resource {
     Cpu = 2,
 }
 
-/// The aggregator of the averaging work and readers (PSI_AVGS); the trigger poller's
-/// (PSI_POLL, index 1) keeps its own view of the per-CPU times beside it.
+/// The aggregator of the averaging work and readers (PSI_AVGS) and the trigger poller's
+/// (PSI_POLL), each with its own view of the per-CPU times.
 const AVGS: usize = 0;
+const POLL: usize = 1;
+
+/// Trigger windows (WINDOW_MIN_US, WINDOW_MAX_US in 6.1), in microseconds.
+pub const WINDOW_MIN_US: u64 = 500_000;
+pub const WINDOW_MAX_US: u64 = 10_000_000;
+/// Trigger updates per window (UPDATES_PER_WINDOW).
+const UPDATES_PER_WINDOW: u64 = 10;
+/// A bound on the triggers open at once (each is an open fd).
+pub const MAX_TRIGGERS: usize = 65_536;
 
 /// Fixed-point arithmetic of the load average (include/linux/sched/loadavg.h).
 const FSHIFT: u32 = 11;
@@ -104,6 +121,19 @@ struct Group {
     avgs_work: Option<u64>,
     /// rmdir'ed: freed once no queued change can reach it.
     dead: bool,
+    /// The triggers on this group, newest first (list_add()).
+    triggers: Vec<TriggerId>,
+    nr_triggers: [u32; NR_STATES - 1],
+    /// The states some trigger watches.
+    poll_states: u32,
+    poll_min_period: u64,
+    polling_total: [u64; NR_STATES - 1],
+    polling_until: u64,
+    polling_next_update: u64,
+    /// poll_scheduled: a poll work is armed (or about to be).
+    poll_scheduled: bool,
+    /// When the armed poll timer fires.
+    poll_work: Option<u64>,
 }
 
 impl Group {
@@ -118,8 +148,67 @@ impl Group {
             avg_next_update: now + PSI_PERIOD_NS,
             avgs_work: None,
             dead: false,
+            triggers: Vec::new(),
+            nr_triggers: [0; NR_STATES - 1],
+            poll_states: 0,
+            poll_min_period: u64::from(u32::MAX),
+            polling_total: [0; NR_STATES - 1],
+            polling_until: 0,
+            polling_next_update: u64::MAX,
+            poll_scheduled: false,
+            poll_work: None,
         }
     }
+}
+
+/// A trigger, as an open pressure file holds it.
+pub type TriggerId = u32;
+
+/// struct psi_window: growth of a state over a sliding window.
+#[derive(Clone, Copy, Debug, Default)]
+struct Window {
+    size: u64,
+    start_time: u64,
+    start_value: u64,
+    prev_growth: u64,
+}
+
+impl Window {
+    fn reset(&mut self, now: u64, value: u64, prev_growth: u64) {
+        self.start_time = now;
+        self.start_value = value;
+        self.prev_growth = prev_growth;
+    }
+
+    /// window_update(): the growth since the window started, plus the share of the last
+    /// window's growth that the sliding window still covers.
+    fn update(&mut self, now: u64, value: u64) -> u64 {
+        let elapsed = now - self.start_time;
+        let mut growth = value - self.start_value;
+        if elapsed > self.size {
+            self.reset(now, value, growth);
+        } else {
+            let remaining = self.size - elapsed;
+            growth += (u128::from(self.prev_growth) * u128::from(remaining) / u128::from(self.size))
+                as u64;
+        }
+        growth
+    }
+}
+
+/// struct psi_trigger.
+#[derive(Clone, Debug)]
+struct Trigger {
+    group: PsiId,
+    state: usize,
+    threshold: u64,
+    win: Window,
+    /// An event waits for the poller (t->event).
+    event: bool,
+    last_event_time: u64,
+    pending_event: bool,
+    /// Events signalled so far.
+    fired: u64,
 }
 
 /// A task's (or a kernel thread's) psi state: its flags, the group and CPU they are counted
@@ -227,6 +316,10 @@ pub struct Psi {
     /// (tasks by index, kswapd last).
     applied_flags: Vec<(PsiId, u32, u8)>,
     kthread_flags: (PsiId, u32, u8),
+    triggers: Vec<Option<Trigger>>,
+    free_triggers: Vec<TriggerId>,
+    /// The armed poll timers: (when, group).
+    polls: BTreeSet<(u64, PsiId)>,
 }
 
 fn test_state(tasks: &[u32; NR_TASK_COUNTS], s: usize, oncpu: bool) -> bool {
@@ -293,6 +386,39 @@ pub fn calc_avgs(avg: &mut [u64; 3], missed_periods: u64, time: u64, period: u64
     }
 }
 
+/// sscanf(buf, "some %u %u") or "full %u %u": the kind, threshold and window in µs. As
+/// sscanf, a space in the format takes any run of white space (or none), the numbers are
+/// decimal with an optional sign and wrap to 32 bits, and anything after them is ignored.
+fn parse_trigger(text: &str) -> Option<(bool, u64, u64)> {
+    let (full, rest) = if let Some(r) = text.strip_prefix("some") {
+        (false, r)
+    } else {
+        (true, text.strip_prefix("full")?)
+    };
+    let mut rest = rest;
+    let mut nums = [0u64; 2];
+    for n in nums.iter_mut() {
+        rest = rest.trim_start();
+        let (neg, r) = match rest.as_bytes().first() {
+            Some(b'-') => (true, &rest[1..]),
+            Some(b'+') => (false, &rest[1..]),
+            _ => (false, rest),
+        };
+        let digits = r.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        let mut v: u64 = 0;
+        for b in r[..digits].bytes() {
+            v = v.wrapping_mul(10).wrapping_add(u64::from(b - b'0'));
+        }
+        let v = if neg { v.wrapping_neg() } else { v };
+        *n = u64::from(v as u32);
+        rest = &r[digits..];
+    }
+    Some((full, nums[0], nums[1]))
+}
+
 /// An average as psi_show() prints it: LOAD_INT.LOAD_FRAC.
 pub fn format_avg(avg: u64) -> String {
     let int = avg >> FSHIFT;
@@ -314,6 +440,9 @@ impl Psi {
             underflows: 0,
             applied_flags: Vec::new(),
             kthread_flags: (PSI_SYSTEM, 0, 0),
+            triggers: Vec::new(),
+            free_triggers: Vec::new(),
+            polls: BTreeSet::new(),
         }
     }
 
@@ -345,6 +474,10 @@ impl Psi {
     /// changes queued for it are applied.
     pub fn destroy(&mut self, g: PsiId) {
         debug_assert_ne!(g, PSI_SYSTEM);
+        debug_assert!(
+            self.group(g).triggers.is_empty(),
+            "triggers go with the files"
+        );
         self.group_mut(g).dead = true;
         self.reap_dead();
     }
@@ -358,6 +491,7 @@ impl Psi {
             if self.groups[id].as_ref().is_some_and(|g| g.dead) {
                 self.groups[id] = None;
                 self.works.retain(|&(_, g)| g as usize != id);
+                self.polls.retain(|&(_, g)| g as usize != id);
                 self.free_ids.push(id as PsiId);
             }
         }
@@ -510,24 +644,42 @@ impl Psi {
         }
     }
 
-    /// Apply the queued changes up to `to`, running the averaging work items due in
-    /// between, in time order.
+    /// Apply the queued changes up to `to`, running the averaging and poll work items due
+    /// in between, in time order (at one time: changes, then averaging, then polling).
     pub fn advance(&mut self, to: u64) {
         loop {
             let change = self.pending.peek().map(|r| r.0.time).filter(|&t| t <= to);
-            let work = self.works.first().copied().filter(|&(t, _)| t <= to);
-            match (change, work) {
-                (Some(c), Some((w, _))) if c <= w => self.apply_next(),
+            let avgs = self.works.first().copied().filter(|&(t, _)| t <= to);
+            let poll = self.polls.first().copied().filter(|&(t, _)| t <= to);
+            let work_time = match (avgs, poll) {
+                (Some((a, _)), Some((p, _))) => Some(a.min(p)),
+                (a, p) => a.or(p).map(|(t, _)| t),
+            };
+            match (change, work_time) {
+                (Some(c), Some(w)) if c <= w => self.apply_next(),
                 (Some(_), None) => self.apply_next(),
-                (_, Some((w, g))) => {
-                    self.works.remove(&(w, g));
-                    self.avgs_work(g, w);
-                }
+                (_, Some(w)) => match avgs {
+                    Some((a, g)) if a == w => {
+                        self.works.remove(&(a, g));
+                        self.avgs_work(g, a);
+                    }
+                    _ => {
+                        let (p, g) = poll.expect("a poll work is due");
+                        self.polls.remove(&(p, g));
+                        self.group_mut(g).poll_work = None;
+                        self.poll_work(g, p);
+                    }
+                },
                 (None, None) => break,
             }
         }
         self.applied = self.applied.max(to);
         self.reap_dead();
+    }
+
+    /// When the next trigger poll work runs, if one is armed.
+    pub fn next_poll_work(&self) -> Option<u64> {
+        self.polls.first().map(|&(t, _)| t)
     }
 
     fn apply_next(&mut self) {
@@ -612,6 +764,219 @@ impl Psi {
             grp.avgs_work = Some(at);
             self.works.insert((at, id));
         }
+        if state_mask & grp.poll_states != 0 {
+            self.schedule_poll_work(id, now, 1, false);
+        }
+    }
+
+    /// psi_schedule_poll_work(): arm the group's poll timer `delay` jiffies after `now`,
+    /// unless one is already scheduled (or `force`, which re-arms it).
+    fn schedule_poll_work(&mut self, id: PsiId, now: u64, delay: u64, force: bool) {
+        let grp = self.group_mut(id);
+        let was = std::mem::replace(&mut grp.poll_scheduled, true);
+        if was && !force {
+            return;
+        }
+        if grp.triggers.is_empty() {
+            // No psimon thread: nothing to wake.
+            grp.poll_scheduled = false;
+            return;
+        }
+        let at = now + delay * NS_PER_JIFFY;
+        if let Some(old) = grp.poll_work.replace(at) {
+            self.polls.remove(&(old, id));
+        }
+        self.polls.insert((at, id));
+    }
+
+    /// psi_poll_work(): fold the poll aggregator's times; while watched states grow, keep
+    /// polling (for ten update periods after the last growth) and update the triggers every
+    /// poll_min_period.
+    fn poll_work(&mut self, id: PsiId, now: u64) {
+        let force = if now > self.group(id).polling_until {
+            self.group_mut(id).poll_scheduled = false;
+            false
+        } else {
+            true
+        };
+        let changed = self.collect(id, POLL, now);
+        let grp = self.group_mut(id);
+        if changed & grp.poll_states != 0 {
+            if now > grp.polling_until {
+                self.init_triggers(id, now);
+            }
+            let grp = self.group_mut(id);
+            grp.polling_until = now + grp.poll_min_period * UPDATES_PER_WINDOW;
+        }
+        let (until, next_update) = {
+            let grp = self.group(id);
+            (grp.polling_until, grp.polling_next_update)
+        };
+        if now > until {
+            self.group_mut(id).polling_next_update = u64::MAX;
+            return;
+        }
+        if now >= next_update {
+            let next = self.update_triggers(id, now);
+            self.group_mut(id).polling_next_update = next;
+        }
+        let next = self.group(id).polling_next_update;
+        self.schedule_poll_work(id, now, (next - now) / NS_PER_JIFFY + 1, force);
+    }
+
+    /// init_triggers(): polling starts; every window starts now.
+    fn init_triggers(&mut self, id: PsiId, now: u64) {
+        let grp = self.groups[id as usize].as_mut().expect("live psi group");
+        for &t in &grp.triggers {
+            let t = self.triggers[t as usize].as_mut().expect("live trigger");
+            t.win.reset(now, grp.total[POLL][t.state], 0);
+        }
+        grp.polling_total = grp.total[POLL];
+        grp.polling_next_update = now + grp.poll_min_period;
+    }
+
+    /// update_triggers(): compare each trigger's window growth with its threshold and
+    /// signal, at most once per window. Returns when the next update is due.
+    fn update_triggers(&mut self, id: PsiId, now: u64) -> u64 {
+        let grp = self.groups[id as usize].as_mut().expect("live psi group");
+        let total = grp.total[POLL];
+        let mut update_total = false;
+        for &tid in &grp.triggers {
+            let t = self.triggers[tid as usize].as_mut().expect("live trigger");
+            let new_stall = grp.polling_total[t.state] != total[t.state];
+            if !new_stall && !t.pending_event {
+                continue;
+            }
+            if new_stall {
+                update_total = true;
+                let growth = t.win.update(now, total[t.state]);
+                if !t.pending_event {
+                    if growth < t.threshold {
+                        continue;
+                    }
+                    t.pending_event = true;
+                }
+            }
+            if now < t.last_event_time + t.win.size {
+                continue;
+            }
+            t.event = true;
+            t.fired += 1;
+            t.last_event_time = now;
+            t.pending_event = false;
+        }
+        if update_total {
+            grp.polling_total = total;
+        }
+        now + grp.poll_min_period
+    }
+
+    /// psi_trigger_create(): parse `some|full THRESHOLD_US WINDOW_US` written to a pressure
+    /// file of `res` and add the trigger to the group, at `now` (the queue applied up to it).
+    pub fn trigger_create(
+        &mut self,
+        id: PsiId,
+        res: Resource,
+        text: &str,
+        now: u64,
+    ) -> Result<TriggerId, crate::Errno> {
+        use crate::Errno;
+        self.advance(now);
+        let (full, threshold_us, window_us) = parse_trigger(text).ok_or(Errno::EINVAL)?;
+        let state = res as usize * 2 + usize::from(full);
+        if !(WINDOW_MIN_US..=WINDOW_MAX_US).contains(&window_us) {
+            return Err(Errno::EINVAL);
+        }
+        if threshold_us == 0 || threshold_us > window_us {
+            return Err(Errno::EINVAL);
+        }
+        let live = self.triggers.len() - self.free_triggers.len();
+        if live >= MAX_TRIGGERS {
+            return Err(Errno::ENOMEM);
+        }
+        let size = window_us * 1000;
+        let mut win = Window {
+            size,
+            ..Window::default()
+        };
+        win.reset(now, self.group(id).total[POLL][state], 0);
+        let t = Trigger {
+            group: id,
+            state,
+            threshold: threshold_us * 1000,
+            win,
+            event: false,
+            last_event_time: 0,
+            pending_event: false,
+            fired: 0,
+        };
+        let tid = match self.free_triggers.pop() {
+            Some(tid) => {
+                self.triggers[tid as usize] = Some(t);
+                tid
+            }
+            None => {
+                self.triggers.push(Some(t));
+                (self.triggers.len() - 1) as TriggerId
+            }
+        };
+        let grp = self.group_mut(id);
+        grp.triggers.insert(0, tid);
+        grp.poll_min_period = grp.poll_min_period.min(size / UPDATES_PER_WINDOW);
+        grp.nr_triggers[state] += 1;
+        grp.poll_states |= 1 << state;
+        Ok(tid)
+    }
+
+    /// psi_trigger_destroy(): the fd holding the trigger is closed (or its cgroup removed).
+    pub fn trigger_destroy(&mut self, tid: TriggerId, now: u64) {
+        self.advance(now);
+        let Some(t) = self.triggers.get_mut(tid as usize).and_then(Option::take) else {
+            return;
+        };
+        self.free_triggers.push(tid);
+        let id = t.group;
+        let grp = self.groups[id as usize].as_mut().expect("live psi group");
+        grp.triggers.retain(|&x| x != tid);
+        grp.nr_triggers[t.state] -= 1;
+        if grp.nr_triggers[t.state] == 0 {
+            grp.poll_states &= !(1 << t.state);
+        }
+        let mut period = u64::MAX;
+        for &x in &grp.triggers {
+            let w = self.triggers[x as usize]
+                .as_ref()
+                .expect("live trigger")
+                .win
+                .size;
+            period = period.min(w / UPDATES_PER_WINDOW);
+        }
+        let grp = self.group_mut(id);
+        grp.poll_min_period = period;
+        if grp.poll_states == 0 {
+            grp.polling_until = 0;
+            grp.poll_scheduled = false;
+            if let Some(at) = grp.poll_work.take() {
+                self.polls.remove(&(at, id));
+            }
+        }
+    }
+
+    /// psi_trigger_poll() at `now`: whether an event was waiting (it is consumed).
+    pub fn trigger_poll(&mut self, tid: TriggerId, now: u64) -> bool {
+        self.advance(now);
+        match self.triggers.get_mut(tid as usize).and_then(Option::as_mut) {
+            Some(t) => std::mem::take(&mut t.event),
+            None => false,
+        }
+    }
+
+    /// How many events the trigger has signalled, and the time of the last one.
+    pub fn trigger_events(&self, tid: TriggerId) -> Option<(u64, u64)> {
+        self.triggers
+            .get(tid as usize)
+            .and_then(Option::as_ref)
+            .map(|t| (t.fired, t.last_event_time))
     }
 
     /// get_recent_times() of every CPU and collect_percpu_times(): fold the per-CPU times
@@ -843,6 +1208,29 @@ impl crate::machine::Machine {
         self.psi.destroy(group);
     }
 
+    /// psi_trigger_create() for a write to a pressure file of `group` now.
+    pub fn psi_trigger_create(
+        &mut self,
+        group: PsiId,
+        res: Resource,
+        text: &str,
+    ) -> Result<TriggerId, crate::Errno> {
+        let now = self.sched.clock;
+        self.psi.trigger_create(group, res, text, now)
+    }
+
+    /// psi_trigger_destroy(): the file holding the trigger is released now.
+    pub fn psi_trigger_destroy(&mut self, t: TriggerId) {
+        let now = self.sched.clock;
+        self.psi.trigger_destroy(t, now);
+    }
+
+    /// psi_trigger_poll() now: whether an event was waiting (consumed).
+    pub fn psi_trigger_poll(&mut self, t: TriggerId) -> bool {
+        let now = self.sched.clock;
+        self.psi.trigger_poll(t, now)
+    }
+
     /// The checker's view: the per-CPU counts agree with every thread's flags.
     pub fn psi_check(&mut self) -> Result<(), String> {
         let now = self.sched.clock;
@@ -1021,5 +1409,88 @@ mod tests {
         assert_eq!(p.nr_groups(), 2);
         let c = p.create(PSI_SYSTEM, 5 * MS);
         assert_eq!(c, a, "the freed id is reused");
+    }
+    /// A trigger on 150 ms of memory SOME in a 1 s window, with a task stalled from 1 s.
+    /// By hand: the stall's first change arms the poll 1 jiffy later (1.001 s), which
+    /// starts polling and the window (growth so far 1 ms); updates follow every
+    /// window/10 = 100 ms, re-armed 100 jiffies + 1 later: 1.102 s (growth 101 ms, under
+    /// the threshold), 1.203 s (202 ms: event). The next event waits a window: the first
+    /// update at or after 2.203 s is 1.203 + 10 * 0.101 = 2.213 s.
+    #[test]
+    fn trigger_fires_as_the_kernel_would() {
+        let mut p = Psi::new(1, 0);
+        let a = p.create(PSI_SYSTEM, 0);
+        let tid = p
+            .trigger_create(a, Resource::Memory, "some 150000 1000000", 0)
+            .unwrap();
+        let mut t = PsiTask::new(0, a, 0, 0);
+        p.task_set(&mut t, TSK_RUNNING | TSK_ONCPU, 0);
+        p.task_set(
+            &mut t,
+            TSK_RUNNING | TSK_ONCPU | TSK_MEMSTALL | TSK_MEMSTALL_RUNNING,
+            S,
+        );
+        assert!(!p.trigger_poll(tid, S + 202 * MS));
+        assert_eq!(p.next_poll_work(), Some(S + 203 * MS));
+        assert!(p.trigger_poll(tid, S + 203 * MS));
+        assert_eq!(p.trigger_events(tid), Some((1, S + 203 * MS)));
+        // Consumed: no second event until a window has passed.
+        assert!(!p.trigger_poll(tid, 2 * S + 212 * MS));
+        assert!(p.trigger_poll(tid, 2 * S + 213 * MS));
+        // The stall ends: polling goes on for ten updates after the last growth, then stops.
+        p.task_set(&mut t, TSK_RUNNING | TSK_ONCPU, 3 * S);
+        p.advance(5 * S);
+        assert_eq!(p.next_poll_work(), None, "polling stops when nothing grows");
+        // The growth seen at 2.314 s was held back a window, not dropped: it fires at the
+        // first update after 3.213 s, 2.213 + 10 * 0.101 = 3.223 s.
+        assert_eq!(p.trigger_events(tid), Some((3, 3 * S + 223 * MS)));
+        assert!(p.trigger_poll(tid, 5 * S));
+        assert!(!p.trigger_poll(tid, 5 * S));
+        // A FULL trigger on the io file sees nothing of a memory stall.
+        let io = p
+            .trigger_create(a, Resource::Io, "full 100000 500000", 5 * S)
+            .unwrap();
+        p.task_set(
+            &mut t,
+            TSK_RUNNING | TSK_ONCPU | TSK_MEMSTALL | TSK_MEMSTALL_RUNNING,
+            6 * S,
+        );
+        assert!(!p.trigger_poll(io, 8 * S));
+        p.trigger_destroy(tid, 8 * S);
+        p.trigger_destroy(io, 8 * S);
+        p.advance(9 * S);
+        assert_eq!(p.next_poll_work(), None, "no triggers, no polling");
+        p.task_set(&mut t, 0, 9 * S);
+        p.destroy(a);
+    }
+
+    #[test]
+    fn trigger_writes_are_checked_as_psi_trigger_create_does() {
+        use crate::Errno;
+        let mut p = Psi::new(1, 0);
+        let ok = |p: &mut Psi, s: &str| p.trigger_create(PSI_SYSTEM, Resource::Memory, s, 0);
+        assert!(ok(&mut p, "some 150000 1000000").is_ok());
+        assert!(ok(&mut p, "full 500000 500000\n").is_ok());
+        // sscanf: a format space matches no space too, and the rest is ignored.
+        assert!(ok(&mut p, "some150000 1000000 trailing").is_ok());
+        assert!(ok(&mut p, "full 1 10000000").is_ok());
+        for bad in [
+            "some 0 1000000",
+            "some 150000 499999",
+            "some 150000 10000001",
+            "full 1000001 1000000",
+            "some 150000",
+            "other 1 1000000",
+            " some 150000 1000000",
+            "",
+            "some x 1000000",
+            "some -1 1000000",
+        ] {
+            assert_eq!(ok(&mut p, bad), Err(Errno::EINVAL), "{bad:?}");
+        }
+        // The CPU file takes FULL triggers too (6.1 checks only state < PSI_NONIDLE).
+        assert!(p
+            .trigger_create(PSI_SYSTEM, Resource::Cpu, "full 100000 1000000", 0)
+            .is_ok());
     }
 }

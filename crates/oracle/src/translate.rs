@@ -332,6 +332,11 @@ pub fn translate(text: &str) -> Result<Translation, String> {
                     "if [ -n \"${var}\" ] && kill -9 ${var} 2>/dev/null; then echo \"@@MCG L{n} ERRNO 0\"; wait ${var} 2>/dev/null; else echo \"@@MCG L{n} ERRNO ESRCH\"; fi"
                 )
             }
+            Command::Poll { .. } => {
+                return Err(format!(
+                    "line {src}: poll (PSI triggers) is not translated for the oracle yet"
+                ))
+            }
             Command::Wait(name) => {
                 let var = shell_var(name);
                 let holds = cx.tasks.iter().any(|(x, h)| x == name && *h);

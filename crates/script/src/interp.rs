@@ -1,6 +1,8 @@
 //! The interpreter: executes parsed commands against a [`System`], keeping the script's state
 //! (working directory, open fds, named tasks, the outcome of the last foreground task and
-//! the status of the last recorded file operation).
+//! the status of the last recorded file operation). A script file runs as the tree of
+//! statements [`parse_script`] reads: plain lines one at a time, `repeat`, `if` and
+//! `every` blocks around them, and `break`; `$now` reads the machine's clock.
 //!
 //! Three kinds of trouble are told apart:
 //! - a failed file operation (a write the kernel would refuse, say) prints a bash-style error
@@ -13,17 +15,20 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Write;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use memcgsim_cgroupfs::{Fd, SpawnOpts, System, TaskEnd, WaitResult};
+use memcgsim_cgroupfs::{Fd, PollResult, SpawnOpts, System, TaskEnd, WaitResult};
 use memcgsim_model::units::fmt_ns;
 use memcgsim_model::{Errno, MachineConfig, Pid, TaskOutcome};
 
-use crate::parser::{expand_script, parse_line, Command, Expr, RunSpec, Target, COMMANDS, HELP};
+use crate::parser::{
+    mentions_i, parse_every_line, parse_if_line, parse_line, parse_script, substitute_i, Command,
+    Cond, Every, EveryEnd, Expr, PollWant, RunSpec, Stmt, Target, COMMANDS, HELP,
+};
 use crate::path::{join, resolve};
 use crate::value::{
-    keyed_value, parse_arith, show, single_value, split_vars, values_close, Segment, Value,
+    keyed_value, parse_arith, show, single_value, split_vars, values_close, Segment, Value, NOW,
 };
 
 /// Exit status of a script whose expectations all held.
@@ -78,6 +83,15 @@ struct OpStatus {
     result: Result<(), Errno>,
 }
 
+/// How a run of statements ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flow {
+    /// It ran to its end.
+    Next,
+    /// A `break` ended it: the innermost `repeat` or `every` around it ends.
+    Break,
+}
+
 /// Why an `expect` operand has no value.
 enum EvalError {
     /// The expectation fails, with this explanation (unreadable file, missing key).
@@ -105,6 +119,8 @@ pub struct Interpreter {
     tasks: BTreeMap<String, Task>,
     last_fg: Option<(String, TaskOutcome)>,
     last_op: Option<OpStatus>,
+    /// What the last `poll` returned.
+    last_poll: Option<PollWant>,
     expect_failures: u64,
     /// Report how each foreground task ended (and where `wait` stopped) on `err`.
     report_tasks: bool,
@@ -130,6 +146,7 @@ impl Interpreter {
             tasks: BTreeMap::new(),
             last_fg: None,
             last_op: None,
+            last_poll: None,
             expect_failures: 0,
             report_tasks: false,
             interrupt: None,
@@ -206,6 +223,11 @@ impl Interpreter {
     /// The machine, if it has booted.
     pub fn system_mut(&mut self) -> Option<&mut System> {
         self.sys.as_mut()
+    }
+
+    /// The machine, which has booted (the machine never goes away once it has).
+    fn booted(&mut self) -> &mut System {
+        self.sys.as_mut().expect("the machine has booted")
     }
 
     /// The machine, booting the default one if none has booted yet.
@@ -309,27 +331,243 @@ impl Interpreter {
         (start, names)
     }
 
-    /// Run a whole script: every line in order until the end or the first script error,
-    /// which is printed to `err`. Returns the exit status: [`EXIT_SCRIPT_ERROR`] after a
-    /// script error, else [`EXIT_EXPECT_FAILED`] if an `expect` failed, else [`EXIT_OK`].
+    /// Run a whole script: its blocks are read first ([`parse_script`]: a block error stops
+    /// the script before anything runs), then every statement in order until the end or the
+    /// first script error, which is printed to `err`. Returns the exit status:
+    /// [`EXIT_SCRIPT_ERROR`] after a script error, else [`EXIT_EXPECT_FAILED`] if an `expect`
+    /// failed, else [`EXIT_OK`].
     pub fn run(&mut self, text: &str, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-        let lines = match expand_script(text) {
-            Ok(lines) => lines,
+        let script = match parse_script(text) {
+            Ok(script) => script,
             Err((line, message)) => {
                 self.line = line;
                 let _ = writeln!(err, "{}", self.error(message));
                 return EXIT_SCRIPT_ERROR;
             }
         };
-        for l in &lines {
-            if let Err(e) = self.exec_line(l.line, &l.text, out, err) {
-                let _ = out.flush();
-                let _ = writeln!(err, "{e}");
-                return EXIT_SCRIPT_ERROR;
+        let r = self.exec_stmts(&script, None, out, err);
+        let _ = out.flush();
+        if let Err(e) = r {
+            let _ = writeln!(err, "{e}");
+            return EXIT_SCRIPT_ERROR;
+        }
+        self.status()
+    }
+
+    /// Run statements in order. `i` is the iteration of the innermost `repeat` around them,
+    /// which replaces `$i` in their lines. Returns [`Flow::Break`] when a `break` ends them.
+    fn exec_stmts(
+        &mut self,
+        stmts: &[Stmt],
+        i: Option<u64>,
+        out: &mut dyn Write,
+        err: &mut dyn Write,
+    ) -> Result<Flow, ScriptError> {
+        for s in stmts {
+            let flow = match s {
+                Stmt::Line(l) => {
+                    match i {
+                        Some(k) => self.exec_line(l.line, &substitute_i(&l.text, k), out, err)?,
+                        None => self.exec_line(l.line, &l.text, out, err)?,
+                    }
+                    Flow::Next
+                }
+                Stmt::Repeat { count, body, .. } => {
+                    for k in 0..*count {
+                        if self.exec_stmts(body, Some(k), out, err)? == Flow::Break {
+                            break;
+                        }
+                    }
+                    Flow::Next
+                }
+                Stmt::If {
+                    line,
+                    header,
+                    cond,
+                    then,
+                    otherwise,
+                } => {
+                    self.line = *line;
+                    let holds = self
+                        .if_holds(header, cond, i)
+                        .map_err(|m| self.error_at(*line, m))?;
+                    let branch = if holds { then } else { otherwise };
+                    self.exec_stmts(branch, i, out, err)?
+                }
+                Stmt::Every {
+                    line,
+                    header,
+                    every,
+                    body,
+                } => {
+                    self.line = *line;
+                    let reparsed;
+                    let every = match i {
+                        Some(k) if mentions_i(header) => {
+                            reparsed = parse_every_line(&substitute_i(header, k))
+                                .map_err(|m| self.error_at(*line, m))?;
+                            &reparsed
+                        }
+                        _ => every,
+                    };
+                    self.started = true;
+                    self.every(*line, every, body, i, out, err)?;
+                    Flow::Next
+                }
+                Stmt::Break { line } => {
+                    self.line = *line;
+                    Flow::Break
+                }
+            };
+            if flow == Flow::Break {
+                return Ok(Flow::Break);
             }
         }
-        let _ = out.flush();
-        self.status()
+        Ok(Flow::Next)
+    }
+
+    /// Whether the condition of an `if` holds, judged as `expect` judges it; `$i` in the
+    /// `if` line is replaced first. An operand that cannot be read is an error: a script
+    /// must not take a branch on a value it does not have.
+    fn if_holds(&mut self, header: &str, cond: &Cond, i: Option<u64>) -> Result<bool, String> {
+        let reparsed;
+        let cond = match i {
+            Some(k) if mentions_i(header) => {
+                reparsed = parse_if_line(&substitute_i(header, k))?;
+                &reparsed
+            }
+            _ => cond,
+        };
+        self.started = true;
+        if let Expr::Poll(want) = cond.expr {
+            return Ok(self.judge_poll(want).is_none());
+        }
+        let values = self.operand_values(&cond.expr)?;
+        if let Some(Err(m)) = values.iter().find(|v| v.is_err()) {
+            return Err(format!("if {}: {m}", cond.text));
+        }
+        let last_op = self.last_op.as_ref().map(|o| (o.what, o.result));
+        let last_fg = self.last_fg.as_ref().map(|(n, o)| (n.as_str(), *o));
+        Ok(judge(&cond.expr, &values, last_fg, last_op).is_none())
+    }
+
+    /// Whether the interrupt flag ([`Interpreter::set_interrupt`]) is raised.
+    fn interrupted(&self) -> bool {
+        self.interrupt
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+    }
+
+    /// Run an `every` loop that starts now, at T0: its body at the ticks T0 + k x INTERVAL
+    /// (k = 1, 2, ...) until DURATION has passed (then time goes on to T0 + DURATION) or the
+    /// task NAME ends (the loop ends at that moment). Ticks that the body's own time went
+    /// past are skipped; a tick the body reached exactly runs at once.
+    fn every(
+        &mut self,
+        line: usize,
+        every: &Every,
+        body: &[Stmt],
+        i: Option<u64>,
+        out: &mut dyn Write,
+        err: &mut dyn Write,
+    ) -> Result<(), ScriptError> {
+        let interval = every.interval_ns;
+        let until = match &every.end {
+            EveryEnd::For(_) => None,
+            EveryEnd::Until(name) => Some((
+                name.as_str(),
+                self.task(name).map_err(|m| self.error_at(line, m))?,
+            )),
+        };
+        if let Err(m) = self.boot() {
+            return Err(self.error_at(line, m));
+        }
+        let t0 = self.booted().now_ns();
+        let end = match every.end {
+            EveryEnd::For(d) => t0.saturating_add(d),
+            EveryEnd::Until(_) => t0.saturating_add(self.wait_limit_ns),
+        };
+        let tick_at = |k: u64| t0.saturating_add(k.saturating_mul(interval));
+        let mut k = 1u64;
+        loop {
+            let tick = tick_at(k);
+            let sys = self.booted();
+            let now = sys.now_ns();
+            match until {
+                None => {
+                    if tick > end {
+                        break;
+                    }
+                    if !sys.advance(tick - now) {
+                        self.report_every_interrupted(line, t0, err);
+                        return Ok(());
+                    }
+                }
+                Some((name, task)) => {
+                    // Run until the task ends, or to the tick (or the time limit), whichever
+                    // comes first. The task exists, so wait fails only when time runs out,
+                    // and then the clock stands exactly where it was asked to stop.
+                    let stop = tick.min(end).max(now);
+                    match sys.wait(task.pid, task.holds, stop - now) {
+                        Ok(WaitResult::Interrupted) => {
+                            self.report_every_interrupted(line, t0, err);
+                            return Ok(());
+                        }
+                        Ok(_) => return Ok(()),
+                        Err(e) if sys.now_ns() < stop => {
+                            return Err(self.error_at(line, format!("every: {e}")))
+                        }
+                        Err(_) => {}
+                    }
+                    if sys.now_ns() >= end {
+                        let frozen = if sys.machine.task(task.pid).frozen {
+                            " (it is frozen: see cgroup.freeze)"
+                        } else {
+                            ""
+                        };
+                        return Err(self.error_at(
+                            line,
+                            format!(
+                                "every: task '{name}' did not end within {} s of virtual time{frozen}",
+                                self.wait_limit_ns / 1_000_000_000
+                            ),
+                        ));
+                    }
+                }
+            }
+            if self.exec_stmts(body, i, out, err)? == Flow::Break {
+                return Ok(());
+            }
+            self.line = line;
+            if self.interrupted() {
+                self.report_every_interrupted(line, t0, err);
+                return Ok(());
+            }
+            // The next tick: the first one not yet past.
+            let now = self.booted().now_ns();
+            let due = (now - t0).div_ceil(interval);
+            k = due.max(k.saturating_add(1));
+        }
+        // `for DURATION`: the rest of the duration passes.
+        let sys = self.booted();
+        let now = sys.now_ns();
+        if now < end && !sys.advance(end - now) {
+            self.report_every_interrupted(line, t0, err);
+        }
+        Ok(())
+    }
+
+    /// With task reports on, as for `sleep`: where an interrupted `every` loop stopped.
+    fn report_every_interrupted(&mut self, line: usize, t0: u64, err: &mut dyn Write) {
+        self.line = line;
+        if !self.report_tasks {
+            return;
+        }
+        let Some(now) = self.sys.as_ref().map(System::now_ns) else {
+            return;
+        };
+        let t = fmt_ns(now.saturating_sub(t0));
+        self.complain(err, &format!("every: interrupted after {t}"));
     }
 
     /// Parse and execute one line (`line_no` is 1-based, for messages). Blank and comment
@@ -368,6 +606,12 @@ impl Interpreter {
             line: self.line,
             message,
         }
+    }
+
+    /// A script error on line `line` (a block's own line, after its body ran others).
+    fn error_at(&mut self, line: usize, message: String) -> ScriptError {
+        self.line = line;
+        self.error(message)
     }
 
     /// Print a bash-style error (`FILE:LINE: MESSAGE`; `MESSAGE` alone when the
@@ -626,6 +870,25 @@ impl Interpreter {
                 Ok(())
             }
             Command::Wait(name) => self.wait_task(name, err),
+            Command::Poll { name, timeout_ns } => {
+                let fd = self.fd(name)?;
+                let r = self.boot()?.poll(fd, *timeout_ns);
+                self.last_poll = Some(match r {
+                    Ok(PollResult::Event) => PollWant::Event,
+                    Ok(PollResult::Timeout) => PollWant::Timeout,
+                    Ok(PollResult::Error) => PollWant::Error,
+                    Ok(PollResult::Interrupted) => {
+                        self.complain(err, "poll: interrupted");
+                        PollWant::Timeout
+                    }
+                    Err(_) => {
+                        return Err(format!(
+                            "poll: @{name} is not a pressure file (only PSI triggers can be polled)"
+                        ))
+                    }
+                });
+                Ok(())
+            }
             Command::Expect { expr, text } => {
                 if let Some(detail) = self.check(expr)? {
                     self.expect_failures += 1;
@@ -787,14 +1050,7 @@ impl Interpreter {
                     for piece in split_vars(&t) {
                         match piece {
                             Ok(lit) => out.push_str(&lit),
-                            Err(name) => match self.vars.get(&name) {
-                                Some(v) => out.push_str(&v.to_string()),
-                                None => {
-                                    return Err(format!(
-                                        "no variable ${name} (set it with let {name} = ...)"
-                                    ))
-                                }
-                            },
+                            Err(name) => out.push_str(&self.var_value(&name)?.to_string()),
                         }
                     }
                 }
@@ -834,9 +1090,25 @@ impl Interpreter {
         Ok(sum.saturating_add(term))
     }
 
-    /// The value of a variable set by `let`.
+    /// The value of a variable set by `let`, or of `now` (the virtual time in nanoseconds)
+    /// once the machine has booted.
     pub fn var(&self, name: &str) -> Option<i64> {
+        if name == NOW {
+            return self.sys.as_ref().map(|s| ns_value(s.now_ns()));
+        }
         self.vars.get(name).copied()
+    }
+
+    /// The value of `$name`: a variable set by `let`, or `$now`, the virtual time in
+    /// nanoseconds (which boots the machine if it has not booted yet).
+    fn var_value(&mut self, name: &str) -> Result<i64, String> {
+        if name == NOW {
+            return Ok(ns_value(self.boot()?.now_ns()));
+        }
+        self.vars
+            .get(name)
+            .copied()
+            .ok_or_else(|| format!("no variable ${name} (set it with let {name} = ...)"))
     }
 
     fn eval(&mut self, v: &Value) -> Result<i64, EvalError> {
@@ -856,11 +1128,7 @@ impl Interpreter {
                 let s = read(self, p)?;
                 keyed_value(&s, key).map_err(|e| EvalError::Fail(format!("{p}: {e}")))
             }
-            Value::Var(name) => self.vars.get(name).copied().ok_or_else(|| {
-                EvalError::Script(format!(
-                    "no variable ${name} (set it with let {name} = ...)"
-                ))
-            }),
+            Value::Var(name) => self.var_value(name).map_err(EvalError::Script),
             Value::Fd(name) => {
                 let fd = self.fd(name).map_err(EvalError::Script)?;
                 let sys = self.boot().map_err(EvalError::Script)?;
@@ -874,10 +1142,22 @@ impl Interpreter {
 
     /// Evaluate an expectation: `Ok(None)` if it holds, `Ok(Some(detail))` if it fails.
     fn check(&mut self, expr: &Expr) -> Result<Option<String>, String> {
+        if let Expr::Poll(want) = expr {
+            return Ok(self.judge_poll(*want));
+        }
         let values = self.operand_values(expr)?;
         let last_op = self.last_op.as_ref().map(|o| (o.what, o.result));
         let last_fg = self.last_fg.as_ref().map(|(n, o)| (n.as_str(), *o));
         Ok(judge(expr, &values, last_fg, last_op))
+    }
+
+    /// `poll WANT`: None when the last poll returned WANT, else what it returned.
+    fn judge_poll(&self, want: PollWant) -> Option<String> {
+        match self.last_poll {
+            Some(got) if got == want => None,
+            Some(got) => Some(format!("the last poll returned {}", got.name())),
+            None => Some("no poll has been done".into()),
+        }
     }
 
     /// The values of an expectation's operands, in order (see [`operands`]): each a number,
@@ -914,11 +1194,16 @@ fn run_word_is_workload(prior: &[&str]) -> bool {
     prior.len() == i + 1
 }
 
+/// A time in nanoseconds as a script value (saturating; no run nears 292 years).
+fn ns_value(ns: u64) -> i64 {
+    i64::try_from(ns).unwrap_or(i64::MAX)
+}
+
 /// The operands an expectation reads, in order.
 pub fn operands(expr: &Expr) -> Vec<&Value> {
     match expr {
         Expr::Cmp(a, _, b) | Expr::Close(a, b, _) => vec![a, b],
-        Expr::Exit(_) | Expr::Killed | Expr::Errno(_) => Vec::new(),
+        Expr::Exit(_) | Expr::Killed | Expr::Errno(_) | Expr::Poll(_) => Vec::new(),
     }
 }
 
@@ -966,6 +1251,8 @@ pub fn judge(
             Some((what, Err(e))) => Some(format!("the last {what} failed with {}", e.name())),
             None => Some("no write, mkdir, rmdir, open, close or run has been done".into()),
         },
+        // The interpreter judges polls (Interpreter::check); here nothing polled.
+        Expr::Poll(_) => Some("no poll has been done".into()),
     }
 }
 
@@ -1205,11 +1492,7 @@ mod tests {
                 "echo 1\nrepeat 2\necho x\n",
                 "t.mcg:2: error: repeat without end",
             ),
-            ("end\n", "t.mcg:1: error: end without repeat"),
-            (
-                "repeat 2\nrepeat 2\nend\nend\n",
-                "t.mcg:2: error: repeat: blocks do not nest",
-            ),
+            ("end\n", "t.mcg:1: error: end without block"),
             (
                 "repeat -1\nend\n",
                 "t.mcg:1: error: repeat: '-1' is not a count",
@@ -1243,7 +1526,10 @@ mod tests {
         // A repeat that would expand past the bound is refused before anything runs.
         let (status, _, err) = run("repeat 100000\necho 1\necho 2\necho 3\necho 4\necho 5\necho 6\necho 7\necho 8\necho 9\necho 10\necho 11\nend\n");
         assert_eq!(status, EXIT_SCRIPT_ERROR);
-        assert!(err.contains("more than 1000000 lines"), "{err}");
+        assert_eq!(
+            err,
+            "t.mcg:1: error: repeat: the script expands to more than 1000000 lines\n"
+        );
     }
 
     #[test]
@@ -1254,5 +1540,308 @@ mod tests {
             let (status, _, _) = run(line);
             assert!(status == EXIT_SCRIPT_ERROR || status == EXIT_OK, "{line:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod block_tests {
+    //! Blocks (`if`, `every`, `break`, nested `repeat`) and `$now`, most of them on a small
+    //! machine whose clock starts at 0.
+
+    use super::*;
+
+    fn run_on(mut interp: Interpreter, text: &str) -> (i32, String, String) {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let status = interp.run(text, &mut out, &mut err);
+        (
+            status,
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        )
+    }
+
+    fn run(text: &str) -> (i32, String, String) {
+        run_on(Interpreter::new("t.mcg"), text)
+    }
+
+    /// Run a script that must succeed; its standard output.
+    fn ok(text: &str) -> String {
+        let (status, out, err) = run(text);
+        assert_eq!(status, EXIT_OK, "{text}\n{err}");
+        assert_eq!(err, "", "{text}");
+        out
+    }
+
+    /// Run a script that must stop with a script error; the message.
+    fn script_error(text: &str) -> String {
+        let (status, _, err) = run(text);
+        assert_eq!(status, EXIT_SCRIPT_ERROR, "{text}\n{err}");
+        err
+    }
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn if_takes_a_branch_and_never_counts_as_a_failed_expect() {
+        let text = "if 1 < 2\necho then\nelse\necho else\nend\n\
+                    if 2 < 1\necho then\nelse\necho else\nend\n\
+                    if 2 < 1\necho never\nend\n\
+                    if close(100, 101, 5)\necho close\nend\n\
+                    if killed\necho never\nelse\necho no task\nend\n\
+                    if errno 0\necho never\nend\n";
+        assert_eq!(ok(text), "then\nelse\nclose\nno task\n");
+    }
+
+    #[test]
+    fn if_judges_tasks_and_errnos_as_expect_does() {
+        let text = "machine memory=256M\nmkdir /A\n\
+                    if errno 0\necho made\nend\n\
+                    mkdir /A\n\
+                    if errno EEXIST\necho exists\nend\n\
+                    if errno 0\necho never\nend\n\
+                    run /A anon 1M\n\
+                    if exit 0\necho exited\nend\n\
+                    if killed\necho never\nend\n\
+                    echo 100M > /A/memory.max\n\
+                    if /A/memory.max == 100M\necho limited\nend\n\
+                    if memory.stat:anon == 0\necho no anon left\nend\n";
+        let (status, out, err) = run(text);
+        assert_eq!(status, EXIT_OK, "{err}");
+        assert_eq!(out, "made\nexists\nexited\nlimited\nno anon left\n");
+        // Only mkdir's own complaint: the ifs print nothing.
+        assert_eq!(
+            err,
+            "t.mcg:6: mkdir: cannot create directory '/A': File exists\n"
+        );
+    }
+
+    #[test]
+    fn if_on_a_value_that_cannot_be_read_is_a_script_error() {
+        let (status, out, err) = run(
+            "machine memory=256M\necho before\nif /B/memory.current > 0\necho x\nelse\necho y\nend\n",
+        );
+        assert_eq!(status, EXIT_SCRIPT_ERROR);
+        assert_eq!(out, "before\n");
+        assert_eq!(
+            err,
+            "t.mcg:3: error: if /B/memory.current > 0: cannot read /B/memory.current: \
+             No such file or directory\n"
+        );
+        assert_eq!(
+            script_error(
+                "machine memory=256M\nrepeat 2\nif close(memory.stat:anonx, 0, 1)\nend\nend\n"
+            ),
+            "t.mcg:3: error: if close(memory.stat:anonx, 0, 1): memory.stat: no key 'anonx'\n"
+        );
+        assert_eq!(
+            script_error("if $x == 1\nend\n"),
+            "t.mcg:1: error: no variable $x (set it with let x = ...)\n"
+        );
+    }
+
+    #[test]
+    fn block_errors_stop_the_script_before_anything_runs() {
+        let (status, out, err) = run("echo ran\nrepeat 2\nelse\nend\n");
+        assert_eq!((status, out.as_str()), (EXIT_SCRIPT_ERROR, ""));
+        assert_eq!(err, "t.mcg:3: error: else without if\n");
+        let (status, out, err) = run("echo ran\nif 1 == 1\necho x\n");
+        assert_eq!((status, out.as_str()), (EXIT_SCRIPT_ERROR, ""));
+        assert_eq!(err, "t.mcg:2: error: if without end\n");
+        // A bad plain line inside a block is found when it runs, as before.
+        let (status, out, err) = run("echo ran\nif 1 == 1\nfrobnicate\nend\n");
+        assert_eq!((status, out.as_str()), (EXIT_SCRIPT_ERROR, "ran\n"));
+        assert_eq!(
+            err,
+            "t.mcg:3: error: unknown command 'frobnicate' (try 'help')\n"
+        );
+    }
+
+    #[test]
+    fn nested_repeats_and_break() {
+        // The innermost repeat's $i wins; the outer one's is back after the inner block.
+        assert_eq!(
+            ok("repeat 2\nrepeat 2\necho in $i\nend\necho out $i\nend\n"),
+            "in 0\nin 1\nout 0\nin 0\nin 1\nout 1\n"
+        );
+        // break ends the innermost loop at once, through the if around it.
+        assert_eq!(
+            ok("repeat 5\nif $i == 3\nbreak\nend\necho $i\nend\necho done\n"),
+            "0\n1\n2\ndone\n"
+        );
+        assert_eq!(
+            ok("repeat 2\nrepeat 9\nif $i >= 2\nbreak\necho never\nend\necho $i\nend\necho next\nend\n"),
+            "0\n1\nnext\n0\n1\nnext\n"
+        );
+        // An if's header is read again with each $i; so is a nested repeat's body.
+        assert_eq!(
+            ok("repeat 4\nif 1$i >= 12\necho big $i\nelse\necho small $i\nend\nend\n"),
+            "small 0\nsmall 1\nbig 2\nbig 3\n"
+        );
+        // Expect failures inside blocks count and name their line.
+        let (status, _, err) = run("repeat 2\nif 1 == 1\nexpect $i == 1\nend\nend\n");
+        assert_eq!(status, EXIT_EXPECT_FAILED);
+        assert_eq!(err, "t.mcg:3: expect failed: 0 == 1 (0 == 1)\n");
+    }
+
+    #[test]
+    fn now_is_the_virtual_time() {
+        let out = ok(
+            "machine memory=256M\necho $now\nsleep 1500ms\nlet t = $now\n\
+                      expect $now == 1500000000\necho $(( $now / 1000000 ))ms $t\n",
+        );
+        assert_eq!(out, "0\n1500ms 1500000000\n");
+        assert_eq!(
+            script_error("let now = 5\n"),
+            "t.mcg:1: error: now is read-only: $now is the virtual time in nanoseconds\n"
+        );
+        let mut interp = Interpreter::new("x");
+        assert_eq!(interp.var("now"), None);
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        interp
+            .exec_line(1, "sleep 2ms", &mut out, &mut err)
+            .unwrap();
+        assert_eq!(interp.var("now"), Some(2_000_000));
+    }
+
+    #[test]
+    fn every_for_ticks_at_each_interval_then_waits_out_the_duration() {
+        // Ticks at T0 + 100ms, 200ms, 300ms (300ms <= 350ms), then time goes on to T0 + 350ms.
+        let out = ok("machine memory=256M\nsleep 5ms\nevery 100ms for 350ms\necho $now\nend\necho end $now\n");
+        assert_eq!(out, "105000000\n205000000\n305000000\nend 355000000\n");
+        // A tick at exactly T0 + DURATION runs; DURATION 0 has no tick.
+        let out = ok(
+            "machine memory=256M\nevery 100ms for 300ms\necho $now\nend\n\
+                      every 1s for 0\necho never\nend\necho end $now\n",
+        );
+        assert_eq!(out, "100000000\n200000000\n300000000\nend 300000000\n");
+    }
+
+    #[test]
+    fn every_skips_the_ticks_its_body_went_past() {
+        // The body sleeps 250ms: after the tick at 100ms it is 350ms, so 200ms and 300ms are
+        // skipped and the next tick is 400ms; the body ends past T0 + DURATION.
+        let out = ok(
+            "machine memory=256M\nevery 100ms for 1s\necho $now\nsleep 250ms\nend\necho end $now\n",
+        );
+        assert_eq!(
+            out,
+            "100000000\n400000000\n700000000\n1000000000\nend 1250000000\n"
+        );
+        // A body that ends exactly on the next tick misses nothing.
+        let out = ok("machine memory=256M\nevery 100ms for 300ms\necho $now\nsleep 100ms\nend\necho end $now\n");
+        assert_eq!(out, "100000000\n200000000\n300000000\nend 400000000\n");
+    }
+
+    #[test]
+    fn break_ends_an_every_loop_at_once() {
+        let out = ok(
+            "machine memory=256M\nlet n = 0\nevery 10ms for 1s\nlet n = $(( $n + 1 ))\n\
+                      if $now >= 30000000\nbreak\nend\nend\necho $n $now\n",
+        );
+        assert_eq!(out, "3 30000000\n");
+        // In a repeat inside an every, break ends the repeat only.
+        let out = ok(
+            "machine memory=256M\nevery 10ms for 20ms\nrepeat 5\nif $i == 1\nbreak\nend\n\
+                      echo $now $i\nend\nend\necho $now\n",
+        );
+        assert_eq!(out, "10000000 0\n20000000 0\n20000000\n");
+    }
+
+    #[test]
+    fn every_until_stops_when_the_task_ends() {
+        let text = "machine memory=256M\nmkdir /A\n\
+                    run --bg --name a /A usemem 20M --passes 4 --nap 25ms\n\
+                    let n = 0\nlet last = 0\n\
+                    every 10ms until a\nlet n = $(( $n + 1 ))\nlet last = $now\nend\n\
+                    let t = $now\n\
+                    echo $n $last $t\n\
+                    wait a\nexpect exit 0\nexpect $now == $t\n\
+                    let want = $(( $n * 10000000 ))\nexpect $last == $want\n\
+                    let next = $(( $last + 10000000 ))\nexpect $t > $last\nexpect $t < $next\n\
+                    every 10ms until a\necho never\nend\nexpect $now == $t\n";
+        let (status, out, err) = run(text);
+        assert_eq!(status, EXIT_OK, "{err}");
+        // usemem's three naps alone take 75ms: the task ends between the ticks at 80ms and
+        // 90ms, and the loop with it, before the next tick.
+        let words: Vec<u64> = out.split_whitespace().map(|w| w.parse().unwrap()).collect();
+        let [n, last, t] = words[..] else {
+            panic!("{out}")
+        };
+        assert_eq!((n, last), (8, 80 * MS), "{out}");
+        assert!(t > 80 * MS && t < 90 * MS, "{out}");
+    }
+
+    #[test]
+    fn every_until_a_holding_task_stops_when_it_holds() {
+        let text = "machine memory=256M\nmkdir /A\n\
+                    run --bg --name h /A mem_eater 4M --chunks 4 --nap 10ms --hold\n\
+                    let n = 0\n\
+                    every 1ms until h\nlet n = $(( $n + 1 ))\nend\n\
+                    let t = $now\nexpect /A/memory.current >= 4M\nwait h\nexpect $now == $t\n\
+                    echo $n $t\n";
+        let out = ok(text);
+        // Three naps of 10ms: the task holds its 4M just after 30ms, alive, and the loop
+        // ends there (wait h returns at once), after the ticks at 1ms to 30ms.
+        let words: Vec<u64> = out.split_whitespace().map(|w| w.parse().unwrap()).collect();
+        let [n, t] = words[..] else { panic!("{out}") };
+        assert_eq!(n, 30, "{out}");
+        assert!(t > 30 * MS && t < 31 * MS, "{out}");
+    }
+
+    #[test]
+    fn every_until_errors() {
+        assert_eq!(
+            script_error("machine memory=256M\necho x\nevery 1ms until nobody\necho y\nend\n"),
+            "t.mcg:3: error: no task named 'nobody'\n"
+        );
+        // The wait limit bounds the loop from its start, ticks included.
+        let mut interp = Interpreter::new("t.mcg");
+        interp.set_wait_limit_ns(1_000_000_000);
+        let (status, out, err) = run_on(
+            interp,
+            "machine memory=256M\nmkdir /A\nrun --bg --name u /A usemem 1M --passes 100 --nap 100ms\n\
+             let n = 0\nevery 300ms until u\nlet n = $(( $n + 1 ))\necho $n $now\nend\n",
+        );
+        assert_eq!(status, EXIT_SCRIPT_ERROR);
+        assert_eq!(out, "1 300000000\n2 600000000\n3 900000000\n");
+        assert_eq!(
+            err,
+            "t.mcg:5: error: every: task 'u' did not end within 1 s of virtual time\n"
+        );
+    }
+
+    #[test]
+    fn every_headers_take_i_inside_a_repeat() {
+        let text = "machine memory=256M\nmkdir /A\nrepeat 2\n\
+                    run --bg --name t$i /A usemem 1M --passes 2 --nap 15ms\n\
+                    let n$i = 0\n\
+                    every 5ms until t$i\nlet n = 1\nend\n\
+                    expect $now > 15000000\nwait t$i\nexpect exit 0\n\
+                    end\necho done\n";
+        assert_eq!(ok(text), "done\n");
+    }
+
+    #[test]
+    fn interrupt_stops_an_every_loop() {
+        let mut interp = Interpreter::new("t.mcg");
+        interp.set_interrupt(Arc::new(AtomicBool::new(true)));
+        interp.set_report_tasks(true);
+        let (status, out, err) = run_on(
+            interp,
+            "machine memory=256M\nevery 10ms for 1s\necho tick\nend\necho $now\n",
+        );
+        assert_eq!(status, EXIT_OK);
+        assert_eq!(out, "0\n");
+        assert_eq!(err, "t.mcg:2: every: interrupted after 0\n");
+    }
+
+    #[test]
+    fn if_and_every_are_commands_for_machine() {
+        assert_eq!(
+            script_error("if 1 == 1\nmachine memory=256M\nend\n"),
+            "t.mcg:2: error: machine must be the first command of a script\n"
+        );
+        // A repeat is no command: its first line may be the machine.
+        assert_eq!(ok("repeat 1\nmachine memory=256M\nend\necho $now\n"), "0\n");
     }
 }

@@ -4,10 +4,11 @@
 //! values with `expect`. `docs/SCRIPTING.md` is the user's reference.
 //!
 //! - [`lexer`] splits a line into words (quotes, comments);
-//! - [`parser`] turns words into a [`Command`];
+//! - [`parser`] turns words into a [`Command`], and a script file into a tree of [`Stmt`]s
+//!   (plain lines and the blocks `repeat`, `if`/`else`, `every` ... `end`, and `break`);
 //! - [`value`] parses `expect` operands and implements the comparisons;
 //! - [`path`] resolves paths against the working directory;
-//! - [`interp`] runs commands against a [`memcgsim_cgroupfs::System`];
+//! - [`interp`] runs commands and blocks against a [`memcgsim_cgroupfs::System`];
 //! - [`shell`] runs lines one at a time, going on after script errors.
 
 pub mod interp;
@@ -22,7 +23,8 @@ pub use interp::{
     EXIT_EXPECT_FAILED, EXIT_OK, EXIT_SCRIPT_ERROR,
 };
 pub use parser::{
-    expand_script, parse_line, Command, Expr, RunSpec, ScriptLine, Target, COMMANDS, HELP,
+    expand_script, parse_line, parse_script, Command, Cond, Every, EveryEnd, Expr, PollWant,
+    RunSpec, ScriptLine, Stmt, Target, COMMANDS, HELP,
 };
 pub use shell::{is_exit_line, run_shell_input, shell_line};
-pub use value::{values_close, CmpOp, Value};
+pub use value::{values_close, CmpOp, Value, NOW};

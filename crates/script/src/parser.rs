@@ -4,7 +4,9 @@
 use memcgsim_model::{units, Errno};
 
 use crate::lexer::{tokenize, Word};
-use crate::value::{is_var_name, parse_arith, parse_int, parse_value, CmpOp, Segment, Value};
+use crate::value::{
+    is_var_name, parse_arith, parse_int, parse_value, split_vars, CmpOp, Segment, Value, NOW,
+};
 
 /// Where `echo` writes or `cat` reads.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,7 +28,7 @@ impl Target {
     }
 }
 
-/// The condition of an `expect` command.
+/// The condition of an `expect` command or of an `if` block.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Expr {
     /// `A OP B`.
@@ -39,6 +41,30 @@ pub enum Expr {
     Killed,
     /// `errno NAME` (Some) or `errno 0` (None): how the last recorded file operation ended.
     Errno(Option<Errno>),
+    /// `poll event|timeout|error`: what the last `poll` returned.
+    Poll(PollWant),
+}
+
+/// What a `poll` returned, as `expect poll ...` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PollWant {
+    /// POLLPRI: the trigger fired.
+    Event,
+    /// The timeout passed first.
+    Timeout,
+    /// POLLERR: no trigger on the fd, or its cgroup was removed.
+    Error,
+}
+
+impl PollWant {
+    /// The word `expect poll` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            PollWant::Event => "event",
+            PollWant::Timeout => "timeout",
+            PollWant::Error => "error",
+        }
+    }
 }
 
 /// Options and operands of `run`.
@@ -105,6 +131,8 @@ pub enum Command {
     Kill(String),
     /// `wait NAME`
     Wait(String),
+    /// `poll @NAME TIMEOUT`: wait, at most TIMEOUT (ns), for the PSI trigger of an fd.
+    Poll { name: String, timeout_ns: u64 },
     /// `expect EXPR`; `text` is the expression as written, for failure messages.
     Expect { expr: Expr, text: String },
     /// `help` (the commands), or `help WORKLOAD` (one workload's documentation)
@@ -122,7 +150,7 @@ pub enum Command {
 /// Every command name, for completion in the shell.
 pub const COMMANDS: &[&str] = &[
     "cat", "cd", "clear", "close", "echo", "expect", "help", "kill", "let", "ls", "machine",
-    "mkdir", "open", "pwd", "rmdir", "run", "sleep", "wait",
+    "mkdir", "open", "poll", "pwd", "rmdir", "run", "sleep", "wait",
 ];
 
 /// The one-line summary of every command, printed by `help`.
@@ -144,15 +172,24 @@ Commands:
   sleep DURATION               let time pass (2, 500ms, 2s, 100us)
   kill NAME                    SIGKILL a task
   wait NAME                    run until a task ends, or holds if it has --hold
+  poll @NAME TIMEOUT           run until the PSI trigger written to fd NAME fires
   expect A OP B                compare values; OP is == != < <= > >=
   expect close(A, B, PCT)      A and B within PCT percent (kernel values_close)
   expect exit N | killed       how the last foreground task ended
   expect errno NAME | 0        how the last write/mkdir/rmdir/open/close/run ended
+  expect poll event|timeout|error  what the last poll returned
   let NAME = VALUE | $(( ... ))  remember a value now, as $NAME
-  repeat N ... end             the lines between, N times, $i counting from 0 (scripts only)
   help [WORKLOAD]              this text, or what a workload does and its arguments
   clear                        clear the terminal (interactive shell only)
-Values: 4096, 30M, -1, max, FILE, FILE:KEY, @NAME, $NAME
+Blocks (scripts only; they nest, each closed by its own end):
+  repeat N ... end             the lines between, N times, $i counting from 0
+  if EXPR ... [else ...] end   the lines if EXPR holds (any expect form), else the others
+  every INTERVAL for DURATION ... end
+                               the lines every INTERVAL of virtual time, for DURATION
+  every INTERVAL until NAME ... end
+                               the lines every INTERVAL, until the task NAME ends
+  break                        leave the innermost repeat or every at once
+Values: 4096, 30M, -1, max, FILE, FILE:KEY, @NAME, $NAME, $now (virtual time, ns)
 ";
 
 fn arity(cmd: &str, args: &[Word], min: usize, max: usize, usage: &str) -> Result<(), String> {
@@ -244,6 +281,17 @@ pub fn parse_words(words: &[Word]) -> Result<Option<Command>, String> {
             Command::Close(name)
         }
         "run" => Command::Run(parse_run(args)?),
+        "poll" => {
+            arity(cmd, args, 2, 2, "@NAME TIMEOUT")?;
+            let name = args[0].text.trim_start_matches('@').to_string();
+            if name.is_empty() {
+                return Err("poll: empty fd name".into());
+            }
+            Command::Poll {
+                name,
+                timeout_ns: units::parse_duration_ns(&args[1].text)?,
+            }
+        }
         "sleep" => {
             arity(cmd, args, 1, 1, "DURATION")?;
             Command::Sleep(units::parse_duration_ns(&args[0].text)?)
@@ -262,9 +310,10 @@ pub fn parse_words(words: &[Word]) -> Result<Option<Command>, String> {
             Command::Expect { expr, text }
         }
         "let" => parse_let(args)?,
-        "repeat" | "end" => {
+        "repeat" | "end" | "if" | "else" | "every" | "break" => {
             return Err(format!(
-                "'{cmd}' works only in a script file, where repeat N ... end is expanded before it runs"
+                "'{cmd}' works only in a script file, where blocks (repeat, if, every ... end) \
+                 and break are read whole before they run; the shell takes one line at a time"
             ))
         }
         _ => return Err(format!("unknown command '{cmd}' (try 'help')")),
@@ -328,6 +377,9 @@ fn parse_let(args: &[Word]) -> Result<Command, String> {
         return Err(USAGE.into());
     }
     let name = args[0].text.clone();
+    if name == NOW {
+        return Err("now is read-only: $now is the virtual time in nanoseconds".into());
+    }
     if !is_var_name(&name) {
         return Err(format!(
             "let: '{name}' is not a variable name (letters, digits and _, not starting with a digit)"
@@ -348,30 +400,119 @@ fn parse_let(args: &[Word]) -> Result<Command, String> {
     Ok(Command::Let { name, terms })
 }
 
-/// The largest count of a `repeat`, and of lines a script may expand to.
+/// The largest count of a `repeat`.
 pub const MAX_REPEAT: u64 = 100_000;
+/// The most lines a script's `repeat` blocks may make it run: each plain line and each `if`,
+/// `every` and `break` counts once, times the counts of the repeats around it, summed.
 pub const MAX_EXPANDED_LINES: usize = 1_000_000;
+/// How deep blocks may nest: a block inside 16 others is a script error.
+pub const MAX_DEPTH: usize = 16;
+/// The most ticks an `every INTERVAL for DURATION` may have (DURATION / INTERVAL).
+pub const MAX_TICKS: u64 = 1_000_000;
 
-/// One line of a script after `repeat` blocks are expanded: its text, with `$i` replaced by
-/// the iteration inside a block, and the line of the file it came from (1-based).
+/// The words that open, divide or close blocks when they start a line unquoted.
+pub const BLOCK_WORDS: &[&str] = &["repeat", "if", "else", "every", "break", "end"];
+
+/// One plain line of a script file: its text and the line of the file it came from
+/// (1-based). [`expand_script`] gives them with `$i` already replaced.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScriptLine {
+    /// The line of the file, 1-based.
     pub line: usize,
+    /// The text of the line.
     pub text: String,
 }
 
-/// The first word of a line if it is unquoted `repeat` or `end`, with the remaining words.
-fn block_word(line: &str) -> Option<(String, Vec<Word>)> {
+/// The condition of an `if`: an `expect` expression and its text as written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cond {
+    /// The expression, parsed as `expect` parses it.
+    pub expr: Expr,
+    /// The expression as written (words joined by one space).
+    pub text: String,
+}
+
+/// When an `every` loop ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EveryEnd {
+    /// `for DURATION`, in nanoseconds: at the loop's start plus DURATION.
+    For(u64),
+    /// `until NAME`: when the task NAME ends (or holds, if it was started with `--hold`).
+    Until(String),
+}
+
+/// The header of an `every` loop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Every {
+    /// INTERVAL, in nanoseconds (more than 0).
+    pub interval_ns: u64,
+    /// `for DURATION` or `until NAME`.
+    pub end: EveryEnd,
+}
+
+/// A statement of a script file: a plain line, or a block holding statements.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stmt {
+    /// A plain line (a command, a blank line or a comment), parsed when it runs, after `$i`
+    /// is replaced by the iteration of the innermost `repeat` around it.
+    Line(ScriptLine),
+    /// `repeat N` ... `end`: the body N times, `$i` counting from 0.
+    Repeat {
+        /// The line of `repeat`.
+        line: usize,
+        /// N, 0 to [`MAX_REPEAT`].
+        count: u64,
+        /// The statements between `repeat` and `end`.
+        body: Vec<Stmt>,
+    },
+    /// `if EXPR` ... [`else` ...] `end`.
+    If {
+        /// The line of `if`.
+        line: usize,
+        /// The whole `if` line as written, parsed again after `$i` is replaced inside a
+        /// `repeat`.
+        header: String,
+        /// The condition, as parsed before the script runs (with `$i` as 0 inside a repeat).
+        cond: Cond,
+        /// The statements run when the condition holds.
+        then: Vec<Stmt>,
+        /// The statements after `else`, run when it does not (empty without `else`).
+        otherwise: Vec<Stmt>,
+    },
+    /// `every INTERVAL for DURATION` or `every INTERVAL until NAME` ... `end`.
+    Every {
+        /// The line of `every`.
+        line: usize,
+        /// The whole `every` line as written, parsed again after `$i` is replaced inside a
+        /// `repeat`.
+        header: String,
+        /// The loop's interval and end, as parsed before the script runs (with `$i` as 0
+        /// inside a repeat).
+        every: Every,
+        /// The statements run at each tick.
+        body: Vec<Stmt>,
+    },
+    /// `break`: ends the innermost `repeat` or `every` around it.
+    Break {
+        /// The line of `break`.
+        line: usize,
+    },
+}
+
+/// The first word of a line if it is an unquoted block word ([`BLOCK_WORDS`]), with the
+/// remaining words. A line that cannot be tokenized is no block line (it fails when it runs).
+fn block_word(line: &str) -> Option<(&'static str, Vec<Word>)> {
     let words = tokenize(line).ok()?;
     let (first, rest) = words.split_first()?;
-    if first.quoted || (first.text != "repeat" && first.text != "end") {
+    if first.quoted {
         return None;
     }
-    Some((first.text.clone(), rest.to_vec()))
+    let w = BLOCK_WORDS.iter().find(|w| first.text == **w)?;
+    Some((w, rest.to_vec()))
 }
 
 /// Replace `$i` (not followed by a letter, digit or `_`) with `n`.
-fn substitute_i(text: &str, n: u64) -> String {
+pub fn substitute_i(text: &str, n: u64) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     let mut rest = text;
     while let Some(pos) = rest.find("$i") {
@@ -392,73 +533,396 @@ fn substitute_i(text: &str, n: u64) -> String {
     out
 }
 
-/// Expand the `repeat N` ... `end` blocks of a script: the lines between run N times, `$i`
-/// standing for 0, 1, ..., N-1. Blocks do not nest. Err: (line, message).
-pub fn expand_script(text: &str) -> Result<Vec<ScriptLine>, (usize, String)> {
-    let mut out = Vec::new();
-    let mut block: Option<(usize, u64, Vec<ScriptLine>)> = None;
+/// Whether `text` holds a `$i` that [`substitute_i`] replaces.
+pub fn mentions_i(text: &str) -> bool {
+    text.contains("$i") && substitute_i(text, 0) != text
+}
+
+/// `repeat N`: the count.
+fn parse_repeat(args: &[Word]) -> Result<u64, String> {
+    let [count] = args else {
+        return Err("usage: repeat N (then the lines to repeat, then end)".into());
+    };
+    parse_int(&count.text)
+        .ok()
+        .and_then(|c| u64::try_from(c).ok())
+        .filter(|&c| c <= MAX_REPEAT)
+        .ok_or_else(|| {
+            format!(
+                "repeat: '{}' is not a count from 0 to {MAX_REPEAT}",
+                count.text
+            )
+        })
+}
+
+/// The words after `if`: any form `expect` takes.
+fn parse_if(args: &[Word]) -> Result<Cond, String> {
+    let parts: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
+    let (expr, text) = parse_condition("if", &parts)?;
+    Ok(Cond { expr, text })
+}
+
+/// The words after `every`: `INTERVAL for DURATION` or `INTERVAL until NAME`.
+fn parse_every(args: &[Word]) -> Result<Every, String> {
+    const USAGE: &str = "usage: every INTERVAL for DURATION | every INTERVAL until NAME";
+    let [interval, kind, last] = args else {
+        return Err(USAGE.into());
+    };
+    let interval_ns =
+        units::parse_duration_ns(&interval.text).map_err(|e| format!("every: INTERVAL: {e}"))?;
+    if interval_ns == 0 {
+        return Err(format!(
+            "every: INTERVAL must be more than 0, got '{}'",
+            interval.text
+        ));
+    }
+    let end = match kind.text.as_str() {
+        "for" if !kind.quoted => {
+            let d = units::parse_duration_ns(&last.text)
+                .map_err(|e| format!("every: DURATION: {e}"))?;
+            if d / interval_ns > MAX_TICKS {
+                return Err(format!(
+                    "every: {} for {} is {} ticks, more than {MAX_TICKS}",
+                    interval.text,
+                    last.text,
+                    d / interval_ns
+                ));
+            }
+            EveryEnd::For(d)
+        }
+        "until" if !kind.quoted => {
+            if last.text.is_empty() {
+                return Err("every: empty task name".into());
+            }
+            EveryEnd::Until(last.text.clone())
+        }
+        _ => return Err(USAGE.into()),
+    };
+    Ok(Every { interval_ns, end })
+}
+
+/// Parse a whole `if EXPR` line (as [`Stmt::If`] keeps it in `header`), for instance after
+/// `$i` was replaced in it.
+pub fn parse_if_line(text: &str) -> Result<Cond, String> {
+    match block_word(text) {
+        Some(("if", args)) => parse_if(&args),
+        _ => Err("usage: if EXPR".into()),
+    }
+}
+
+/// Parse a whole `every ...` line (as [`Stmt::Every`] keeps it in `header`), for instance
+/// after `$i` was replaced in it.
+pub fn parse_every_line(text: &str) -> Result<Every, String> {
+    match block_word(text) {
+        Some(("every", args)) => parse_every(&args),
+        _ => Err("usage: every INTERVAL for DURATION | every INTERVAL until NAME".into()),
+    }
+}
+
+/// A block being read: its kind and header, where it started, the statements read so far.
+struct OpenBlock {
+    kind: OpenKind,
+    line: usize,
+    body: Vec<Stmt>,
+}
+
+enum OpenKind {
+    Repeat(u64),
+    If {
+        header: String,
+        cond: Cond,
+        /// The then-branch and the line of `else`, once `else` has been read.
+        then: Option<(Vec<Stmt>, usize)>,
+    },
+    Every {
+        header: String,
+        every: Every,
+    },
+}
+
+impl OpenKind {
+    fn name(&self) -> &'static str {
+        match self {
+            OpenKind::Repeat(_) => "repeat",
+            OpenKind::If { .. } => "if",
+            OpenKind::Every { .. } => "every",
+        }
+    }
+
+    fn is_loop(&self) -> bool {
+        !matches!(self, OpenKind::If { .. })
+    }
+}
+
+/// Parse a script file into statements: plain lines and the blocks `repeat N`, `if EXPR`
+/// (with `else`), `every INTERVAL for DURATION` and `every INTERVAL until NAME`, each closed by
+/// `end`, nesting up to [`MAX_DEPTH`] deep, and `break`. Block syntax, the headers of `if`
+/// and `every`, and the [`MAX_EXPANDED_LINES`] bound of repeats are checked here, before
+/// anything runs; plain lines are parsed when they run. Err: (line, message).
+pub fn parse_script(text: &str) -> Result<Vec<Stmt>, (usize, String)> {
+    let mut top: Vec<Stmt> = Vec::new();
+    let mut open: Vec<OpenBlock> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let n = i + 1;
-        match (block_word(raw), &mut block) {
-            (Some((w, args)), None) if w == "repeat" => {
-                let [count] = args.as_slice() else {
+        let Some((word, args)) = block_word(raw) else {
+            let line = Stmt::Line(ScriptLine {
+                line: n,
+                text: raw.to_string(),
+            });
+            open.last_mut().map_or(&mut top, |b| &mut b.body).push(line);
+            continue;
+        };
+        // Inside a repeat, a header is checked as the first iteration will read it.
+        let in_repeat = open.iter().any(|b| matches!(b.kind, OpenKind::Repeat(_)));
+        let header_text = if in_repeat {
+            substitute_i(raw, 0)
+        } else {
+            raw.to_string()
+        };
+        let checked_args = || -> Vec<Word> {
+            if in_repeat {
+                block_word(&header_text).map(|(_, a)| a).unwrap_or_default()
+            } else {
+                args.clone()
+            }
+        };
+        let kind = match word {
+            "repeat" => OpenKind::Repeat(parse_repeat(&args).map_err(|e| (n, e))?),
+            "if" => OpenKind::If {
+                header: raw.to_string(),
+                cond: parse_if(&checked_args()).map_err(|e| (n, e))?,
+                then: None,
+            },
+            "every" => OpenKind::Every {
+                header: raw.to_string(),
+                every: parse_every(&checked_args()).map_err(|e| (n, e))?,
+            },
+            "else" => {
+                if !args.is_empty() {
                     return Err((
                         n,
-                        "usage: repeat N (then the lines to repeat, then end)".into(),
+                        "usage: else (for an else-if, put an if inside the else)".into(),
                     ));
-                };
-                let count = parse_int(&count.text)
-                    .ok()
-                    .and_then(|c| u64::try_from(c).ok())
-                    .filter(|&c| c <= MAX_REPEAT)
-                    .ok_or_else(|| {
-                        (
+                }
+                match open.last_mut() {
+                    Some(OpenBlock {
+                        kind:
+                            OpenKind::If {
+                                then: then @ None, ..
+                            },
+                        body,
+                        ..
+                    }) => *then = Some((std::mem::take(body), n)),
+                    Some(OpenBlock {
+                        kind:
+                            OpenKind::If {
+                                then: Some((_, at)),
+                                ..
+                            },
+                        line,
+                        ..
+                    }) => {
+                        return Err((
                             n,
                             format!(
-                                "repeat: '{}' is not a count from 0 to {MAX_REPEAT}",
-                                count.text
+                                "else without if: the if of line {line} has its else on line {at}"
                             ),
-                        )
-                    })?;
-                block = Some((n, count, Vec::new()));
+                        ))
+                    }
+                    _ => return Err((n, "else without if".into())),
+                }
+                continue;
             }
-            (Some((w, _)), Some(_)) if w == "repeat" => {
-                return Err((n, "repeat: blocks do not nest".into()));
+            "break" => {
+                if !args.is_empty() {
+                    return Err((n, "usage: break".into()));
+                }
+                if !open.iter().any(|b| b.kind.is_loop()) {
+                    return Err((
+                        n,
+                        "break outside a loop (it ends the innermost repeat or every)".into(),
+                    ));
+                }
+                let b = open.last_mut().expect("inside a loop");
+                b.body.push(Stmt::Break { line: n });
+                continue;
             }
-            (Some((w, args)), Some(_)) if w == "end" => {
+            _ => {
+                // "end"
                 if !args.is_empty() {
                     return Err((n, "usage: end".into()));
                 }
-                let (_, count, body) = block.take().expect("inside a block");
-                for k in 0..count {
-                    if out.len() + body.len() > MAX_EXPANDED_LINES {
-                        return Err((
-                            n,
-                            format!("repeat: the script expands to more than {MAX_EXPANDED_LINES} lines"),
-                        ));
+                let Some(b) = open.pop() else {
+                    return Err((n, "end without block".into()));
+                };
+                let stmt = match b.kind {
+                    OpenKind::Repeat(count) => Stmt::Repeat {
+                        line: b.line,
+                        count,
+                        body: b.body,
+                    },
+                    OpenKind::If { header, cond, then } => {
+                        let (then, otherwise) = match then {
+                            Some((then, _)) => (then, b.body),
+                            None => (b.body, Vec::new()),
+                        };
+                        Stmt::If {
+                            line: b.line,
+                            header,
+                            cond,
+                            then,
+                            otherwise,
+                        }
                     }
-                    out.extend(body.iter().map(|l| ScriptLine {
-                        line: l.line,
-                        text: substitute_i(&l.text, k),
-                    }));
+                    OpenKind::Every { header, every } => Stmt::Every {
+                        line: b.line,
+                        header,
+                        every,
+                        body: b.body,
+                    },
+                };
+                open.last_mut().map_or(&mut top, |b| &mut b.body).push(stmt);
+                continue;
+            }
+        };
+        if open.len() >= MAX_DEPTH {
+            return Err((
+                n,
+                format!("{}: blocks nest at most {MAX_DEPTH} deep", kind.name()),
+            ));
+        }
+        open.push(OpenBlock {
+            kind,
+            line: n,
+            body: Vec::new(),
+        });
+    }
+    if let Some(b) = open.last() {
+        return Err((b.line, format!("{} without end", b.kind.name())));
+    }
+    let mut total = 0;
+    check_expansion(&top, &mut total)?;
+    Ok(top)
+}
+
+/// How many lines `stmts` run at most, counting each plain line and each `if`, `every` and
+/// `break` once (both branches of an `if`, one tick of an `every`) times the counts of the
+/// repeats around it. Saturates.
+fn expanded_len(stmts: &[Stmt]) -> u64 {
+    stmts
+        .iter()
+        .map(|s| match s {
+            Stmt::Line(_) | Stmt::Break { .. } => 1,
+            Stmt::Repeat { count, body, .. } => count.saturating_mul(expanded_len(body)),
+            Stmt::If {
+                then, otherwise, ..
+            } => 1u64
+                .saturating_add(expanded_len(then))
+                .saturating_add(expanded_len(otherwise)),
+            Stmt::Every { body, .. } => 1u64.saturating_add(expanded_len(body)),
+        })
+        .fold(0u64, u64::saturating_add)
+}
+
+/// Add up [`expanded_len`] in the order of the file, and fail on the first outermost repeat
+/// that takes the total past [`MAX_EXPANDED_LINES`].
+fn check_expansion(stmts: &[Stmt], total: &mut u64) -> Result<(), (usize, String)> {
+    for s in stmts {
+        match s {
+            Stmt::Line(_) | Stmt::Break { .. } => *total = total.saturating_add(1),
+            Stmt::Repeat { line, .. } => {
+                *total = total.saturating_add(expanded_len(std::slice::from_ref(s)));
+                if *total > MAX_EXPANDED_LINES as u64 {
+                    return Err((
+                        *line,
+                        format!(
+                            "repeat: the script expands to more than {MAX_EXPANDED_LINES} lines"
+                        ),
+                    ));
                 }
             }
-            (Some((w, _)), None) if w == "end" => {
-                return Err((n, "end without repeat".into()));
+            Stmt::If {
+                then, otherwise, ..
+            } => {
+                *total = total.saturating_add(1);
+                check_expansion(then, total)?;
+                check_expansion(otherwise, total)?;
             }
-            (_, Some((_, _, body))) => body.push(ScriptLine {
-                line: n,
-                text: raw.to_string(),
-            }),
-            (_, None) => out.push(ScriptLine {
-                line: n,
-                text: raw.to_string(),
-            }),
+            Stmt::Every { body, .. } => {
+                *total = total.saturating_add(1);
+                check_expansion(body, total)?;
+            }
         }
     }
-    if let Some((start, _, _)) = block {
-        return Err((start, "repeat without end".into()));
+    Ok(())
+}
+
+/// Whether a line uses `$now` (which the oracle's translation does not know).
+fn mentions_now(text: &str) -> bool {
+    tokenize(text).is_ok_and(|words| {
+        words.iter().any(|w| {
+            split_vars(&w.text)
+                .iter()
+                .any(|p| matches!(p, Err(n) if n == NOW))
+        })
+    })
+}
+
+/// The first statement the oracle cannot translate: `if`, `every`, `break`, or a line
+/// using `$now`.
+fn untranslatable(stmts: &[Stmt]) -> Option<(usize, String)> {
+    stmts.iter().find_map(|s| match s {
+        Stmt::Line(l) => mentions_now(&l.text).then(|| {
+            (
+                l.line,
+                "$now is not translated for the oracle yet".to_string(),
+            )
+        }),
+        Stmt::Repeat { body, .. } => untranslatable(body),
+        Stmt::If { line, .. } | Stmt::Every { line, .. } => Some((
+            *line,
+            "if/every blocks are not translated for the oracle yet".to_string(),
+        )),
+        Stmt::Break { line } => Some((
+            *line,
+            "break is not translated for the oracle yet".to_string(),
+        )),
+    })
+}
+
+fn expand_into(stmts: &[Stmt], i: Option<u64>, out: &mut Vec<ScriptLine>) {
+    for s in stmts {
+        match s {
+            Stmt::Line(l) => out.push(ScriptLine {
+                line: l.line,
+                text: match i {
+                    Some(k) => substitute_i(&l.text, k),
+                    None => l.text.clone(),
+                },
+            }),
+            Stmt::Repeat { count, body, .. } => {
+                for k in 0..*count {
+                    expand_into(body, Some(k), out);
+                }
+            }
+            // Refused by `untranslatable` first.
+            Stmt::If { .. } | Stmt::Every { .. } | Stmt::Break { .. } => {}
+        }
     }
+}
+
+/// The plain lines a script runs when it has only `repeat` blocks (nested or not): each
+/// repeat's lines N times, with `$i` replaced by the innermost repeat's iteration, 0 to
+/// N-1. This is what the oracle translates for a real kernel: `if`, `every`, `break` and
+/// `$now` depend on the run and are refused (`if/every blocks are not translated for the
+/// oracle yet`), as are the script errors of [`parse_script`]. Err: (line, message).
+pub fn expand_script(text: &str) -> Result<Vec<ScriptLine>, (usize, String)> {
+    let script = parse_script(text)?;
+    if let Some(e) = untranslatable(&script) {
+        return Err(e);
+    }
+    let mut out = Vec::new();
+    expand_into(&script, None, &mut out);
     Ok(out)
 }
 
@@ -530,20 +994,46 @@ fn parse_run(args: &[Word]) -> Result<RunSpec, String> {
 /// Parse the words after `expect`. Returns the expression and its text as written (words
 /// joined by one space) for failure messages.
 pub fn parse_expect(words: &[&str]) -> Result<(Expr, String), String> {
-    const USAGE: &str = "usage: expect A OP B | close(A, B, PCT) | exit N | killed | errno NAME";
+    parse_condition("expect", words)
+}
+
+/// Parse the words of a condition after `cmd` (`expect` or `if`, which take the same forms
+/// and name themselves in messages). Returns the expression and its text as written (words
+/// joined by one space).
+pub fn parse_condition(cmd: &str, words: &[&str]) -> Result<(Expr, String), String> {
+    let usage = || {
+        if cmd == "expect" {
+            "usage: expect A OP B | close(A, B, PCT) | exit N | killed | errno NAME".to_string()
+        } else {
+            format!(
+                "usage: {cmd} EXPR, where EXPR is as in expect: A OP B | close(A, B, PCT) | \
+                 exit N | killed | errno NAME"
+            )
+        }
+    };
     let text = words.join(" ");
     let Some(&first) = words.first() else {
-        return Err(USAGE.into());
+        return Err(usage());
     };
     if first == "close" || first.starts_with("close(") {
-        return Ok((parse_close(&text)?, text));
+        return Ok((parse_close(cmd, &text)?, text));
     }
     let expr = match (first, words.len()) {
         ("killed", 1) => Expr::Killed,
+        ("poll", 2) => Expr::Poll(match words[1] {
+            "event" => PollWant::Event,
+            "timeout" => PollWant::Timeout,
+            "error" => PollWant::Error,
+            w => {
+                return Err(format!(
+                    "{cmd} poll: expected event, timeout or error, got '{w}'"
+                ))
+            }
+        }),
         ("exit", 2) => {
             let n: i32 = words[1]
                 .parse()
-                .map_err(|_| format!("expect exit: bad status '{}'", words[1]))?;
+                .map_err(|_| format!("{cmd} exit: bad status '{}'", words[1]))?;
             Expr::Exit(n)
         }
         ("errno", 2) => {
@@ -551,46 +1041,46 @@ pub fn parse_expect(words: &[&str]) -> Result<(Expr, String), String> {
                 Expr::Errno(None)
             } else {
                 let e = Errno::from_name(words[1])
-                    .ok_or_else(|| format!("expect errno: unknown errno '{}'", words[1]))?;
+                    .ok_or_else(|| format!("{cmd} errno: unknown errno '{}'", words[1]))?;
                 Expr::Errno(Some(e))
             }
         }
         (_, 3) => {
             let op = CmpOp::parse(words[1]).ok_or_else(|| {
                 format!(
-                    "expect: unknown operator '{}' (use == != < <= > >=)",
+                    "{cmd}: unknown operator '{}' (use == != < <= > >=)",
                     words[1]
                 )
             })?;
             Expr::Cmp(parse_value(words[0])?, op, parse_value(words[2])?)
         }
-        _ => return Err(USAGE.into()),
+        _ => return Err(usage()),
     };
     Ok((expr, text))
 }
 
 /// Parse `close(A, B, PCT)`, spaces allowed anywhere around the punctuation.
-fn parse_close(text: &str) -> Result<Expr, String> {
-    const USAGE: &str = "usage: expect close(A, B, PCT)";
-    let rest = text.strip_prefix("close").ok_or(USAGE)?.trim_start();
+fn parse_close(cmd: &str, text: &str) -> Result<Expr, String> {
+    let usage = || format!("usage: {cmd} close(A, B, PCT)");
+    let rest = text.strip_prefix("close").ok_or_else(usage)?.trim_start();
     let inner = rest
         .strip_prefix('(')
         .and_then(|r| r.trim_end().strip_suffix(')'))
-        .ok_or(USAGE)?;
+        .ok_or_else(usage)?;
     let parts: Vec<&str> = inner.split(',').map(str::trim).collect();
     if parts.len() != 3
         || parts
             .iter()
             .any(|p| p.is_empty() || p.contains(char::is_whitespace))
     {
-        return Err(USAGE.into());
+        return Err(usage());
     }
     let a = parse_value(parts[0])?;
     let b = parse_value(parts[1])?;
     let pct =
-        parse_int(parts[2]).map_err(|_| format!("expect close: bad percentage '{}'", parts[2]))?;
+        parse_int(parts[2]).map_err(|_| format!("{cmd} close: bad percentage '{}'", parts[2]))?;
     if pct < 0 {
-        return Err(format!("expect close: negative percentage '{}'", parts[2]));
+        return Err(format!("{cmd} close: negative percentage '{}'", parts[2]));
     }
     Ok(Expr::Close(a, b, pct))
 }
@@ -864,6 +1354,301 @@ mod tests {
         assert!(err("expect exit x").contains("bad status"));
         assert!(err("expect killed now").contains("usage"));
         assert!(err("expect exit").contains("usage"));
+    }
+
+    fn script_err(text: &str) -> (usize, String) {
+        parse_script(text).unwrap_err()
+    }
+
+    fn line(n: usize, text: &str) -> Stmt {
+        Stmt::Line(ScriptLine {
+            line: n,
+            text: text.into(),
+        })
+    }
+
+    #[test]
+    fn scripts_parse_into_nested_blocks() {
+        let text = "repeat 2\n\
+                    if /A/memory.current > 10M\n\
+                    every 100ms for 2s\n\
+                    break\n\
+                    end\n\
+                    else\n\
+                    echo low\n\
+                    end\n\
+                    end\n\
+                    every 1ms until a # comment\n\
+                    \n\
+                    end\n";
+        let script = parse_script(text).unwrap();
+        let cond = Cond {
+            expr: Expr::Cmp(
+                Value::File("/A/memory.current".into()),
+                CmpOp::Gt,
+                Value::Int(10 << 20),
+            ),
+            text: "/A/memory.current > 10M".into(),
+        };
+        assert_eq!(
+            script,
+            vec![
+                Stmt::Repeat {
+                    line: 1,
+                    count: 2,
+                    body: vec![Stmt::If {
+                        line: 2,
+                        header: "if /A/memory.current > 10M".into(),
+                        cond,
+                        then: vec![Stmt::Every {
+                            line: 3,
+                            header: "every 100ms for 2s".into(),
+                            every: Every {
+                                interval_ns: 100_000_000,
+                                end: EveryEnd::For(2_000_000_000),
+                            },
+                            body: vec![Stmt::Break { line: 4 }],
+                        }],
+                        otherwise: vec![line(7, "echo low")],
+                    }],
+                },
+                Stmt::Every {
+                    line: 10,
+                    header: "every 1ms until a # comment".into(),
+                    every: Every {
+                        interval_ns: 1_000_000,
+                        end: EveryEnd::Until("a".into()),
+                    },
+                    body: vec![line(11, "")],
+                },
+            ]
+        );
+        // A quoted keyword is no block word: the line is left for the command parser.
+        assert_eq!(parse_script("\"end\"\n").unwrap(), vec![line(1, "\"end\"")]);
+    }
+
+    #[test]
+    fn if_takes_every_expect_form() {
+        let cond = |text: &str| match &parse_script(&format!("if {text}\nend\n")).unwrap()[0] {
+            Stmt::If { cond, .. } => cond.expr.clone(),
+            s => panic!("{s:?}"),
+        };
+        assert_eq!(cond("exit 0"), Expr::Exit(0));
+        assert_eq!(cond("killed"), Expr::Killed);
+        assert_eq!(cond("errno EBUSY"), Expr::Errno(Some(Errno::EBUSY)));
+        assert_eq!(cond("errno 0"), Expr::Errno(None));
+        assert_eq!(
+            cond("close( @peak , 50M , 3 )"),
+            Expr::Close(Value::Fd("peak".into()), Value::Int(50 << 20), 3)
+        );
+        assert_eq!(
+            cond("$now >= $t0"),
+            Expr::Cmp(Value::Var("now".into()), CmpOp::Ge, Value::Var("t0".into()))
+        );
+        // Inside a repeat the header is checked with $i as 0; outside, `1$i` is no number.
+        assert!(parse_script("repeat 2\nif 1$i == 10\nend\nend\n").is_ok());
+        assert_eq!(
+            script_err("if 1$i == 10\nend\n"),
+            (1, "bad number '1$i'".into())
+        );
+    }
+
+    #[test]
+    fn block_errors_name_their_line() {
+        for (text, n, want) in [
+            ("echo\nend\n", 2, "end without block"),
+            ("repeat 1\nend x\n", 2, "usage: end"),
+            ("else\n", 1, "else without if"),
+            ("repeat 2\nelse\nend\n", 2, "else without if"),
+            (
+                "if 1 == 1\nrepeat 2\nelse\nend\nend\n",
+                3,
+                "else without if",
+            ),
+            (
+                "if 1 == 1\nelse\nelse\nend\n",
+                3,
+                "else without if: the if of line 1 has its else on line 2",
+            ),
+            ("if 1 == 1\nelse if 2 == 2\nend\n", 2, "usage: else"),
+            ("echo\nif 1 == 1\necho\n", 2, "if without end"),
+            ("repeat 2\n", 1, "repeat without end"),
+            ("every 1s for 2s\n", 1, "every without end"),
+            // The innermost open block is the one missing its end.
+            ("repeat 2\nif 1 == 1\necho\n", 2, "if without end"),
+            ("every 1s for 2s\nif 1 == 1\nend\n", 1, "every without end"),
+            ("break\n", 1, "break outside a loop"),
+            ("if 1 == 1\nbreak\nend\n", 2, "break outside a loop"),
+            ("repeat 1\nbreak now\nend\n", 2, "usage: break"),
+            ("if\nend\n", 1, "usage: if EXPR"),
+            ("if 1 ==\nend\n", 1, "usage: if EXPR"),
+            ("if 1 = 1\nend\n", 1, "if: unknown operator '='"),
+            ("if exit x\nend\n", 1, "if exit: bad status 'x'"),
+            ("if errno EFOO\nend\n", 1, "if errno: unknown errno 'EFOO'"),
+            ("if close(1, 2)\nend\n", 1, "usage: if close(A, B, PCT)"),
+            (
+                "every 1s\nend\n",
+                1,
+                "usage: every INTERVAL for DURATION | every INTERVAL until NAME",
+            ),
+            (
+                "every 1s during 2s\nend\n",
+                1,
+                "usage: every INTERVAL for DURATION | every INTERVAL until NAME",
+            ),
+            ("every 1s \"for\" 2s\nend\n", 1, "usage: every INTERVAL"),
+            (
+                "every 0 for 2s\nend\n",
+                1,
+                "every: INTERVAL must be more than 0",
+            ),
+            ("every 1x for 2s\nend\n", 1, "every: INTERVAL: bad duration"),
+            ("every 1s for 2x\nend\n", 1, "every: DURATION: bad duration"),
+            (
+                "every 1us for 1001ms\nend\n",
+                1,
+                "every: 1us for 1001ms is 1001000 ticks, more than 1000000",
+            ),
+            (
+                "repeat 2\nrepeat x\nend\nend\n",
+                2,
+                "repeat: 'x' is not a count",
+            ),
+            // Counts are fixed before the script runs: no $i there.
+            (
+                "repeat 2\nrepeat $i\nend\nend\n",
+                2,
+                "repeat: '$i' is not a count",
+            ),
+        ] {
+            let (line, message) = script_err(text);
+            assert_eq!(line, n, "{text:?}: {message}");
+            assert!(message.starts_with(want), "{text:?}: {message}");
+        }
+        // Exactly a million ticks is allowed.
+        assert!(parse_script("every 1us for 1s\nend\n").is_ok());
+    }
+
+    #[test]
+    fn blocks_nest_sixteen_deep() {
+        let nest = |depth: usize| {
+            let kinds = ["repeat 1\n", "if 1 == 1\n", "every 1s for 1s\n"];
+            let mut text = String::new();
+            for d in 0..depth {
+                text.push_str(kinds[d % 3]);
+            }
+            text.push_str("echo deep\n");
+            text.push_str(&"end\n".repeat(depth));
+            text
+        };
+        let script = parse_script(&nest(MAX_DEPTH)).unwrap();
+        assert_eq!(script.len(), 1);
+        assert_eq!(
+            script_err(&nest(MAX_DEPTH + 1)),
+            (17, "if: blocks nest at most 16 deep".into())
+        );
+    }
+
+    #[test]
+    fn nested_repeats_are_bounded_before_anything_runs() {
+        let many = |n: usize| "echo\n".repeat(n);
+        let over = "more than 1000000 lines";
+        // 1000 x 1000 x 1 line: exactly the bound.
+        assert!(parse_script("repeat 1000\nrepeat 1000\necho\nend\nend\n").is_ok());
+        // One line more, before or after, is too many; the outer repeat is blamed.
+        let (n, m) = script_err("echo\nrepeat 1000\nrepeat 1000\necho\nend\nend\n");
+        assert_eq!(n, 2);
+        assert!(m.contains(over), "{m}");
+        // An if counts as a line, inside the repeats too: 1000 x (1 + 1000) lines.
+        let (n, m) = script_err("echo\nrepeat 1000\nif 1 == 1\nrepeat 1000\necho\nend\nend\nend\n");
+        assert_eq!(n, 2, "{m}");
+        assert!(parse_script("repeat 999\nif 1 == 1\nrepeat 1000\necho\nend\nend\nend\n").is_ok());
+        // Inside an if or every, the outermost repeat there is blamed.
+        let text = format!(
+            "if 1 == 1\nrepeat 2\n{}repeat 100000\n{}end\nend\nend\n",
+            many(1),
+            many(5)
+        );
+        let (n, m) = script_err(&text);
+        assert_eq!(n, 2);
+        assert!(m.contains(over), "{m}");
+        // Counts multiply without overflowing.
+        let (n, _) = script_err("repeat 100000\nrepeat 100000\nrepeat 100000\nrepeat 100000\necho\nend\nend\nend\nend\n");
+        assert_eq!(n, 1);
+        // A repeat 0 costs nothing.
+        assert!(
+            parse_script("repeat 0\nrepeat 100000\nrepeat 100000\necho\nend\nend\nend\n").is_ok()
+        );
+    }
+
+    #[test]
+    fn expand_script_nests_repeats_and_refuses_the_rest() {
+        let lines = expand_script(
+            "echo a\nrepeat 2\nmkdir /g$i\nrepeat 2\necho $i$i\nend\necho x$i\nend\n",
+        )
+        .unwrap();
+        let got: Vec<(usize, &str)> = lines.iter().map(|l| (l.line, l.text.as_str())).collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, "echo a"),
+                (3, "mkdir /g0"),
+                (5, "echo 00"),
+                (5, "echo 11"),
+                (7, "echo x0"),
+                (3, "mkdir /g1"),
+                (5, "echo 00"),
+                (5, "echo 11"),
+                (7, "echo x1"),
+            ]
+        );
+        assert_eq!(
+            expand_script("echo\nrepeat 0\nif 1 == 1\nend\nend\n").unwrap_err(),
+            (
+                3,
+                "if/every blocks are not translated for the oracle yet".into()
+            )
+        );
+        assert_eq!(
+            expand_script("every 1s for 2s\nend\n").unwrap_err(),
+            (
+                1,
+                "if/every blocks are not translated for the oracle yet".into()
+            )
+        );
+        assert_eq!(
+            expand_script("repeat 2\nbreak\nend\n").unwrap_err(),
+            (2, "break is not translated for the oracle yet".into())
+        );
+        assert_eq!(
+            expand_script("repeat 2\necho $(( $now / 2 ))\nend\n").unwrap_err(),
+            (2, "$now is not translated for the oracle yet".into())
+        );
+        // $nowhere is another variable, and a comment is no use of $now.
+        assert!(expand_script("let nowhere = 1\necho $nowhere # $now\n").is_ok());
+        assert_eq!(
+            expand_script("end\n").unwrap_err(),
+            (1, "end without block".into())
+        );
+    }
+
+    #[test]
+    fn now_is_read_only_and_blocks_are_for_files() {
+        assert!(err("let now = 1").starts_with("now is read-only"));
+        assert_eq!(
+            p("let nowt = 1"),
+            Command::Let {
+                name: "nowt".into(),
+                terms: vec![('+', Value::Int(1))]
+            }
+        );
+        for word in BLOCK_WORDS {
+            let e = err(&format!("{word} 1"));
+            assert!(
+                e.starts_with(&format!("'{word}' works only in a script file")),
+                "{e}"
+            );
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Shell mode: commands read one line at a time, where a script error is reported and the
-//! next line runs anyway, and `exit` or `quit` leaves. The interactive line editor lives in
+//! next line runs anyway, and `exit` or `quit` leaves. Blocks (`repeat`, `if`, `every` ...
+//! `end`) and `break` need a script file: each line here is refused with a message saying so. The interactive line editor lives in
 //! the binary; this part is shared with it and drives piped input.
 
 use std::io::{BufRead, Write};
@@ -111,6 +112,26 @@ mod tests {
         assert_eq!(status, 1);
         assert_eq!(out, "a\n");
         assert_eq!(err, "<stdin>:2: expect failed: 1 == 2 (1 == 2)\n");
+    }
+
+    #[test]
+    fn block_keywords_are_refused_line_by_line() {
+        let (status, out, err) = shell(b"repeat 2\necho a\nend\nif 1 == 1\nbreak\n");
+        assert_eq!(status, EXIT_SCRIPT_ERROR);
+        // The lines between run on their own: the shell has no blocks.
+        assert_eq!(out, "a\n");
+        let why = "works only in a script file, where blocks (repeat, if, every ... end) and \
+                   break are read whole before they run; the shell takes one line at a time";
+        assert_eq!(
+            err,
+            format!(
+                "<stdin>:1: error: 'repeat' {why}\n<stdin>:3: error: 'end' {why}\n\
+                 <stdin>:4: error: 'if' {why}\n<stdin>:5: error: 'break' {why}\n"
+            )
+        );
+        let (_, _, err) = shell(b"every 1s for 2s\nelse\n");
+        assert!(err.contains("'every' works only in a script file"), "{err}");
+        assert!(err.contains("'else' works only in a script file"), "{err}");
     }
 
     #[test]

@@ -17,9 +17,12 @@ pub enum Value {
     Key(String, String),
     /// A file read through the fd bound to this name by `open` (`@NAME`).
     Fd(String),
-    /// A variable set by `let` (`$NAME`).
+    /// A variable set by `let` (`$NAME`), or the built-in [`NOW`] (`$now`).
     Var(String),
 }
+
+/// The built-in variable `$now`: the virtual time in nanoseconds. `let` cannot set it.
+pub const NOW: &str = "now";
 
 /// Whether `name` is a variable name: a letter or `_`, then letters, digits and `_`.
 pub fn is_var_name(name: &str) -> bool {
