@@ -27,6 +27,7 @@
 use memcgsim_cgroupfs::System;
 use serde::Serialize;
 
+use crate::runner::{file_path, parse_keyed};
 use crate::scenario::Setting;
 
 /// The controller kinds a scenario may name.
@@ -239,14 +240,6 @@ pub fn config(kind: &str, settings: &[Setting]) -> Result<Config, SettingError> 
 
 // ------------------------------------------------------------------ running
 
-fn path_of(cgroup: &str, file: &str) -> String {
-    if cgroup == "/" {
-        format!("/{file}")
-    } else {
-        format!("{cgroup}/{file}")
-    }
-}
-
 /// A `FIELD=VALUE` of the pressure line starting with `line` (`some`, `full`): averages in
 /// hundredths of a percent, totals in microseconds.
 pub(crate) fn pressure_field(text: &str, line: &str, field: &str) -> Option<u64> {
@@ -270,12 +263,10 @@ fn read_number(sys: &mut System, path: &str) -> Option<u64> {
     }
 }
 
+/// A key of the cgroup's memory.stat.
 fn read_stat(sys: &mut System, cgroup: &str, key: &str) -> Option<u64> {
-    let t = sys.read(&path_of(cgroup, "memory.stat")).ok()?;
-    t.lines().find_map(|l| {
-        let mut w = l.split_whitespace();
-        (w.next() == Some(key)).then(|| w.next()?.parse().ok())?
-    })
+    let t = sys.read(&file_path(cgroup, "memory.stat")).ok()?;
+    parse_keyed(&t).get(key).copied()
 }
 
 /// `12.34%` from hundredths.
@@ -398,11 +389,11 @@ impl Controller {
                 .list(&cg)
                 .unwrap_or_default()
                 .into_iter()
-                .map(|e| path_of(&cg, &e))
+                .map(|e| file_path(&cg, &e))
                 .filter(|p| sys.is_dir(p))
                 .collect();
-            let group =
-                cg != self.cgroup && read_number(sys, &path_of(&cg, "memory.oom.group")) == Some(1);
+            let group = cg != self.cgroup
+                && read_number(sys, &file_path(&cg, "memory.oom.group")) == Some(1);
             if children.is_empty() || group {
                 out.push(cg);
             } else {
@@ -420,7 +411,7 @@ impl Controller {
         now: u64,
         log: &mut Vec<Action>,
     ) -> Option<()> {
-        let text = sys.read(&path_of(&self.cgroup, "memory.pressure")).ok()?;
+        let text = sys.read(&file_path(&self.cgroup, "memory.pressure")).ok()?;
         let avg10 = pressure_field(&text, "full", "avg10")?;
         let pgscan = read_stat(sys, &self.cgroup, "pgscan")?;
         let st = &mut self.oomd;
@@ -443,7 +434,7 @@ impl Controller {
             for path in self.candidates(sys) {
                 let (Some(pgscan), Some(current)) = (
                     read_stat(sys, &path, "pgscan"),
-                    read_number(sys, &path_of(&path, "memory.current")),
+                    read_number(sys, &file_path(&path, "memory.current")),
                 ) else {
                     continue;
                 };
@@ -488,12 +479,12 @@ impl Controller {
                 continue;
             }
             let procs = sys
-                .read(&path_of(&c.path, "cgroup.procs"))
+                .read(&file_path(&c.path, "cgroup.procs"))
                 .unwrap_or_default();
             if procs.trim().is_empty() {
                 continue;
             }
-            if sys.write(&path_of(&c.path, "cgroup.kill"), "1").is_err() {
+            if sys.write(&file_path(&c.path, "cgroup.kill"), "1").is_err() {
                 continue;
             }
             let detail = format!(
@@ -519,7 +510,7 @@ impl Controller {
         now: u64,
         log: &mut Vec<Action>,
     ) -> Option<()> {
-        let text = sys.read(&path_of(&self.cgroup, "memory.pressure")).ok()?;
+        let text = sys.read(&file_path(&self.cgroup, "memory.pressure")).ok()?;
         let total = pressure_field(&text, "some", "total")?;
         if !self.senpai.started {
             // Senpai's start: the limit is set to memory.current, the clock starts.
@@ -527,7 +518,7 @@ impl Controller {
             self.senpai.last_total = total;
             self.senpai.grace_ticks = p.interval;
             if !p.reclaim {
-                let current = read_number(sys, &path_of(&self.cgroup, "memory.current"))?;
+                let current = read_number(sys, &file_path(&self.cgroup, "memory.current"))?;
                 self.set_limit(p, sys, now, current, "start".into(), log)?;
             }
             return Some(());
@@ -560,10 +551,10 @@ impl Controller {
         st.grace_ticks = p.interval - 1;
         st.integral = 0;
         if p.reclaim {
-            let current = read_number(sys, &path_of(&self.cgroup, "memory.current"))?;
+            let current = read_number(sys, &file_path(&self.cgroup, "memory.current"))?;
             let bytes = ((current as f64 * adj) as u64) & !4095;
             if bytes > 0 {
-                let path = path_of(&self.cgroup, "memory.reclaim");
+                let path = file_path(&self.cgroup, "memory.reclaim");
                 // memory.reclaim fails with EAGAIN when it reclaims less than asked; the
                 // agent goes on either way.
                 let r = sys.write(&path, &bytes.to_string());
@@ -594,7 +585,7 @@ impl Controller {
         why: String,
         log: &mut Vec<Action>,
     ) -> Option<()> {
-        let x = read_number(sys, &path_of(&self.cgroup, "memory.high"))?;
+        let x = read_number(sys, &file_path(&self.cgroup, "memory.high"))?;
         let x = if x == u64::MAX {
             x
         } else {
@@ -614,11 +605,11 @@ impl Controller {
         why: String,
         log: &mut Vec<Action>,
     ) -> Option<()> {
-        let high = path_of(&self.cgroup, "memory.high");
+        let high = file_path(&self.cgroup, "memory.high");
         let mut limit = limit;
         let mut why = why;
         if read_number(sys, &high) != self.senpai.limit {
-            limit = read_number(sys, &path_of(&self.cgroup, "memory.current"))?;
+            limit = read_number(sys, &file_path(&self.cgroup, "memory.current"))?;
             if self.senpai.limit.is_some() {
                 why = format!("{why}; memory.high was changed: reset to memory.current");
             }

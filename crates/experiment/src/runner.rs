@@ -215,7 +215,7 @@ struct Probe {
     source: Source,
 }
 
-fn file_path(cgroup: &str, file: &str) -> String {
+pub(crate) fn file_path(cgroup: &str, file: &str) -> String {
     if cgroup == "/" {
         format!("/{file}")
     } else {
@@ -224,7 +224,7 @@ fn file_path(cgroup: &str, file: &str) -> String {
 }
 
 /// `key value` lines (a trailing colon on the key is ignored) as a map.
-fn parse_keyed(text: &str) -> BTreeMap<String, u64> {
+pub(crate) fn parse_keyed(text: &str) -> BTreeMap<String, u64> {
     let mut m = BTreeMap::new();
     for line in text.lines() {
         let mut w = line.split_whitespace();

@@ -582,26 +582,30 @@ fn check_name(src: &Src, v: &Spanned<String>, key: &str) -> Result<String, Strin
 
 fn check_cgroup_path(src: &Src, v: &Spanned<String>, key: &str) -> Result<String, String> {
     let s = v.get_ref();
+    cgroup_path(s).map_err(|why| src.err(v.span(), key, format!("bad cgroup path '{s}': {why}")))
+}
+
+/// A cgroup path as written, without trailing slashes, or why it is not one.
+fn cgroup_path(s: &str) -> Result<String, &'static str> {
     if s == "/" {
-        return Ok(s.clone());
+        return Ok(s.to_string());
     }
-    let bad = |why: &str| Err(src.err(v.span(), key, format!("bad cgroup path '{s}': {why}")));
     if !s.starts_with('/') {
-        return bad("it must be absolute, like /A/B");
+        return Err("it must be absolute, like /A/B");
     }
     let trimmed = s.trim_end_matches('/');
     for part in trimmed[1..].split('/') {
         if part.is_empty() || part == "." || part == ".." {
-            return bad("empty, '.' or '..' component");
+            return Err("empty, '.' or '..' component");
         }
         if part == "proc" && trimmed.matches('/').count() == 1 {
-            return bad("/proc is not a cgroup");
+            return Err("/proc is not a cgroup");
         }
         if !part
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':' | '@' | '+'))
         {
-            return bad("use letters, digits, '.', '_', '-', ':', '@' and '+'");
+            return Err("use letters, digits, '.', '_', '-', ':', '@' and '+'");
         }
     }
     Ok(trimmed.to_string())
@@ -740,12 +744,12 @@ fn controller(
 }
 
 fn controller_cgroup(src: &Src, s: &Setting, table: &str) -> Result<String, String> {
-    let key = format!("{table}.cgroup");
-    let spanned = Spanned::new(0..0, s.value.clone());
-    check_cgroup_path(src, &spanned, &key).map_err(|e| {
-        // The span is not known here; name the setting's line instead.
-        let msg = e.splitn(3, ": ").nth(2).unwrap_or(&e).to_string();
-        src.err_line(s.line, &key, msg)
+    cgroup_path(&s.value).map_err(|why| {
+        src.err_line(
+            s.line,
+            &format!("{table}.cgroup"),
+            format!("bad cgroup path '{}': {why}", s.value),
+        )
     })
 }
 
