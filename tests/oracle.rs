@@ -30,6 +30,7 @@ const AGREEING: &[&str] = &[
     "tests/mm/zoneinfo.mcg",
     "tests/dirty/sysctl.mcg",
     "tests/psi/high_throttle.mcg",
+    "tests/psi/direct_reclaim.mcg",
     "tests/v1/limit_busy.mcg",
     "tests/v1/memsw.mcg",
     "tests/dirty/dd_charge.mcg",

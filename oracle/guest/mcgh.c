@@ -69,6 +69,7 @@
 
 /* Limits of the simulator's dd, cat and tar (crates/workloads). */
 #define MODEL_MAX_SIZE (1ULL << 40)     /* SIZE: 1 byte to 1T */
+#define MAX_MODEL_ARGS 64               /* words after a workload name */
 #define MODEL_MAX_BS (1ULL << 30)       /* dd --bs: 1 byte to 1G */
 #define MODEL_MAX_FILES 1000000ULL      /* tar --files: 1 to 1000000 */
 #define MODEL_MAX_LOOKUPS 100000000ULL  /* dcache N: 1 to 100000000 */
@@ -217,7 +218,7 @@ static void usage(void)
         "       mcgh pagecache SIZE [--file NAME] [--hold NAME]\n"
         "       mcgh mlock SIZE [--hold NAME]\n"
         "       mcgh dd SIZE [--file NAME] [--bs SIZE]\n"
-        "       mcgh cat|readonce --file NAME [SIZE]\n"
+        "       mcgh cat|readonce --file NAME [SIZE] [--cold]\n"
         "       mcgh tar SIZE [--files N] [--gzip] [--archive NAME] [--dest PREFIX] [--seed N]\n"
         "       mcgh dcache N [--hold NAME]\n"
         "       mcgh threads N [--hold NAME]\n"
@@ -393,7 +394,7 @@ struct workload {
     double theta;           /* access: Zipf exponent */
     int read_only;          /* access: pread() instead of pwrite() */
     int map;                /* access: 0 = read()/write(), 1 = mmap, 2 = mmap PROT_EXEC */
-    int cold;               /* access: extend the file with data on disk, not cached */
+    int cold;               /* access, cat: extend the file with data on disk, not cached */
 };
 
 /* FNV-1a over len bytes, continuing from h (0 starts a new hash), as the
@@ -543,14 +544,43 @@ static void parse_dd(int argc, char **argv, struct workload *wl)
     wl->file = vals[0] ? model_name("dd", "--file", vals[0]) : "dd.out";
 }
 
-/* cat --file NAME [SIZE] (readonce is another name for it) */
+/* Takes the flag FLAG (no value) out of ARGV: the other words go to REST
+ * (room for MAX_MODEL_ARGS), their number to *NREST.  Returns whether FLAG
+ * was given; twice, or with a value, is an argument error of WL. */
+static int take_flag(const char *wl, const char *flag, int argc, char **argv,
+                     char **rest, int *nrest)
+{
+    size_t flen = strlen(flag);
+    int i, seen = 0;
+
+    if (argc > MAX_MODEL_ARGS)
+        arg_error(wl, "too many arguments");
+    *nrest = 0;
+    for (i = 0; i < argc; i++) {
+        if (strcmp(argv[i], flag) == 0) {
+            if (seen)
+                arg_error(wl, "%s given twice", flag);
+            seen = 1;
+        } else if (strncmp(argv[i], flag, flen) == 0 && argv[i][flen] == '=') {
+            arg_error(wl, "%s takes no value", flag);
+        } else {
+            rest[(*nrest)++] = argv[i];
+        }
+    }
+    return seen;
+}
+
+/* cat --file NAME [SIZE] [--cold] (readonce is another name for it) */
 static void parse_cat(const char *name, int argc, char **argv,
                       struct workload *wl)
 {
     static const char *const opts[] = { "--file" };
     const char *vals[1], *pos;
+    char *rest[MAX_MODEL_ARGS];
+    int nrest;
 
-    parse_model_args(name, argc, argv, opts, vals, 1, &pos);
+    wl->cold = take_flag(name, "--cold", argc, argv, rest, &nrest);
+    parse_model_args(name, nrest, rest, opts, vals, 1, &pos);
     wl->size = pos ? model_size(name, "SIZE", pos, 1, MODEL_MAX_SIZE) : 0;
     if (vals[0] == NULL)
         arg_error(name, "missing --file NAME");
@@ -563,24 +593,12 @@ static void parse_tar(int argc, char **argv, struct workload *wl)
     static const char *const opts[] = { "--files", "--archive", "--dest",
                                         "--seed" };
     const char *vals[4], *pos;
-    char *rest[64];
-    int i, nrest = 0;
+    char *rest[MAX_MODEL_ARGS];
+    int i, nrest;
 
     /* The one flag, --gzip, is taken out before the options are parsed;
      * the default seed below still hashes the words as written. */
-    if (argc > 64)
-        arg_error("tar", "too many arguments");
-    for (i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--gzip") == 0) {
-            if (wl->gzip)
-                arg_error("tar", "--gzip given twice");
-            wl->gzip = 1;
-        } else if (strncmp(argv[i], "--gzip=", 7) == 0) {
-            arg_error("tar", "--gzip takes no value");
-        } else {
-            rest[nrest++] = argv[i];
-        }
-    }
+    wl->gzip = take_flag("tar", "--gzip", argc, argv, rest, &nrest);
     parse_model_args("tar", nrest, rest, opts, vals, 4, &pos);
     if (pos == NULL)
         arg_error("tar", "missing SIZE");
@@ -1612,7 +1630,7 @@ static int access_extend_cold(const struct workload *wl)
         usleep(10000);
     }
     if (left != 0)
-        emit(2, "mcgh: access: %s: %lld pages of the cold part are still cached",
+        emit(2, "mcgh: --cold: %s: %lld pages of the cold part are still cached",
              wl->file, (long long)left);
     close(fd);
     return 0;
@@ -1902,11 +1920,12 @@ static int cmd_enter(int argc, char **argv)
     if (parse_workload(argc - 5, argv + 5, &wl) != 0)
         usage_exit("enter: COMMAND must be anon, pagecache, mlock, dd, cat, readonce, tar, "
                    "dcache, threads or access", argv[5]);
-    /* access --cold writes its file and drops it from the cache before the
-     * join, so the group is charged only for what the accesses bring in, as
-     * in the simulator, where the file was on disk before the task ran. */
-    if (wl.kind == WL_ACCESS && wl.cold && wl.file != NULL &&
-        access_extend_cold(&wl) != 0)
+    /* access --cold and cat --cold write their file and drop it from the
+     * cache before the join, so the group is charged only for what the reads
+     * bring in, as in the simulator, where the file was on disk before the
+     * task ran. */
+    if ((wl.kind == WL_ACCESS || wl.kind == WL_CAT) && wl.cold &&
+        wl.file != NULL && access_extend_cold(&wl) != 0)
         return 1;
     /* access is judged by the group's page-fault counters, which count every
      * fault of the task once it has joined; the simulator's access faults

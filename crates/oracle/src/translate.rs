@@ -45,12 +45,6 @@ fn check_guest_workload(spec: &RunSpec) -> Result<(), String> {
             GUEST_WORKLOADS.join(", ")
         ));
     }
-    if matches!(w, "cat" | "readonce") && spec.args.iter().any(|a| a == "--cold") {
-        return Err(format!(
-            "'{w} --cold' cannot run on the kernel yet: the guest helper has no file written \
-             to disk and dropped from the cache"
-        ));
-    }
     let mut args = spec.args.iter();
     while let Some(a) = args.next() {
         let (key, value) = match a.split_once('=') {
