@@ -31,6 +31,7 @@ const AGREEING: &[&str] = &[
     "tests/dirty/sysctl.mcg",
     "tests/psi/high_throttle.mcg",
     "tests/psi/direct_reclaim.mcg",
+    "tests/psi/trigger_rules.mcg",
     "tests/v1/limit_busy.mcg",
     "tests/v1/memsw.mcg",
     "tests/dirty/dd_charge.mcg",
@@ -220,6 +221,8 @@ fn guest_access_draws_match_the_model() {
         "16M --file e.text --exec --cold --pattern zipf --count 10000000 --hold",
         "96M --file e.data --read-only --count 300000",
         "8M --hold --file x --pattern zipf --theta 1.2e0",
+        "8M --pattern zipf --rate 50000 --count 100",
+        "8M --rate=1000000000",
     ];
     for case in cases {
         let args: Vec<String> = case.split_whitespace().map(str::to_string).collect();
@@ -271,6 +274,10 @@ fn guest_access_draws_match_the_model() {
         "1M --file --mmap",
         "1M 2M",
         "1M --bogus",
+        "1M --rate 0",
+        "1M --rate 1000000001",
+        "1M --rate 1.5",
+        "1M --rate",
     ];
     for case in bad {
         let args: Vec<String> = case.split_whitespace().map(str::to_string).collect();

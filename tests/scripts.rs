@@ -215,6 +215,7 @@ script_tests! {
     psi_high_throttle => "psi/high_throttle.mcg",
     psi_direct_reclaim => "psi/direct_reclaim.mcg",
     psi_trigger => "psi/trigger.mcg",
+    psi_trigger_rules => "psi/trigger_rules.mcg",
     // cgroup core files.
     cgroup_core_files => "cgroup/core_files.mcg",
     cgroup_dying => "cgroup/dying.mcg",

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -65,6 +66,7 @@
 #define MAX_PASSES 1000000UL
 #define MAX_TIMEOUT_MS (24UL * 3600UL * 1000UL)
 #define MAX_FDREAD_BYTES (1UL << 32)
+#define MAX_POLL_MS (24ULL * 3600 * 1000)   /* poll TIMEOUT_MS: at most a day */
 #define MAX_EINTR_RETRIES 1000
 
 /* Limits of the simulator's dd, cat and tar (crates/workloads). */
@@ -75,6 +77,8 @@
 #define MODEL_MAX_LOOKUPS 100000000ULL  /* dcache N: 1 to 100000000 */
 #define MODEL_MAX_THREADS 100000ULL     /* threads N: 1 to 100000 */
 #define MODEL_MAX_ACCESSES 1000000000000ULL /* access --count: 1 to 10^12 */
+#define MODEL_MAX_RATE 1000000000ULL    /* access --rate: 1 to 10^9 per second */
+#define PACE_NS 1000000ULL              /* access --rate: the shortest sleep */
 #define MODEL_MAX_THETA 10.0            /* access --theta: 0 to 10 */
 
 /* access --cold writes the missing part of its file from a buffer of this
@@ -222,7 +226,7 @@ static void usage(void)
         "       mcgh tar SIZE [--files N] [--gzip] [--archive NAME] [--dest PREFIX] [--seed N]\n"
         "       mcgh dcache N [--hold NAME]\n"
         "       mcgh threads N [--hold NAME]\n"
-        "       mcgh access SIZE [--pattern random|zipf|seq] [--theta F] [--count N]\n"
+        "       mcgh access SIZE [--pattern random|zipf|seq] [--theta F] [--count N] [--rate N]\n"
         "                   [--file NAME] [--seed N] [--read-only] [--mmap] [--exec]\n"
         "                   [--cold] [--hold NAME]\n"
         "       mcgh enter CGDIR ADJ -- WORKLOAD ARGS...\n"
@@ -231,6 +235,7 @@ static void usage(void)
         "       mcgh rmdir LINE PATH\n"
         "       mcgh fdwrite LINE FD VALUE\n"
         "       mcgh fdread FD\n"
+        "       mcgh poll LINE FD TIMEOUT_MS\n"
         "       mcgh open LINE PATH\n"
         "       mcgh waitready NAME PID TIMEOUT_MS\n"
         "       mcgh size SIZE\n";
@@ -395,7 +400,16 @@ struct workload {
     int read_only;          /* access: pread() instead of pwrite() */
     int map;                /* access: 0 = read()/write(), 1 = mmap, 2 = mmap PROT_EXEC */
     int cold;               /* access, cat: extend the file with data on disk, not cached */
+    uint64_t rate;          /* access: accesses per second; 0 = unpaced */
 };
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* FNV-1a over len bytes, continuing from h (0 starts a new hash), as the
  * simulator's workloads hash their command line (crates/workloads/src/rand.rs). */
@@ -694,18 +708,18 @@ static int parse_f64(const char *s, double *out)
 }
 
 /* access SIZE [--pattern random|zipf|seq] [--theta F] [--count N]
- * [--file NAME] [--seed N] [--read-only] [--mmap] [--exec] [--cold]
+ * [--rate N] [--file NAME] [--seed N] [--read-only] [--mmap] [--exec] [--cold]
  * [--hold NAME], checked as crates/workloads/src/access.rs checks it.  The
  * simulator's --hold is a flag; here it is followed by the ready-file NAME,
  * which the default seed does not hash, so the seed is the simulator's. */
 static void parse_access(int argc, char **argv, struct workload *wl)
 {
     static const char *const opts[] = { "--pattern", "--theta", "--count",
-                                        "--file", "--seed" };
+                                        "--file", "--seed", "--rate" };
     static const char *const flags[] = { "--read-only", "--mmap", "--exec",
                                          "--cold", "--hold" };
     int seen[5] = { 0, 0, 0, 0, 0 };
-    const char *vals[5], *pos;
+    const char *vals[6], *pos;
     char *rest[64];
     uint64_t npages, h;
     int i, k, nrest = 0;
@@ -736,7 +750,7 @@ static void parse_access(int argc, char **argv, struct workload *wl)
             wl->hold = argv[++i];
         }
     }
-    parse_model_args("access", nrest, rest, opts, vals, 5, &pos);
+    parse_model_args("access", nrest, rest, opts, vals, 6, &pos);
     if (pos == NULL)
         arg_error("access", "missing SIZE");
     wl->size = model_size("access", "SIZE", pos, 1, MODEL_MAX_SIZE);
@@ -774,6 +788,12 @@ static void parse_access(int argc, char **argv, struct workload *wl)
     if (vals[4] != NULL && parse_u64(vals[4], &wl->seed) != 0)
         arg_error("access", "--seed: bad seed '%s' (expected an unsigned integer)",
                   vals[4]);
+    wl->rate = 0;
+    if (vals[5] != NULL &&
+        (parse_u64(vals[5], &wl->rate) != 0 || wl->rate < 1 ||
+         wl->rate > MODEL_MAX_RATE))
+        arg_error("access", "--rate: bad count '%s' (expected an integer in 1..=1000000000)",
+                  vals[5]);
     wl->read_only = seen[0];
     wl->map = seen[2] ? 2 : seen[1] ? 1 : 0;
     wl->cold = seen[3];
@@ -1648,7 +1668,7 @@ static int run_access(const struct workload *wl)
 {
     static char page[MCGH_PAGE];
     struct access_gen g;
-    uint64_t npages = pages_of(wl->size), i, fsize;
+    uint64_t npages = pages_of(wl->size), i, fsize, start;
     size_t len = (size_t)(npages * MCGH_PAGE);
     volatile char *mem = NULL;
     volatile char sink = 0;
@@ -1679,8 +1699,24 @@ static int run_access(const struct workload *wl)
         }
     }
     access_gen_init(&g, wl);
+    start = now_ns();
     for (i = 0; i < wl->count; i++) {
-        uint64_t idx = access_next(&g);
+        uint64_t idx;
+
+        /* --rate: ahead of the schedule, sleep until the access is due (at
+         * least PACE_NS), as the simulator's access does. */
+        if (wl->rate != 0) {
+            uint64_t due = start + (uint64_t)((unsigned __int128)i * 1000000000u / wl->rate);
+            uint64_t now = now_ns();
+
+            if (now < due) {
+                uint64_t ns = due - now < PACE_NS ? PACE_NS : due - now;
+                struct timespec ts = { (time_t)(ns / 1000000000u),
+                                       (long)(ns % 1000000000u) };
+                nanosleep(&ts, NULL);
+            }
+        }
+        idx = access_next(&g);
         off_t off = (off_t)(idx * MCGH_PAGE);
         ssize_t n;
         int retries = 0;
@@ -1964,10 +2000,7 @@ static int cmd_enter(int argc, char **argv)
 
 static uint64_t now_ms(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    return now_ns() / 1000000u;
 }
 
 /* Has process pid ended?  kill(pid, 0) still succeeds for a zombie (our
@@ -2063,6 +2096,51 @@ static int cmd_waitready(int argc, char **argv)
     return 0;
 }
 
+/* mcgh poll LINE FD TIMEOUT_MS: poll() an inherited pressure fd for POLLPRI,
+ * as an agent waits on its PSI trigger, and record what came first:
+ * POLLERR (no trigger on the fd, or its cgroup is gone: the kernel sets
+ * POLLPRI with it) as error, POLLPRI as event, else the timeout.  A signal
+ * restarts the wait for what is left of the timeout. */
+static int cmd_poll(int argc, char **argv)
+{
+    struct pollfd p;
+    uint64_t ms, deadline;
+    const char *what;
+    char nb[32];
+    int fd, n, retries = 0;
+
+    if (argc != 5)
+        usage_exit("poll needs LINE FD TIMEOUT_MS", NULL);
+    check_lineno(argv[2]);
+    fd = parse_fd(argv[3]);
+    if (parse_u64(argv[4], &ms) != 0 || ms > MAX_POLL_MS)
+        usage_exit("bad TIMEOUT_MS", argv[4]);
+    deadline = now_ms() + ms;
+    for (;;) {
+        uint64_t now = now_ms();
+
+        p.fd = fd;
+        p.events = POLLPRI;
+        p.revents = 0;
+        n = poll(&p, 1, now >= deadline ? 0 : (int)(deadline - now));
+        if (n < 0 && errno == EINTR && ++retries < MAX_EINTR_RETRIES)
+            continue;
+        break;
+    }
+    if (n < 0) {
+        emit(1, "@@MCG L%s POLLFAIL %s", argv[2], errno_name(errno, nb, sizeof(nb)));
+        return 1;
+    }
+    if (p.revents & (POLLERR | POLLNVAL))
+        what = "error";
+    else if (p.revents & POLLPRI)
+        what = "event";
+    else
+        what = "timeout";
+    emit(1, "@@MCG L%s POLL %s", argv[2], what);
+    return 0;
+}
+
 /* mcgh size SIZE: print the byte count a SIZE argument stands for
  * ("@@MCG SIZE <bytes>"), to check the parser. */
 static int cmd_size(int argc, char **argv)
@@ -2106,6 +2184,8 @@ int main(int argc, char **argv)
         return cmd_waitready(argc, argv);
     if (strcmp(cmd, "size") == 0)
         return cmd_size(argc, argv);
+    if (strcmp(cmd, "poll") == 0)
+        return cmd_poll(argc, argv);
     if (strcmp(cmd, "access-draws") == 0)
         return cmd_access_draws(argc, argv);
     usage_exit("unknown command", cmd);

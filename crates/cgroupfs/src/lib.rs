@@ -22,6 +22,9 @@ use memcgsim_model::{CgroupVersion, Machine, MemcgId, ROOT_MEMCG};
 pub use memcgsim_model::{Errno, MachineConfig, Pid, Program, TaskOutcome};
 pub use parse::{memparse, page_counter_memparse};
 
+/// psi_write()'s buffer: a /proc/pressure write is cut to this many bytes.
+const PSI_WRITE_MAX: usize = 32;
+
 /// An open file description on a cgroupfs file (needed for memory.peak's per-fd reset).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Fd(pub u32);
@@ -508,9 +511,10 @@ impl System {
     }
 
     /// A write to a pressure file creates the fd's trigger: cgroup_pressure_write() (the
-    /// cgroup must be alive, ENODEV) and psi_write() for /proc/pressure, which copies at
-    /// most 32 bytes and drops the last one, the newline `echo` writes (VALUE here has no
-    /// newline, so it is cut to 31 bytes). One trigger per fd, else EBUSY.
+    /// cgroup must be alive, ENODEV) and psi_write() for /proc/pressure, which refuses an
+    /// empty write (EINVAL), copies at most 32 bytes and drops the last byte it copied
+    /// (meant for the newline of `echo`; the data written here is VALUE alone, as with
+    /// `echo -n`). One trigger per fd, else EBUSY.
     fn trigger_write(
         &mut self,
         fd: Fd,
@@ -519,7 +523,10 @@ impl System {
         data: &str,
     ) -> Result<(), Errno> {
         let (group, text) = if of.cg == usize::MAX {
-            let mut end = data.len().min(31);
+            if data.is_empty() {
+                return Err(Errno::EINVAL);
+            }
+            let mut end = data.len().min(PSI_WRITE_MAX) - 1;
             while !data.is_char_boundary(end) {
                 end -= 1;
             }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use memcgsim_model::{Errno, TaskOutcome};
-use memcgsim_script::{judge, operands, Command, Interpreter, Target, Value};
+use memcgsim_script::{judge, operands, Command, Interpreter, PollWant, Target, Value};
 
 use crate::translate::{parse_kernel_value, Translation};
 
@@ -17,6 +17,8 @@ pub struct KernelLine {
     pub errno: Option<String>,
     pub exit: Option<i32>,
     pub catfail: bool,
+    /// What a `poll` returned.
+    pub poll: Option<PollWant>,
 }
 
 /// Parse the console into per-line records.
@@ -46,6 +48,7 @@ pub fn parse_console(output: &str) -> BTreeMap<usize, KernelLine> {
             "ERRNO" => e.errno = Some(arg.trim().to_string()),
             "EXIT" => e.exit = arg.trim().parse().ok(),
             "CATFAIL" => e.catfail = true,
+            "POLL" => e.poll = PollWant::from_name(arg.trim()),
             _ => {}
         }
     }
@@ -230,6 +233,7 @@ pub fn compare(
     let mut fd_files: BTreeMap<String, String> = BTreeMap::new();
     let mut k_last_fg: Option<(String, TaskOutcome)> = None;
     let mut k_last_op: Option<(&'static str, Result<(), Errno>)> = None;
+    let mut k_last_poll: Option<PollWant> = None;
     let empty = KernelLine::default();
     let _ = writeln!(
         r.text,
@@ -312,6 +316,16 @@ pub fn compare(
                     );
                     r.value_disagreements += 1;
                 }
+            }
+            Command::Poll { .. } => {
+                k_last_poll = k.poll;
+                let word = |p: Option<PollWant>| p.map_or("?", PollWant::name);
+                let (ms, ks) = (word(interp.last_poll()), word(k.poll));
+                let mark = if ms == ks { "" } else { "   <-- differs" };
+                if ms != ks {
+                    r.value_disagreements += 1;
+                }
+                row(format!("poll: {ms}"), format!("poll: {ks}"), mark, &mut r);
             }
             Command::Run(spec) => {
                 if let Some(e) = errno_of(&k.errno) {
@@ -428,12 +442,19 @@ pub fn compare(
                         },
                     })
                     .collect();
-                let mfail = judge(expr, &mvals, interp_last_fg(&interp), interp.last_op());
+                let mfail = judge(
+                    expr,
+                    &mvals,
+                    interp_last_fg(&interp),
+                    interp.last_op(),
+                    interp.last_poll(),
+                );
                 let kfail = judge(
                     expr,
                     &kvals,
                     k_last_fg.as_ref().map(|(n, o)| (n.as_str(), *o)),
                     k_last_op,
+                    k_last_poll,
                 );
                 let show = |fail: &Option<String>, vals: &[Result<i64, String>]| {
                     let v: Vec<String> = vals

@@ -4,7 +4,8 @@
 //! and prints machine-readable records on the console, each line starting with `@@MCG L<n>`
 //! (n = the script line): `OUT <text>` for what `cat`/`echo` print, `VAL <i> <value>` for
 //! each file operand of an `expect`, `ERRNO <name|0>` for writes, mkdir, rmdir, open, kill
-//! and run, `EXIT <status>` when a task's end is observed. `expect` itself is judged on the
+//! and run, `EXIT <status>` when a task's end is observed, `POLL <event|timeout|error>` for
+//! a poll. `expect` itself is judged on the
 //! host, by the same code that judges the model. `repeat` blocks are expanded first, as the
 //! interpreter expands them, so n numbers the expanded lines; `let` keeps its value in a
 //! shell variable `v_NAME` and prints it as `OUT <value>`.
@@ -326,11 +327,11 @@ pub fn translate(text: &str) -> Result<Translation, String> {
                     "if [ -n \"${var}\" ] && kill -9 ${var} 2>/dev/null; then echo \"@@MCG L{n} ERRNO 0\"; wait ${var} 2>/dev/null; else echo \"@@MCG L{n} ERRNO ESRCH\"; fi"
                 )
             }
-            Command::Poll { .. } => {
-                return Err(format!(
-                    "line {src}: poll (PSI triggers) is not translated for the oracle yet"
-                ))
-            }
+            Command::Poll { name, timeout_ns } => format!(
+                "/bin/mcgh poll {n} {} {}",
+                cx.fd(name)?,
+                timeout_ns.div_ceil(1_000_000)
+            ),
             Command::Wait(name) => {
                 let var = shell_var(name);
                 let holds = cx.tasks.iter().any(|(x, h)| x == name && *h);

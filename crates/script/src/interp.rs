@@ -439,16 +439,13 @@ impl Interpreter {
             _ => cond,
         };
         self.started = true;
-        if let Expr::Poll(want) = cond.expr {
-            return Ok(self.judge_poll(want).is_none());
-        }
         let values = self.operand_values(&cond.expr)?;
         if let Some(Err(m)) = values.iter().find(|v| v.is_err()) {
             return Err(format!("if {}: {m}", cond.text));
         }
         let last_op = self.last_op.as_ref().map(|o| (o.what, o.result));
         let last_fg = self.last_fg.as_ref().map(|(n, o)| (n.as_str(), *o));
-        Ok(judge(&cond.expr, &values, last_fg, last_op).is_none())
+        Ok(judge(&cond.expr, &values, last_fg, last_op, self.last_poll).is_none())
     }
 
     /// Whether the interrupt flag ([`Interpreter::set_interrupt`]) is raised.
@@ -1142,22 +1139,15 @@ impl Interpreter {
 
     /// Evaluate an expectation: `Ok(None)` if it holds, `Ok(Some(detail))` if it fails.
     fn check(&mut self, expr: &Expr) -> Result<Option<String>, String> {
-        if let Expr::Poll(want) = expr {
-            return Ok(self.judge_poll(*want));
-        }
         let values = self.operand_values(expr)?;
         let last_op = self.last_op.as_ref().map(|o| (o.what, o.result));
         let last_fg = self.last_fg.as_ref().map(|(n, o)| (n.as_str(), *o));
-        Ok(judge(expr, &values, last_fg, last_op))
+        Ok(judge(expr, &values, last_fg, last_op, self.last_poll))
     }
 
-    /// `poll WANT`: None when the last poll returned WANT, else what it returned.
-    fn judge_poll(&self, want: PollWant) -> Option<String> {
-        match self.last_poll {
-            Some(got) if got == want => None,
-            Some(got) => Some(format!("the last poll returned {}", got.name())),
-            None => Some("no poll has been done".into()),
-        }
+    /// What the last `poll` returned, if one was done.
+    pub fn last_poll(&self) -> Option<PollWant> {
+        self.last_poll
     }
 
     /// The values of an expectation's operands, in order (see [`operands`]): each a number,
@@ -1208,13 +1198,15 @@ pub fn operands(expr: &Expr) -> Vec<&Value> {
 }
 
 /// Judge an expectation on observed facts: the operand values (as [`operands`] lists them),
-/// the last foreground task's name and outcome, and the last file operation. Returns None when
+/// the last foreground task's name and outcome, the last file operation and what the last
+/// poll returned. Returns None when
 /// it holds, or why it does not. The model and a real kernel run are judged by this same code.
 pub fn judge(
     expr: &Expr,
     values: &[Result<i64, String>],
     last_fg: Option<(&str, TaskOutcome)>,
     last_op: Option<(&str, Result<(), Errno>)>,
+    last_poll: Option<PollWant>,
 ) -> Option<String> {
     let two = || -> Result<(i64, i64), String> {
         match (values.first(), values.get(1)) {
@@ -1251,8 +1243,11 @@ pub fn judge(
             Some((what, Err(e))) => Some(format!("the last {what} failed with {}", e.name())),
             None => Some("no write, mkdir, rmdir, open, close or run has been done".into()),
         },
-        // The interpreter judges polls (Interpreter::check); here nothing polled.
-        Expr::Poll(_) => Some("no poll has been done".into()),
+        Expr::Poll(want) => match last_poll {
+            Some(got) if got == *want => None,
+            Some(got) => Some(format!("the last poll returned {}", got.name())),
+            None => Some("no poll has been done".into()),
+        },
     }
 }
 

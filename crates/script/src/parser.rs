@@ -65,6 +65,13 @@ impl PollWant {
             PollWant::Error => "error",
         }
     }
+
+    /// The outcome a word names (the inverse of [`PollWant::name`]).
+    pub fn from_name(word: &str) -> Option<PollWant> {
+        [PollWant::Event, PollWant::Timeout, PollWant::Error]
+            .into_iter()
+            .find(|w| w.name() == word)
+    }
 }
 
 /// Options and operands of `run`.
@@ -1020,16 +1027,12 @@ pub fn parse_condition(cmd: &str, words: &[&str]) -> Result<(Expr, String), Stri
     }
     let expr = match (first, words.len()) {
         ("killed", 1) => Expr::Killed,
-        ("poll", 2) => Expr::Poll(match words[1] {
-            "event" => PollWant::Event,
-            "timeout" => PollWant::Timeout,
-            "error" => PollWant::Error,
-            w => {
-                return Err(format!(
-                    "{cmd} poll: expected event, timeout or error, got '{w}'"
-                ))
-            }
-        }),
+        ("poll", 2) => Expr::Poll(PollWant::from_name(words[1]).ok_or_else(|| {
+            format!(
+                "{cmd} poll: expected event, timeout or error, got '{}'",
+                words[1]
+            )
+        })?),
         ("exit", 2) => {
             let n: i32 = words[1]
                 .parse()

@@ -1,5 +1,5 @@
-//! `access SIZE [--pattern random|zipf|seq] [--theta F] [--count N] [--file NAME] [--seed N]
-//! [--read-only] [--mmap] [--exec] [--cold] [--hold]` — synthetic page-access streams for
+//! `access SIZE [--pattern random|zipf|seq] [--theta F] [--count N] [--rate N] [--file NAME]
+//! [--seed N] [--read-only] [--mmap] [--exec] [--cold] [--hold]` — synthetic page-access streams for
 //! studying reclaim against a known popularity distribution: `--count` accesses (default
 //! 10 × the pages of SIZE) to pages of SIZE chosen uniformly (`random`, the default) or by a
 //! Zipf law of exponent `--theta` (default 0.99, YCSB's) where page 0 is the most popular,
@@ -14,6 +14,12 @@
 //! With `--mmap` the file is mapped shared and read-only and the pages are read through the
 //! mapping (page faults, PTE young bits); `--exec` maps it executable as well (VM_EXEC, as
 //! the text of a program or library).
+//! `--rate N` paces the accesses at N per second from the task's first step, as a server
+//! answering requests at a steady rate: when ahead of that schedule the task sleeps until the
+//! next access is due, but at least [`PACE_NS`], and then makes every access due by then, so
+//! it wakes at most once a millisecond; when it falls behind (stalled in reclaim or on a
+//! refault) it catches up as fast as it can. Its elapsed time beyond COUNT / N is the time
+//! the stalls cost it.
 //! At the end the task holds its memory (`--hold`) or unmaps it and exits 0.
 
 use memcgsim_model::{Program, Step, TaskCtx};
@@ -22,9 +28,19 @@ use crate::args::{parse, Spec};
 use crate::common::{fault_step, pages, Budget, Region, MAX_SIZE};
 use crate::rand::{SplitMix64, Zipf};
 
+/// The shortest sleep of a paced (`--rate`) task: it wakes at most once per this many ns.
+pub const PACE_NS: u64 = 1_000_000;
+
 pub(crate) const SPEC: Spec = Spec {
     flags: &["--read-only", "--hold", "--mmap", "--exec", "--cold"],
-    options: &["--pattern", "--theta", "--count", "--file", "--seed"],
+    options: &[
+        "--pattern",
+        "--theta",
+        "--count",
+        "--rate",
+        "--file",
+        "--seed",
+    ],
     positional: &["SIZE"],
     required: 1,
 };
@@ -51,6 +67,10 @@ fn parse_access(args: &[String]) -> Result<Access, String> {
         return Err("access: --theta needs --pattern zipf".into());
     }
     let count = a.count("--count", 10 * npages, 1, 1_000_000_000_000)?;
+    let rate = match a.value("--rate") {
+        Some(_) => Some(a.count("--rate", 0, 1, 1_000_000_000)?),
+        None => None,
+    };
     let file = a.string("--file");
     let read_only = a.flag("--read-only");
     if read_only && file.is_none() {
@@ -71,6 +91,8 @@ fn parse_access(args: &[String]) -> Result<Access, String> {
         seq: pattern == "seq",
         next: 0,
         count,
+        rate,
+        start_ns: None,
         region,
         write: !read_only,
         hold: a.flag("--hold"),
@@ -87,6 +109,10 @@ pub struct Access {
     seq: bool,
     next: u64,
     count: u64,
+    /// `--rate`: accesses per second; None: as fast as the task runs.
+    rate: Option<u64>,
+    /// When the paced schedule began (the first step).
+    start_ns: Option<u64>,
     region: Region,
     write: bool,
     hold: bool,
@@ -110,6 +136,12 @@ impl Access {
     }
 }
 
+/// When access number `done` is due, in ns after the start, at `rate` accesses per second.
+fn due_offset(done: u64, rate: u64) -> u64 {
+    let ns = u128::from(done) * 1_000_000_000 / u128::from(rate);
+    u64::try_from(ns).unwrap_or(u64::MAX)
+}
+
 impl Program for Access {
     fn name(&self) -> &str {
         "access"
@@ -119,8 +151,16 @@ impl Program for Access {
         if let Err(s) = self.region.setup(cx) {
             return s;
         }
+        let start = *self.start_ns.get_or_insert(cx.now());
         let mut budget = Budget::new();
         while self.done < self.count {
+            if let (Some(rate), None) = (self.rate, self.pending) {
+                let due = start + due_offset(self.done, rate);
+                let now = cx.now();
+                if now < due {
+                    return Step::Sleep((due - now).max(PACE_NS));
+                }
+            }
             let idx = match self.pending.take() {
                 Some(i) => i,
                 None => self.draw(),

@@ -107,7 +107,7 @@ pub(crate) const DOCS: &[Doc] = &[
     ),
     doc!(
         "access",
-        "access SIZE [--pattern random|zipf|seq] [--theta F] [--count N] [--file NAME] [--seed N] [--read-only] [--mmap] [--exec] [--cold] [--hold]",
+        "access SIZE [--pattern random|zipf|seq] [--theta F] [--count N] [--rate N] [--file NAME] [--seed N] [--read-only] [--mmap] [--exec] [--cold] [--hold]",
         "N random or Zipf page accesses (default 10 x pages) to anonymous memory, a file, or a file mapping"
     ),
     doc!(

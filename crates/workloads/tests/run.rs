@@ -332,6 +332,34 @@ fn access_zipf_concentrates_on_few_pages() {
     assert!(stat(&mut s, "/a/memory.stat", "file_dirty") > 0);
 }
 
+#[test]
+fn access_rate_paces_the_accesses() {
+    // 1000 accesses at 1000 per second: the last is due 999 ms after the first. Waking at
+    // most once a millisecond, the task makes one access per wake and ends right after
+    // that one, so its run takes 999 ms plus the CPU time of that last access.
+    let mut s = machine("128M");
+    let t0 = s.now_ns();
+    run(&mut s, "access 1M --count 1000 --rate 1000");
+    let took = s.now_ns() - t0;
+    assert!((999 * MS..1000 * MS).contains(&took), "{took}");
+
+    // 10,000 at 2000 per second: the sleeps are rounded up to 1 ms, so the task wakes about
+    // 5000 times and makes two accesses per wake; still 5 s, give or take the CPU time of
+    // the accesses that each 1 ms sleep starts after.
+    let mut s = machine("128M");
+    let t0 = s.now_ns();
+    run(&mut s, "access 1M --count 10000 --rate 2000");
+    let took = s.now_ns() - t0;
+    assert!((4999 * MS..5001 * MS).contains(&took), "{took}");
+
+    // Unpaced, the same work takes a few milliseconds of CPU.
+    let mut s = machine("128M");
+    let t0 = s.now_ns();
+    run(&mut s, "access 1M --count 10000");
+    assert!(s.now_ns() - t0 < 10 * MS);
+    assert!(build("access", &["1M".into(), "--rate".into(), "0".into()]).is_err());
+}
+
 fn temp(name: &str, data: &[u8]) -> String {
     let p = std::env::temp_dir().join(format!("memcgsim-run-{}-{name}", std::process::id()));
     std::fs::write(&p, data).unwrap();
