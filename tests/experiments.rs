@@ -425,3 +425,95 @@ fn seed003_nested_build_statistics_work() {
     assert!(r["updates"] > 10_000_000, "{r:?}");
     assert!(r["tree_links"] < r["updates"] / 1000, "{r:?}");
 }
+
+/// experiments/pressure/oomd: a 4M/s leak beside a service reading its cached file.
+#[test]
+fn pressure_oomd_kills_the_leak_before_the_kernel_does() {
+    let f = "experiments/pressure/oomd/small.toml";
+    let kernel = run(f, "kernel");
+    let min = run(f, "kernel-min");
+    let oomd = run(f, "oomd");
+    let nominal = 200_000_000_000; // 1,000,000 reads at 5000 a second
+                                   // The kernel alone: the OOM killer takes the leak only when swap is full, after the
+                                   // service has lost its cache and fallen far behind.
+    assert!(kernel.actions.is_empty());
+    assert_eq!(task(&kernel, "runaway").outcome, "killed");
+    assert_eq!(cgroup_stat(&kernel, "/w/runaway", |c| c.oom_kill), 1);
+    assert!(task(&kernel, "service").elapsed_ns > 2 * nominal);
+    // memory.min keeps the service whole: it finishes on schedule.
+    assert_eq!(task(&min, "service").outcome, "exit 0");
+    assert!(task(&min, "service").elapsed_ns < nominal + 1_000_000_000);
+    assert_eq!(task(&min, "runaway").outcome, "killed");
+    // oomd kills the leak, through cgroup.kill, long before the kernel would have, and the
+    // service loses less.
+    assert_eq!(oomd.actions.len(), 1, "{:?}", oomd.actions);
+    let a = &oomd.actions[0];
+    assert_eq!(
+        (a.cgroup.as_str(), a.action.as_str()),
+        ("/w/runaway", "kill")
+    );
+    assert!(a.time_ns + 30_000_000_000 < task(&kernel, "runaway").end_ns.unwrap());
+    assert_eq!(cgroup_stat(&oomd, "/w/runaway", |c| c.oom_kill), 0);
+    assert_eq!(task(&oomd, "service").outcome, "exit 0");
+    assert!(task(&oomd, "service").elapsed_ns < task(&kernel, "service").elapsed_ns);
+    assert!(
+        cgroup_stat(&oomd, "/w", |c| c.memory_full_ns)
+            < cgroup_stat(&kernel, "/w", |c| c.memory_full_ns)
+    );
+
+    // At full scale, 50% for 20 s kills the service too: 15 s after the first kill its own
+    // refaults still hold /w's full avg10 above the limit.
+    let storm = run("experiments/pressure/oomd/scenario.toml", "oomd-50-20");
+    let kills: Vec<(&str, u64)> = storm
+        .actions
+        .iter()
+        .map(|a| (a.cgroup.as_str(), a.time_ns))
+        .collect();
+    assert_eq!(kills.len(), 2, "{kills:?}");
+    assert_eq!(kills[0].0, "/w/runaway");
+    assert_eq!(kills[1].0, "/w/service");
+    assert!(kills[1].1 - kills[0].1 >= 15_000_000_000);
+    assert_eq!(task(&storm, "service").outcome, "killed");
+}
+
+/// experiments/pressure/senpai: Senpai squeezes a service with cold memory, and the target
+/// trades the memory saved against the stall paid.
+#[test]
+fn pressure_senpai_saves_memory_for_stall_by_its_target() {
+    let f = "experiments/pressure/senpai/small.toml";
+    let runs: Vec<RunResult> = ["none", "senpai-1ms", "senpai-10ms", "senpai-100ms"]
+        .iter()
+        .map(|v| run(f, v))
+        .collect();
+    let usage = |r: &RunResult| cgroup_stat(r, "/service", |c| c.usage_avg);
+    let stall = |r: &RunResult| cgroup_stat(r, "/service", |c| c.memory_some_ns);
+    let [none, t1, t10, t100] = &runs[..] else {
+        unreachable!()
+    };
+    assert!(none.actions.is_empty());
+    assert_eq!(stall(none), 0);
+    // A higher target saves more memory and pays more stall.
+    assert!(usage(t1) < usage(none));
+    assert!(usage(t10) < usage(t1) && usage(t100) <= usage(t10));
+    assert!(usage(t10) < usage(none) * 4 / 5, "saved under 20%");
+    assert!(0 < stall(t1) && stall(t1) < stall(t10) && stall(t10) < stall(t100));
+    // Senpai's steps are memory.high writes on /service, the first at its start (10 s).
+    for r in [t1, t10, t100] {
+        assert!(r.actions.len() > 20);
+        assert!(r
+            .actions
+            .iter()
+            .all(|a| a.cgroup == "/service" && a.action == "high"));
+        assert_eq!(r.actions[0].time_ns, 10_000_000_000);
+    }
+    // The batch job finds its memory free: faster, and no memory stall of its own.
+    assert!(task(t10, "batch").elapsed_ns < task(none, "batch").elapsed_ns * 9 / 10);
+    assert!(cgroup_stat(none, "/batch", |c| c.memory_some_ns) > 0);
+    assert_eq!(cgroup_stat(t10, "/batch", |c| c.memory_some_ns), 0);
+
+    // memory.reclaim instead: as much saved, no limit left on the service.
+    let rec = run(f, "reclaim-10ms");
+    assert!(usage(&rec) < usage(none) * 4 / 5);
+    assert!(rec.actions.iter().all(|a| a.action == "reclaim"));
+    assert_eq!(task(&rec, "serve").reclaim_ns, 0);
+}

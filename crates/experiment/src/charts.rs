@@ -26,6 +26,7 @@ use std::sync::Once;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -249,6 +250,8 @@ struct Line {
     label: String,
     color: RGBColor,
     width: u32,
+    /// Drawn dashed (a limit rather than a measured value).
+    dashed: bool,
     points: Vec<(f64, f64)>,
 }
 
@@ -285,6 +288,7 @@ fn run_panel(r: &RunResult, f: &FigureSpec) -> Panel {
             label: MACHINE_ROW.to_string(),
             color: BLACK,
             width: 1,
+            dashed: false,
             points,
         });
     }
@@ -294,8 +298,32 @@ fn run_panel(r: &RunResult, f: &FigureSpec) -> Panel {
                 label: c.path.clone(),
                 color: PALETTE[i % PALETTE.len()],
                 width: 2,
+                dashed: false,
                 points,
             });
+        }
+    }
+    if f.stem == "memory" {
+        // A cgroup's memory.high, where it is not `max`, as a thin line in its colour: the
+        // limit a controller such as Senpai moves.
+        for (i, c) in r.setup.cgroups.iter().enumerate() {
+            let points: Vec<(f64, f64)> = r
+                .series
+                .points(&c.path, "memory.high")
+                .iter()
+                .filter(|p| p.1 < HIGH_MAX)
+                .map(|&(t, v)| (secs(t), v as f64))
+                .collect();
+            if !points.is_empty() {
+                let RGBColor(r, g, b) = PALETTE[i % PALETTE.len()];
+                lines.push(Line {
+                    label: format!("{} memory.high", c.path),
+                    color: RGBColor(r / 2, g / 2, b / 2),
+                    width: 2,
+                    dashed: true,
+                    points,
+                });
+            }
         }
     }
     let mut marks = Vec::new();
@@ -314,6 +342,7 @@ fn run_panel(r: &RunResult, f: &FigureSpec) -> Panel {
                         label,
                         color: MARK_COLORS[n % MARK_COLORS.len()],
                         width: 1,
+                        dashed: false,
                         points: Vec::new(),
                     });
                     lines.len() - 1
@@ -329,6 +358,12 @@ fn run_panel(r: &RunResult, f: &FigureSpec) -> Panel {
         marks,
     }
 }
+
+/// memory.high samples from here up are `max` (no limit), not drawn.
+const HIGH_MAX: u64 = 1 << 62;
+
+/// A panel with more action marks than this draws them as ticks along its top edge.
+const MAX_FULL_MARKS: usize = 20;
 
 /// Colours of the controller actions' marks.
 const MARK_COLORS: &[RGBColor] = &[
@@ -370,6 +405,7 @@ fn compare_chart(c: &Comparison, f: &FigureSpec) -> Chart {
                         label: r.variant.clone(),
                         color: PALETTE[i % PALETTE.len()],
                         width: if i == 0 { 4 } else { 2 },
+                        dashed: false,
                         points,
                     })
                 })
@@ -569,10 +605,13 @@ fn draw_legend<DB: DrawingBackend>(
     let row_y = |i: usize| top + 4 + i as i32 * LEGEND_ROW + LEGEND_ROW / 2;
     for (i, l) in lines.iter().take(shown).enumerate() {
         let y = row_y(i);
-        area.draw(&PathElement::new(
-            vec![(x0 + 8, y), (x0 + 8 + LEGEND_SWATCH, y)],
-            l.color.stroke_width(l.width),
-        ))?;
+        let swatch = vec![(x0 + 8, y), (x0 + 8 + LEGEND_SWATCH, y)];
+        let pen = l.color.stroke_width(l.width);
+        if l.dashed {
+            area.draw(&DashedPathElement::new(swatch, 6, 4, pen))?;
+        } else {
+            area.draw(&PathElement::new(swatch, pen))?;
+        }
         area.draw(&Text::new(legend_label(&l.label), (text_x, y), &style))?;
     }
     if more > 0 {
@@ -641,14 +680,26 @@ fn draw<DB: DrawingBackend>(
                 .iter()
                 .copied()
                 .filter(|p| p.0.is_finite() && p.1.is_finite());
-            cc.draw_series(LineSeries::new(pts, line.color.stroke_width(line.width)))
-                .map_err(e)?;
+            let style = line.color.stroke_width(line.width);
+            if line.dashed {
+                cc.draw_series(DashedLineSeries::new(pts, 6, 4, style))
+                    .map_err(e)?;
+            } else {
+                cc.draw_series(LineSeries::new(pts, style)).map_err(e)?;
+            }
         }
+        // A few actions are marked across the panel; many (a Senpai run's hundreds of steps)
+        // only as ticks along its top edge, so that they do not hide the lines.
         let ytop = cc.plotting_area().get_y_range().end;
+        let ybottom = if panel.marks.len() > MAX_FULL_MARKS {
+            ytop * 0.95
+        } else {
+            0.0
+        };
         for &(x, i) in &panel.marks {
             let color = panel.lines[i].color;
             cc.draw_series(std::iter::once(PathElement::new(
-                vec![(x, 0.0), (x, ytop)],
+                vec![(x, ybottom), (x, ytop)],
                 color.stroke_width(1),
             )))
             .map_err(e)?;

@@ -1,6 +1,7 @@
 //! A/B comparison: every variant over every seed, and per figure (per task: elapsed, user,
 //! system, faults, I/O wait, throttling; per cgroup and for the machine: peak usage, swap
-//! peak, faults, swap-ins and -outs, scanned and reclaimed pages, OOM kills) the min, max,
+//! peak, faults, swap-ins and -outs, scanned and reclaimed pages, OOM kills, memory stall
+//! time from the pressure totals) the min, max,
 //! average and standard deviation of each variant, with each statistic's change against the
 //! base variant's same statistic in percent (or, with `--ratio`, the statistic as a percentage
 //! of the base's). The machine also has the average swap usage and the counters of soft-limit
@@ -155,13 +156,7 @@ fn ratio(x: f64, base: f64) -> Option<f64> {
 /// The machine's swap usage averaged over the samples of a run (sum / number of samples,
 /// rounded to the nearest byte).
 fn swap_avg(r: &RunResult) -> Option<u64> {
-    let pts = r.series.points(MACHINE_ROW, "swap_used");
-    if pts.is_empty() {
-        return None;
-    }
-    let n = pts.len() as u128;
-    let sum: u128 = pts.iter().map(|p| p.1 as u128).sum();
-    Some(((sum + n / 2) / n) as u64)
+    r.series.avg(MACHINE_ROW, "swap_used")
 }
 
 /// The machine figures from /proc/memcgsim/reclaim: title, kind and key.
@@ -273,8 +268,9 @@ fn figure_specs(sc: &Scenario, runs: &[RunResult]) -> Vec<(String, Kind, Extract
             format!("of cgroup {cg}")
         };
         type G = fn(&CgroupSummary) -> Option<u64>;
-        let items: [(&str, Kind, G); 9] = [
+        let items: [(&str, Kind, G); 12] = [
             ("peak usage", Kind::Size, |c| c.usage_peak),
+            ("usage avg", Kind::Size, |c| c.usage_avg),
             ("swap peak", Kind::Size, |c| c.swap_peak),
             ("pgfault", Kind::Count, |c| c.pgfault),
             ("pgmajfault", Kind::Count, |c| c.pgmajfault),
@@ -283,6 +279,8 @@ fn figure_specs(sc: &Scenario, runs: &[RunResult]) -> Vec<(String, Kind, Extract
             ("pgscan", Kind::Count, |c| c.pgscan),
             ("pgsteal", Kind::Count, |c| c.pgsteal),
             ("oom_kill", Kind::Count, |c| c.oom_kill),
+            ("memory stall some", Kind::Time, |c| c.memory_some_ns),
+            ("memory stall full", Kind::Time, |c| c.memory_full_ns),
         ];
         let machine = cg == MACHINE_ROW;
         for (what, kind, g) in items {

@@ -94,6 +94,14 @@ impl TimeSeries {
     pub fn max(&self, cgroup: &str, key: &str) -> Option<u64> {
         self.points(cgroup, key).iter().map(|p| p.1).max()
     }
+
+    /// The mean of a series' samples (their sum over their number, rounded).
+    pub fn avg(&self, cgroup: &str, key: &str) -> Option<u64> {
+        let pts = self.points(cgroup, key);
+        let n = pts.len() as u128;
+        let sum: u128 = pts.iter().map(|p| u128::from(p.1)).sum();
+        (n > 0).then(|| ((sum + n / 2) / n) as u64)
+    }
 }
 
 /// Per-cgroup figures of a run (absent where the file or key does not exist).
@@ -102,6 +110,8 @@ pub struct CgroupSummary {
     pub cgroup: String,
     pub usage_end: Option<u64>,
     pub usage_peak: Option<u64>,
+    /// The sampled usage averaged over the run's samples.
+    pub usage_avg: Option<u64>,
     pub swap_end: Option<u64>,
     pub swap_peak: Option<u64>,
     pub pgfault: Option<u64>,
@@ -113,6 +123,11 @@ pub struct CgroupSummary {
     pub oom_kill: Option<u64>,
     pub high: Option<u64>,
     pub max: Option<u64>,
+    /// Time some (and all) of the group's non-idle tasks were stalled on memory over the
+    /// run, in ns: memory.pressure's `some` and `full` totals at the last sample (cgroup v2;
+    /// the machine's from /proc/pressure/memory).
+    pub memory_some_ns: Option<u64>,
+    pub memory_full_ns: Option<u64>,
 }
 
 /// One started task (one copy, one repetition), or a task that never started.
@@ -1065,6 +1080,7 @@ fn summarise(
             cgroup: cg.to_string(),
             usage_end: ts.last(cg, r.usage),
             usage_peak: max_opt(peak_file, ts.max(cg, r.usage)),
+            usage_avg: ts.avg(cg, r.usage),
             swap_end: ts.last(cg, r.swap),
             swap_peak: max_opt(swap_peak_file, ts.max(cg, r.swap)),
             pgfault: stat(cg, "pgfault"),
@@ -1076,6 +1092,8 @@ fn summarise(
             oom_kill: ts.last(cg, r.oom_kill),
             high: r.high.and_then(|k| ts.last(cg, k)),
             max: ts.last(cg, r.max),
+            memory_some_ns: us_to_ns(ts.last(cg, "memory.pressure:some.total")),
+            memory_full_ns: us_to_ns(ts.last(cg, "memory.pressure:full.total")),
         });
     }
     let m = MACHINE_ROW;
@@ -1084,6 +1102,7 @@ fn summarise(
         cgroup: m.to_string(),
         usage_end: ts.last(m, "used"),
         usage_peak: ts.max(m, "used"),
+        usage_avg: ts.avg(m, "used"),
         swap_end: ts.last(m, "swap_used"),
         swap_peak: ts.max(m, "swap_used"),
         pgfault: vm("pgfault"),
@@ -1095,8 +1114,14 @@ fn summarise(
         oom_kill: vm("oom_kill"),
         high: None,
         max: None,
+        memory_some_ns: us_to_ns(ts.last(m, "pressure:memory.some.total")),
+        memory_full_ns: us_to_ns(ts.last(m, "pressure:memory.full.total")),
     });
     out
+}
+
+fn us_to_ns(us: Option<u64>) -> Option<u64> {
+    us.map(|v| v.saturating_mul(1000))
 }
 
 #[cfg(test)]

@@ -209,9 +209,12 @@ fn compare_has_swap_avg_and_reclaim_figures_after_the_machine_ones() {
         ),
         ("memcg walk steps of the machine", "memcg_walk_steps"),
     ];
+    // They follow the machine's last figure of the common set: its memory stall (with a
+    // pressure file), else oom_kill, else pgsteal.
     let oom = titles
         .iter()
-        .position(|t| *t == "oom_kill of the machine")
+        .rposition(|t| t.starts_with("memory stall") && t.ends_with("of the machine"))
+        .or_else(|| titles.iter().position(|t| *t == "oom_kill of the machine"))
         .unwrap_or_else(|| {
             titles
                 .iter()
