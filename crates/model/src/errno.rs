@@ -53,6 +53,32 @@ impl Errno {
         }
     }
 
+    /// The number Linux gives it (asm-generic/errno-base.h and errno.h), as an OSError
+    /// raised for it carries.
+    pub fn code(self) -> i32 {
+        match self {
+            Errno::EPERM => 1,
+            Errno::ENOENT => 2,
+            Errno::ESRCH => 3,
+            Errno::EINTR => 4,
+            Errno::E2BIG => 7,
+            Errno::EBADF => 9,
+            Errno::EAGAIN => 11,
+            Errno::ENOMEM => 12,
+            Errno::EACCES => 13,
+            Errno::EBUSY => 16,
+            Errno::EEXIST => 17,
+            Errno::ENODEV => 19,
+            Errno::ENOTDIR => 20,
+            Errno::EISDIR => 21,
+            Errno::EINVAL => 22,
+            Errno::ENOSPC => 28,
+            Errno::ERANGE => 34,
+            Errno::ENOTEMPTY => 39,
+            Errno::EOPNOTSUPP => 95,
+        }
+    }
+
     /// The glibc strerror() text, as bash prints it after "write error: ".
     pub fn message(self) -> &'static str {
         match self {

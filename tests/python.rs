@@ -1,0 +1,104 @@
+//! The Python package (python/memcgsim over crates/python), tested from Python: a virtual
+//! environment under the test's scratch directory gets maturin, pytest and pandas, `pip
+//! install .` builds the package from this tree as a user would, and pytest runs
+//! python/tests.
+//!
+//! It needs python3 with venv and pip, and the network for the packages. When they are
+//! missing the test is skipped with a note, unless MEMCGSIM_PYTHON=1 (set by `.ci/run`), which
+//! makes their absence a failure.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What pytest needs beside the package (pyproject.toml's `test` extra, and the builder).
+const PACKAGES: &[&str] = &["maturin>=1.5,<2", "pytest>=7", "pandas>=1.5"];
+
+fn python() -> String {
+    std::env::var("PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+/// Run a command in the repository; Err with its output when it fails or cannot start.
+fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
+    let out = cmd
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .map_err(|e| format!("{what}: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(format!(
+        "{what} failed ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    ))
+}
+
+/// The virtual environment, with the packages installed.
+fn venv() -> Result<PathBuf, String> {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-venv");
+    let pip = dir.join("bin/pip");
+    if !pip.is_file() {
+        run(
+            Command::new(python()).args(["-m", "venv"]).arg(&dir),
+            "python3 -m venv",
+        )?;
+    }
+    run(
+        Command::new(&pip)
+            .args(["install", "--quiet", "--disable-pip-version-check"])
+            .args(PACKAGES),
+        "pip install maturin pytest pandas",
+    )?;
+    Ok(dir)
+}
+
+#[test]
+fn python_package_passes_its_tests() {
+    let required = std::env::var("MEMCGSIM_PYTHON").as_deref() == Ok("1");
+    let dir = match venv() {
+        Ok(d) => d,
+        Err(why) => {
+            assert!(
+                !required,
+                "MEMCGSIM_PYTHON=1 but no Python environment: {why}"
+            );
+            eprintln!("Python tests skipped: {why}");
+            return;
+        }
+    };
+    // `pip install .`, as the README says, with the venv's maturin (no isolated build
+    // environment to download again), its own target directory (this test's cargo holds
+    // the workspace's) and the `pytest` profile, which compiles in about half the time.
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-target");
+    let path = std::env::join_paths(
+        std::iter::once(dir.join("bin")).chain(
+            std::env::var_os("PATH")
+                .iter()
+                .flat_map(std::env::split_paths),
+        ),
+    )
+    .expect("PATH");
+    run(
+        Command::new(dir.join("bin/pip"))
+            .args([
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-build-isolation",
+                "--force-reinstall",
+                "--no-deps",
+                ".",
+            ])
+            .env("CARGO_TARGET_DIR", &target)
+            .env("MATURIN_PEP517_ARGS", "--profile pytest")
+            .env("PATH", &path),
+        "pip install .",
+    )
+    .unwrap();
+    run(
+        Command::new(dir.join("bin/python")).args(["-m", "pytest", "-q", "python/tests"]),
+        "pytest python/tests",
+    )
+    .unwrap();
+}
