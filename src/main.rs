@@ -43,6 +43,8 @@ enum Cmd {
     Run(memcgsim_experiment::cli::RunArgs),
     /// Run every variant of a scenario over every seed and compare them (see docs/SCENARIOS.md)
     Compare(memcgsim_experiment::cli::CompareArgs),
+    /// Run a scenario's [[sweep]] grid (every variant at every point, every seed) into one table
+    Sweep(memcgsim_experiment::cli::SweepArgs),
 }
 
 fn parse_slack(s: &str) -> Result<u64, String> {
@@ -171,6 +173,7 @@ fn main() -> ExitCode {
         Cmd::Oracle(args) => oracle::run(&args),
         Cmd::Run(args) => memcgsim_experiment::cli::run(&args),
         Cmd::Compare(args) => memcgsim_experiment::cli::compare_cmd(&args),
+        Cmd::Sweep(args) => memcgsim_experiment::cli::sweep_cmd(&args),
     };
     ExitCode::from(status.clamp(0, 255) as u8)
 }

@@ -1,7 +1,7 @@
 //! The Python package (python/memcgsim over crates/python), tested from Python: a virtual
-//! environment under the test's scratch directory gets maturin, pytest and pandas, `pip
-//! install .` builds the package from this tree as a user would, and pytest runs
-//! python/tests.
+//! environment under the test's scratch directory gets maturin, pytest, pandas, Ray and
+//! matplotlib, `pip install .` builds the package from this tree as a user would, and pytest
+//! runs python/tests (the Ray backend against a local Ray instance, and the examples).
 //!
 //! It needs python3 with venv and pip, and the network for the packages. When they are
 //! missing the test is skipped with a note, unless MEMCGSIM_PYTHON=1 (set by `.ci/run`), which
@@ -10,8 +10,15 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// What pytest needs beside the package (pyproject.toml's `test` extra, and the builder).
-const PACKAGES: &[&str] = &["maturin>=1.5,<2", "pytest>=7", "pandas>=1.5"];
+/// What pytest needs beside the package: the builder, pyproject.toml's `test` extra, Ray for
+/// the Ray backend's test and matplotlib for the example's chart.
+const PACKAGES: &[&str] = &[
+    "maturin>=1.5,<2",
+    "pytest>=7",
+    "pandas>=1.5",
+    "ray>=2.9",
+    "matplotlib>=3.5",
+];
 
 fn python() -> String {
     std::env::var("PYTHON").unwrap_or_else(|_| "python3".into())
@@ -48,7 +55,7 @@ fn venv() -> Result<PathBuf, String> {
         Command::new(&pip)
             .args(["install", "--quiet", "--disable-pip-version-check"])
             .args(PACKAGES),
-        "pip install maturin pytest pandas",
+        "pip install maturin pytest pandas ray matplotlib",
     )?;
     Ok(dir)
 }

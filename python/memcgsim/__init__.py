@@ -11,7 +11,7 @@ drives a real one::
     print(end.killed, m.read("/A/memory.events"))
 
 :func:`run_scenario` runs a scenario file (docs/SCENARIOS.md) and returns its summary and
-its time series. Every run is determined by its inputs and seed. See docs/PYTHON.md.
+its time series; :func:`sweep` runs its ``[[sweep]]`` grid, locally or on Ray, into a table. Every run is determined by its inputs and seed. See docs/PYTHON.md.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, NamedTuple, Optional, Union
 
 from . import _memcgsim
+from .sweep import sweep
 
-__all__ = ["Machine", "TaskEnd", "ScriptResult", "Run", "run_scenario", "__version__"]
+__all__ = ["Machine", "TaskEnd", "ScriptResult", "Run", "run_scenario", "sweep", "__version__"]
 
 __version__: str = _memcgsim.__version__
 

@@ -1,12 +1,13 @@
-//! The `memcgsim run` and `memcgsim compare` subcommands: their arguments (clap) and bodies.
-//! Both print errors as `memcgsim: MESSAGE` and return exit status 2 on failure, 0 otherwise.
+//! The `memcgsim run`, `memcgsim compare` and `memcgsim sweep` subcommands: their arguments
+//! (clap) and bodies. They print errors as `memcgsim: MESSAGE` and return exit status 2 on failure, 0 otherwise.
 
 use std::path::PathBuf;
 
 use clap::Args;
 
 use crate::{
-    check_output, compare_jobs, load, run_plan, write_comparison, write_results, Overwrite,
+    check_output, compare_jobs, load, run_plan, write_comparison, write_dir_atomic, write_results,
+    Overwrite,
 };
 
 /// Exit status for a scenario that cannot be loaded or run.
@@ -64,6 +65,28 @@ pub struct CompareArgs {
     pub no_progress: bool,
     /// Runs to do at once, each on a thread of its own (default: the host's CPU count). The
     /// output is the same for every value; each run holds its own machine's memory
+    #[arg(long, short = 'j', value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
+}
+
+/// `memcgsim sweep SCENARIO [--out DIR] [--force] [--no-progress] [--jobs N]`
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    /// The scenario file, with [[sweep]] axes (see docs/SCENARIOS.md)
+    pub scenario: PathBuf,
+    /// Output folder (default: results/NAME/sweep), for sweep.csv and sweep.json. An existing
+    /// folder is replaced only if memcgsim wrote it and it holds nothing else
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Write into an existing folder even if it holds other files (only same-named files
+    /// and files memcgsim wrote there before are replaced), or replace a file at --out
+    #[arg(long)]
+    pub force: bool,
+    /// Do not show the progress bar
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Runs to do at once, each on a thread of its own (default: the host's CPU count). The
+    /// table is the same for every value
     #[arg(long, short = 'j', value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
 }
@@ -164,6 +187,82 @@ pub fn compare_cmd(args: &CompareArgs) -> i32 {
     if let Err(e) = write_comparison(&c, &dir, overwrite(args.force)) {
         return fail(&e);
     }
+    eprintln!("memcgsim: results in {}", dir.display());
+    0
+}
+
+/// The body of `memcgsim sweep`: every run of the sweep, one row each, into sweep.csv and
+/// sweep.json (`columns`, `rows`).
+pub fn sweep_cmd(args: &SweepArgs) -> i32 {
+    let sc = match load(&args.scenario) {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    if sc.sweep.is_empty() {
+        return fail(&format!(
+            "{}: the scenario has no [[sweep]] (docs/SCENARIOS.md)",
+            sc.file
+        ));
+    }
+    let dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(&sc.name).join("sweep"));
+    if let Err(e) = check_output(&dir, overwrite(args.force)) {
+        return fail(&e);
+    }
+    let n = crate::sweep::points(&sc).len();
+    let bar =
+        (!args.no_progress && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {
+            let pb = indicatif::ProgressBar::new(n as u64);
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{prefix} [{bar:30}] {pos}/{len} runs ({elapsed})",
+            ) {
+                pb.set_style(style.progress_chars("=> "));
+            }
+            pb.set_prefix(format!("{} sweep", sc.name));
+            pb
+        });
+    let done = |k: usize| {
+        if let Some(pb) = &bar {
+            pb.set_position(k as u64);
+        }
+    };
+    let jobs = args.jobs.map_or_else(default_jobs, usize::from);
+    let table = match crate::sweep::sweep(&sc, jobs, &done) {
+        Ok(t) => t,
+        Err(e) => return fail(&e),
+    };
+    if let Some(pb) = &bar {
+        pb.finish_and_clear();
+    }
+    let json = match serde_json::to_string_pretty(&table) {
+        Ok(j) => j + "\n",
+        Err(e) => return fail(&e.to_string()),
+    };
+    let csv = table.to_csv();
+    let r = write_dir_atomic(&dir, overwrite(args.force), |d| {
+        std::fs::write(d.join("sweep.csv"), &csv).map_err(|e| e.to_string())?;
+        std::fs::write(d.join("sweep.json"), &json).map_err(|e| e.to_string())
+    });
+    if let Err(e) = r {
+        return fail(&e);
+    }
+    let axes: Vec<String> = sc
+        .sweep
+        .iter()
+        .map(|a| format!("{} ({} values)", a.name, a.values.len()))
+        .collect();
+    let count = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    println!(
+        "sweep {}: {}: {} x {} x {}; {}",
+        sc.name,
+        count(n, "run"),
+        count(sc.variants.len(), "variant"),
+        axes.join(" x "),
+        count(sc.run.seeds.len(), "seed"),
+        count(table.columns.len(), "column")
+    );
     eprintln!("memcgsim: results in {}", dir.display());
     0
 }

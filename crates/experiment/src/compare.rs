@@ -18,8 +18,6 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::output::{write_dir_atomic, Overwrite};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use crate::runner::{
     run_variant, run_variant_with, CgroupSummary, Progress, RunResult, MACHINE_ROW,
@@ -177,20 +175,20 @@ const RECLAIM_FIGURES: &[(&str, Kind, &str)] = &[
 
 /// Per-task aggregate of one run: all copies and repetitions of a `[[task]]` together.
 #[derive(Default)]
-struct TaskAgg {
-    started: bool,
-    first_start: u64,
-    last_end: u64,
-    user: u64,
-    system: u64,
-    minflt: u64,
-    majflt: u64,
-    io_wait: u64,
-    throttled: u64,
-    reclaim: u64,
+pub(crate) struct TaskAgg {
+    pub(crate) started: bool,
+    pub(crate) first_start: u64,
+    pub(crate) last_end: u64,
+    pub(crate) user: u64,
+    pub(crate) system: u64,
+    pub(crate) minflt: u64,
+    pub(crate) majflt: u64,
+    pub(crate) io_wait: u64,
+    pub(crate) throttled: u64,
+    pub(crate) reclaim: u64,
 }
 
-fn task_agg(r: &RunResult, task: &str) -> TaskAgg {
+pub(crate) fn task_agg(r: &RunResult, task: &str) -> TaskAgg {
     let mut a = TaskAgg {
         first_start: u64::MAX,
         ..TaskAgg::default()
@@ -469,41 +467,9 @@ pub fn run_plan(
     } else {
         Progress::Off
     };
-    let next = AtomicUsize::new(0);
-    let failed = AtomicBool::new(false);
-    let slots: Vec<Mutex<Option<Result<RunResult, String>>>> =
-        plan.iter().map(|_| Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|| loop {
-                // Runs are taken in plan order, and none after a failure: every run before
-                // the first failing one has been started, so the first error in plan order
-                // is the one a sequential comparison reports.
-                if failed.load(Ordering::SeqCst) {
-                    break;
-                }
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(&(vn, seed)) = plan.get(i) else {
-                    break;
-                };
-                let r = run_variant_with(sc, vn, seed, target);
-                if r.is_err() {
-                    failed.store(true, Ordering::SeqCst);
-                }
-                *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-            });
-        }
-    });
-    let mut runs = Vec::with_capacity(plan.len());
-    for slot in slots {
-        match slot.into_inner().unwrap_or_else(|e| e.into_inner()) {
-            Some(Ok(r)) => runs.push(r),
-            Some(Err(e)) => return Err(e),
-            // Not started because an earlier run failed; that error came first.
-            None => unreachable!("a run after the first failure was reported first"),
-        }
-    }
-    Ok(runs)
+    crate::sweep::run_parallel(plan.len(), jobs, |i| {
+        run_variant_with(sc, plan[i].0, plan[i].1, target)
+    })
 }
 
 fn fmt_change(c: Option<f64>) -> String {

@@ -33,6 +33,7 @@ mod output;
 mod report;
 mod runner;
 mod scenario;
+pub mod sweep;
 
 pub use charts::{render_charts, render_compare_charts, COMPARE_CHARTS};
 pub use compare::{
@@ -42,11 +43,11 @@ pub use compare::{
 pub use output::{check_output, write_dir_atomic, Overwrite, MARKER};
 pub use report::{fmt_ns, fmt_size, fmt_time_s, write_results};
 pub use runner::{
-    run_variant, run_variant_with, CgroupSummary, KeyValues, Progress, RunResult, SeriesKey,
-    TaskRecord, TimeSeries, MACHINE_ROW, RECLAIM_FILE, SUMMARY_STATS,
+    run_setup, run_variant, run_variant_with, CgroupSummary, KeyValues, Progress, RunResult,
+    SeriesKey, TaskRecord, TimeSeries, MACHINE_ROW, RECLAIM_FILE, SUMMARY_STATS,
 };
 pub use scenario::{
     load, machine_config, parse, CgroupSpec, ControllerOverride, ControllerSpec, RunSpec, Scenario,
-    Setting, Setup, Subtree, TaskOverride, TaskSpec, Until, Variant, DEFAULT_STATS,
-    MAX_SUBTREE_FANOUT, MAX_SUBTREE_GROUPS,
+    Setting, Setup, Subtree, SweepAxis, SweepTarget, TaskOverride, TaskSpec, Until, Variant,
+    DEFAULT_STATS, MAX_SUBTREE_FANOUT, MAX_SUBTREE_GROUPS,
 };

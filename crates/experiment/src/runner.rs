@@ -742,8 +742,19 @@ pub fn run_variant_with(
     seed: u64,
     progress: Progress,
 ) -> Result<RunResult, String> {
+    run_setup(sc, &sc.setup(variant)?, seed, progress)
+}
+
+/// Run an effective set-up (a variant's, or a sweep point's: see crate::sweep) with one
+/// seed; `setup.variant` names it in the result and in error messages.
+pub fn run_setup(
+    sc: &Scenario,
+    setup: &Setup,
+    seed: u64,
+    progress: Progress,
+) -> Result<RunResult, String> {
     let f = &sc.file;
-    let setup = sc.setup(variant)?;
+    let variant = setup.variant.as_str();
     let mut cfg = machine_config(f, &setup.machine)?;
     cfg.seed = seed;
     let version = cfg.cgroup;
@@ -773,7 +784,7 @@ pub fn run_variant_with(
         }
     }
 
-    let probes = discover(&mut sys, &setup, &sc.run);
+    let probes = discover(&mut sys, setup, &sc.run);
     let mut series = TimeSeries {
         times_ns: Vec::new(),
         series: probes.iter().map(|p| p.key.clone()).collect(),
@@ -1016,7 +1027,7 @@ pub fn run_variant_with(
     };
     records.sort_by_key(order);
 
-    let cgroups = summarise(&mut sys, &setup, &series, version);
+    let cgroups = summarise(&mut sys, setup, &series, version);
     let reclaim = KeyValues(
         series
             .series
@@ -1037,7 +1048,7 @@ pub fn run_variant_with(
             CgroupVersion::V1 => "v1".into(),
             CgroupVersion::V2 => "v2".into(),
         },
-        setup,
+        setup: setup.clone(),
         run: sc.run.clone(),
         end_ns,
         cgroups,

@@ -91,6 +91,21 @@ struct RawScenario {
     run: RawRun,
     #[serde(default)]
     variant: Vec<RawVariant>,
+    #[serde(default)]
+    sweep: Vec<RawSweep>,
+}
+
+/// A `[[sweep]]` axis: a name, its values, and the one thing each value sets.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSweep {
+    name: Spanned<String>,
+    values: Spanned<Vec<Spanned<Value>>>,
+    machine: Option<Spanned<String>>,
+    cgroup: Option<Spanned<String>>,
+    file: Option<Spanned<String>>,
+    task: Option<Spanned<String>>,
+    arg: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize)]
@@ -359,6 +374,28 @@ pub struct Scenario {
     pub variants: Vec<Variant>,
     /// The variant others are compared against.
     pub base: String,
+    /// `[[sweep]]` axes, in file order (none: no sweep).
+    pub sweep: Vec<SweepAxis>,
+}
+
+/// What a sweep axis's values set.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum SweepTarget {
+    /// A `[machine]` key.
+    Machine(String),
+    /// A control file of a `[[cgroup]]`, written after the scenario's own files.
+    File { cgroup: String, file: String },
+    /// The workload argument at this index (0-based) of a `[[task]]`.
+    Arg { task: String, index: usize },
+}
+
+/// One axis of a sweep: each of its values is set in turn (see crate::sweep).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SweepAxis {
+    pub name: String,
+    pub line: usize,
+    pub values: Vec<String>,
+    pub target: SweepTarget,
 }
 
 /// The effective set-up of one variant: the base scenario with the variant's overrides.
@@ -1248,6 +1285,7 @@ pub fn parse(text: &str, file_name: &str) -> Result<Scenario, String> {
         None => variants[0].name.clone(),
     };
 
+    let sweep = sweep_axes(&src, &raw.sweep)?;
     let sc = Scenario {
         file: file_name.to_string(),
         name,
@@ -1259,11 +1297,71 @@ pub fn parse(text: &str, file_name: &str) -> Result<Scenario, String> {
         run,
         variants,
         base,
+        sweep,
     };
     for v in &sc.variants {
         sc.check_variant(&v.name)?;
     }
+    crate::sweep::check(&sc)?;
     Ok(sc)
+}
+
+/// The `[[sweep]]` axes, each with one target: `machine = KEY`, `cgroup` with `file`, or
+/// `task` with `arg`. Names are unique; values are scalars, at least one each.
+fn sweep_axes(src: &Src, raw: &[RawSweep]) -> Result<Vec<SweepAxis>, String> {
+    let mut out: Vec<SweepAxis> = Vec::new();
+    for r in raw {
+        let name = check_name(src, &r.name, "sweep.name")?;
+        let line = src.line(r.name.span().start);
+        if out.iter().any(|a| a.name == name) {
+            return Err(src.err(
+                r.name.span(),
+                "sweep.name",
+                format!("'{name}' is used twice"),
+            ));
+        }
+        let vals = r.values.get_ref();
+        if vals.is_empty() || vals.len() > crate::sweep::MAX_VALUES {
+            return Err(src.err(
+                r.values.span(),
+                "sweep.values",
+                format!("an axis takes 1 to {} values", crate::sweep::MAX_VALUES),
+            ));
+        }
+        let mut values = Vec::with_capacity(vals.len());
+        for v in vals {
+            values.push(
+                scalar(v, ("true", "false")).map_err(|e| src.err(v.span(), "sweep.values", e))?,
+            );
+        }
+        let target = match (&r.machine, &r.cgroup, &r.file, &r.task, &r.arg) {
+            (Some(k), None, None, None, None) => SweepTarget::Machine(k.get_ref().clone()),
+            (None, Some(c), Some(f), None, None) => SweepTarget::File {
+                cgroup: check_cgroup_path(src, c, "sweep.cgroup")?,
+                file: f.get_ref().clone(),
+            },
+            (None, None, None, Some(t), Some(i)) => SweepTarget::Arg {
+                task: t.get_ref().clone(),
+                index: ranged(src, i, "sweep.arg", 0, 1000)?,
+            },
+            _ => {
+                return Err(src.err_line(
+                    line,
+                    "sweep",
+                    format!(
+                        "axis '{name}' must set one thing: `machine = KEY`, `cgroup = PATH` with `file = NAME`, or `task = NAME` with `arg = INDEX`"
+                    ),
+                ))
+            }
+        };
+        out.push(SweepAxis {
+            name,
+            line,
+            values,
+            target,
+        });
+    }
+    Ok(out)
 }
 
 impl Scenario {

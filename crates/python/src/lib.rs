@@ -242,11 +242,73 @@ fn run_scenario(
     .map_err(PyValueError::new_err)
 }
 
+/// A whole sweep on `jobs` local threads (the interpreter's lock released): the table as
+/// JSON, `{"columns": [...], "rows": [[...], ...]}`.
+#[pyfunction]
+fn sweep_table(py: Python<'_>, path: String, jobs: usize) -> PyResult<String> {
+    py.detach(move || {
+        let sc = load(&path)?;
+        let t = memcgsim_experiment::sweep::sweep(&sc, jobs.max(1), &|_| {})?;
+        serde_json::to_string(&t).map_err(|e| e.to_string())
+    })
+    .map_err(PyValueError::new_err)
+}
+
+/// The points of the sweep of a scenario given as text (`name` names it in errors): a
+/// (variant, values, seed) tuple per run, in table order.
+#[pyfunction]
+fn sweep_points(text: &str, name: &str) -> PyResult<Vec<(String, Vec<String>, u64)>> {
+    let sc = memcgsim_experiment::parse(text, name).map_err(PyValueError::new_err)?;
+    Ok(memcgsim_experiment::sweep::points(&sc)
+        .into_iter()
+        .map(|p| (p.variant, p.values, p.seed))
+        .collect())
+}
+
+/// Run point `index` of the sweep of a scenario given as text, and return its row as JSON
+/// `[[column, value], ...]`: what a remote worker (a Ray task) runs, needing only the text.
+#[pyfunction]
+fn sweep_row(py: Python<'_>, text: String, name: String, index: usize) -> PyResult<String> {
+    py.detach(move || {
+        let sc = memcgsim_experiment::parse(&text, &name)?;
+        let pts = memcgsim_experiment::sweep::points(&sc);
+        let p = pts.get(index).ok_or_else(|| {
+            format!(
+                "{name}: the sweep has {} points, not {}",
+                pts.len(),
+                index + 1
+            )
+        })?;
+        let r = memcgsim_experiment::sweep::run_point(&sc, p)?;
+        let row = memcgsim_experiment::sweep::row(&sc, p, &r);
+        serde_json::to_string(&row).map_err(|e| e.to_string())
+    })
+    .map_err(PyValueError::new_err)
+}
+
+/// Put rows made by `sweep_row` (JSON each, in point order) into a table as the local
+/// backend makes it (JSON), so that both give the same table.
+#[pyfunction]
+fn sweep_assemble(rows: Vec<String>) -> PyResult<String> {
+    let mut parsed = Vec::with_capacity(rows.len());
+    for r in rows {
+        let row: Vec<(String, serde_json::Value)> =
+            serde_json::from_str(&r).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        parsed.push(row);
+    }
+    let t = memcgsim_experiment::sweep::Table::from_rows(parsed);
+    serde_json::to_string(&t).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 #[pymodule]
 fn _memcgsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Machine>()?;
     m.add_function(wrap_pyfunction!(duration_ns, m)?)?;
     m.add_function(wrap_pyfunction!(run_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_table, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_points, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_row, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_assemble, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
