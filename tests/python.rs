@@ -104,7 +104,9 @@ fn python_package_passes_its_tests() {
     )
     .unwrap();
     run(
-        Command::new(dir.join("bin/python")).args(["-m", "pytest", "-q", "python/tests"]),
+        Command::new(dir.join("bin/python"))
+            .args(["-m", "pytest", "-q", "python/tests"])
+            .env("MEMCGSIM_BIN", env!("CARGO_BIN_EXE_memcgsim")),
         "pytest python/tests",
     )
     .unwrap();

@@ -6,7 +6,8 @@ determined by the scenario and its seed. A Ray task needs only the scenario's te
 workers of a cluster need no shared files (they need the memcgsim package installed).
 
 From the shell: ``python -m memcgsim.sweep FILE [--backend ray --address ADDR] [--out F]``
-writes the table as CSV (or Parquet, for a name ending in .parquet, with pyarrow).
+writes the table as CSV, as JSON (``columns``, ``rows``: what ``memcgsim sweep --backend
+ray`` reads) for a name ending in .json, or as Parquet for one ending in .parquet (pyarrow).
 """
 
 from __future__ import annotations
@@ -51,6 +52,32 @@ def _ray_rows(text: str, name: str, n: int, address: Optional[str]) -> List[str]
     return ray.get([run.remote(i) for i in range(n)])
 
 
+def _table(
+    path: Union[str, "os.PathLike[str]"],
+    backend: str,
+    jobs: Optional[int],
+    address: Optional[str],
+) -> Dict[str, Any]:
+    """The table as the native code makes it: ``{"columns": [...], "rows": [[...], ...]}``."""
+    path = str(path)
+    if backend == "local":
+        n = jobs if jobs is not None else len(os.sched_getaffinity(0))
+        if n < 1:
+            raise ValueError(f"jobs must be at least 1, not {n}")
+        return json.loads(_memcgsim.sweep_table(path, n))
+    if backend == "ray":
+        try:
+            text = Path(path).read_text()
+        except OSError as e:
+            raise ValueError(f"{path}: {e.strerror}") from e
+        points = _memcgsim.sweep_points(text, path)
+        if not points:
+            raise ValueError(f"{path}: the scenario has no [[sweep]]")
+        rows = _ray_rows(text, path, len(points), address)
+        return json.loads(_memcgsim.sweep_assemble(rows))
+    raise ValueError(f"backend must be 'local' or 'ray', not {backend!r}")
+
+
 def sweep(
     path: Union[str, "os.PathLike[str]"],
     backend: str = "local",
@@ -65,23 +92,7 @@ def sweep(
     initialised). The table has a row per run (variant, the axes' values, seed, then the
     run's figures) and is a pandas DataFrame, or a list of dicts without pandas. A scenario
     error raises ValueError."""
-    path = str(path)
-    if backend == "local":
-        n = jobs if jobs is not None else len(os.sched_getaffinity(0))
-        if n < 1:
-            raise ValueError(f"jobs must be at least 1, not {n}")
-        return _frame(json.loads(_memcgsim.sweep_table(path, n)))
-    if backend == "ray":
-        try:
-            text = Path(path).read_text()
-        except OSError as e:
-            raise ValueError(f"{path}: {e.strerror}") from e
-        points = _memcgsim.sweep_points(text, path)
-        if not points:
-            raise ValueError(f"{path}: the scenario has no [[sweep]]")
-        rows = _ray_rows(text, path, len(points), address)
-        return _frame(json.loads(_memcgsim.sweep_assemble(rows)))
-    raise ValueError(f"backend must be 'local' or 'ray', not {backend!r}")
+    return _frame(_table(path, backend, jobs, address))
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -90,14 +101,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--backend", choices=["local", "ray"], default="local")
     p.add_argument("--address", help="the Ray cluster (ray.init's address)")
     p.add_argument("--jobs", "-j", type=int, help="threads of the local backend")
-    p.add_argument("--out", help="the table's file: .csv (default: sweep.csv) or .parquet")
+    p.add_argument(
+        "--out", help="the table's file: .csv (default: sweep.csv), .json (columns, rows) or .parquet"
+    )
     a = p.parse_args(argv)
     try:
-        table = sweep(a.scenario, backend=a.backend, jobs=a.jobs, address=a.address)
+        raw = _table(a.scenario, a.backend, a.jobs, a.address)
     except (ValueError, RuntimeError) as e:
         print(f"memcgsim: {e}", file=sys.stderr)
         return 2
     out = a.out or "sweep.csv"
+    if out.endswith(".json"):
+        with open(out, "w") as f:
+            json.dump(raw, f)
+        print(f"memcgsim: {len(raw['rows'])} runs in {out}", file=sys.stderr)
+        return 0
+    table = _frame(raw)
     if isinstance(table, list):
         import csv
 

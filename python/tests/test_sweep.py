@@ -1,11 +1,11 @@
 """memcgsim.sweep: a scenario's [[sweep]] grid into one table, locally and on Ray."""
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-
-
 from memcgsim import sweep
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,3 +67,32 @@ def test_command_line_writes_csv(tmp_path):
     lines = out.read_text().splitlines()
     assert len(lines) == 15 and lines[0].startswith("variant,high,seed,")
     assert main(["no-such.toml"]) == 2
+
+
+def test_memcgsim_sweep_backend_ray_writes_the_local_files(tmp_path):
+    # `memcgsim sweep --backend ray` hands the runs to this package on Ray; its files must be
+    # the local backend's, byte for byte. The binary comes from tests/python.rs.
+    binary = os.environ.get("MEMCGSIM_BIN")
+    if not binary:
+        pytest.skip("MEMCGSIM_BIN is not set (tests/python.rs sets it)")
+    if os.environ.get("MEMCGSIM_PYTHON") != "1":
+        pytest.importorskip("ray")
+    env = dict(os.environ, PYTHON=sys.executable)
+    out = {}
+    for backend in ["local", "ray"]:
+        d = tmp_path / backend
+        r = subprocess.run(
+            [binary, "sweep", str(SWEEP), "--backend", backend, "--out", str(d), "--no-progress"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+        )
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith("sweep sweep-high: 14 runs: 1 variant x high (7 values) x 2 seeds;")
+        out[backend] = ((d / "sweep.csv").read_bytes(), (d / "sweep.json").read_bytes())
+    assert out["ray"] == out["local"]
+    r = subprocess.run(
+        [binary, "sweep", str(SWEEP), "--address", "x"], capture_output=True, text=True, env=env
+    )
+    assert r.returncode == 2 and "--address is for --backend ray" in r.stderr

@@ -69,7 +69,8 @@ pub struct CompareArgs {
     pub jobs: Option<u16>,
 }
 
-/// `memcgsim sweep SCENARIO [--out DIR] [--force] [--no-progress] [--jobs N]`
+/// `memcgsim sweep SCENARIO [--out DIR] [--force] [--no-progress] [--jobs N] [--backend ray
+/// [--address ADDR]]`
 #[derive(Args, Debug)]
 pub struct SweepArgs {
     /// The scenario file, with [[sweep]] axes (see docs/SCENARIOS.md)
@@ -89,6 +90,44 @@ pub struct SweepArgs {
     /// table is the same for every value
     #[arg(long, short = 'j', value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
+    /// Where the runs go: `local` threads, or `ray` tasks through the memcgsim Python
+    /// package (`python3 -m memcgsim.sweep`, which must be installed with Ray); the table
+    /// is the same
+    #[arg(long, value_parser = ["local", "ray"], default_value = "local")]
+    pub backend: String,
+    /// With `--backend ray`: the cluster's address (ray.init's); default: a local instance
+    #[arg(long)]
+    pub address: Option<String>,
+}
+
+/// The table of a sweep run as Ray tasks by the Python package: `python3 -m memcgsim.sweep`
+/// (the interpreter in $PYTHON, else python3) writes it as JSON into a temporary file.
+fn ray_table(args: &SweepArgs) -> Result<crate::sweep::Table, String> {
+    let tmp = tempfile::Builder::new()
+        .prefix("memcgsim-sweep-")
+        .suffix(".json")
+        .tempfile()
+        .map_err(|e| format!("--backend ray: a temporary file: {e}"))?
+        .into_temp_path();
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    let mut cmd = std::process::Command::new(&python);
+    cmd.args(["-m", "memcgsim.sweep", "--backend", "ray", "--out"])
+        .arg(&tmp)
+        .arg(&args.scenario);
+    if let Some(a) = &args.address {
+        cmd.args(["--address", a]);
+    }
+    let status = cmd
+        .status()
+        .map_err(|e| format!("--backend ray runs {python} -m memcgsim.sweep: {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "--backend ray: {python} -m memcgsim.sweep failed ({status}); it needs the memcgsim Python package and Ray (docs/PYTHON.md)"
+        ));
+    }
+    let text =
+        std::fs::read_to_string(&tmp).map_err(|e| format!("--backend ray: the table: {e}"))?;
+    serde_json::from_str(&text).map_err(|e| format!("--backend ray: the table: {e}"))
 }
 
 /// The default of `--jobs`: the CPUs this process may use.
@@ -204,6 +243,9 @@ pub fn sweep_cmd(args: &SweepArgs) -> i32 {
             sc.file
         ));
     }
+    if args.address.is_some() && args.backend != "ray" {
+        return fail("--address is for --backend ray");
+    }
     let dir = args
         .out
         .clone()
@@ -229,7 +271,12 @@ pub fn sweep_cmd(args: &SweepArgs) -> i32 {
         }
     };
     let jobs = args.jobs.map_or_else(default_jobs, usize::from);
-    let table = match crate::sweep::sweep(&sc, jobs, &done) {
+    let table = if args.backend == "ray" {
+        ray_table(args)
+    } else {
+        crate::sweep::sweep(&sc, jobs, &done)
+    };
+    let table = match table {
         Ok(t) => t,
         Err(e) => return fail(&e),
     };

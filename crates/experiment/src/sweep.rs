@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::compare::task_agg;
@@ -263,7 +263,7 @@ pub fn row(sc: &Scenario, p: &Point, r: &RunResult) -> Vec<(String, Value)> {
 }
 
 /// A sweep's results: its columns and a row per run, in point order.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Table {
     pub columns: Vec<String>,
     pub rows: Vec<Vec<Value>>,
