@@ -735,6 +735,69 @@ fn write_chart(chart: &Chart, dir: &Path, stem: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A line's label, points and whether it is drawn dashed.
+pub(crate) type LineData = (String, Vec<(f64, f64)>, bool);
+
+/// A panel's data without its drawing: for the HTML report's interactive charts.
+pub(crate) struct PanelData {
+    /// `chart title: panel title`.
+    pub title: String,
+    /// The y axis's unit, as the SVG charts say it.
+    pub unit: &'static str,
+    /// One per line with points.
+    pub lines: Vec<LineData>,
+    /// (time, label) per controller action marked on the panel.
+    pub marks: Vec<(f64, String)>,
+}
+
+fn panel_data(chart_title: &str, p: Panel) -> PanelData {
+    let marks = p
+        .marks
+        .iter()
+        .map(|&(t, i)| (t, p.lines[i].label.clone()))
+        .collect();
+    PanelData {
+        title: format!("{chart_title}: {}", p.title),
+        unit: p.unit.desc(),
+        lines: p
+            .lines
+            .into_iter()
+            .filter(|l| !l.points.is_empty())
+            .map(|l| (l.label, l.points, l.dashed))
+            .collect(),
+        marks,
+    }
+}
+
+/// The panels of a run's charts (those [`render_charts`] draws), as data.
+pub(crate) fn run_panels(r: &RunResult) -> Vec<PanelData> {
+    let mut out = Vec::new();
+    for (_, title, figures) in RUN_CHARTS {
+        for &i in &figures {
+            let p = run_panel(r, &FIGURES[i]);
+            if p.lines.iter().any(|l| !l.points.is_empty()) {
+                out.push(panel_data(title, p));
+            }
+        }
+    }
+    out
+}
+
+/// The panels of a comparison's overlay charts, every figure (pressure included), as data.
+pub(crate) fn compare_panels(c: &Comparison) -> Vec<PanelData> {
+    let mut out = Vec::new();
+    for f in &FIGURES {
+        let chart = compare_chart(c, f);
+        let title = format!("{}{}", f.title, per_second(f));
+        for p in chart.panels {
+            if p.lines.iter().any(|l| !l.points.is_empty()) {
+                out.push(panel_data(&title, p));
+            }
+        }
+    }
+    out
+}
+
 /// Draw `usage`, `faults` and `reclaim` charts of a run into `dir`, each as SVG and PNG.
 pub fn render_charts(r: &RunResult, dir: &Path) -> Result<(), String> {
     register_font();

@@ -41,6 +41,10 @@ pub struct RunArgs {
     /// the same for every value
     #[arg(long, short = 'j', value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
+    /// Also write a self-contained HTML page of the run (one seed) to DIR/index.html, with
+    /// interactive charts (see docs/SCENARIOS.md)
+    #[arg(long, value_name = "DIR")]
+    pub html: Option<PathBuf>,
 }
 
 /// `memcgsim compare SCENARIO [--ratio] [--out DIR] [--force] [--no-progress] [--jobs N]`
@@ -67,6 +71,10 @@ pub struct CompareArgs {
     /// output is the same for every value; each run holds its own machine's memory
     #[arg(long, short = 'j', value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
+    /// Also write a self-contained HTML page of the comparison to DIR/index.html: its tables
+    /// and interactive charts (see docs/SCENARIOS.md)
+    #[arg(long, value_name = "DIR")]
+    pub html: Option<PathBuf>,
 }
 
 /// `memcgsim sweep SCENARIO [--out DIR] [--force] [--no-progress] [--jobs N] [--backend ray
@@ -143,6 +151,31 @@ fn overwrite(force: bool) -> Overwrite {
     }
 }
 
+/// The command line that made a page, as a shell would take it back.
+fn command_line() -> String {
+    let mut words = vec!["memcgsim".to_string()];
+    for a in std::env::args().skip(1) {
+        let plain = !a.is_empty()
+            && a.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+        words.push(if plain {
+            a
+        } else {
+            format!("'{}'", a.replace('\'', "'\\''"))
+        });
+    }
+    words.join(" ")
+}
+
+/// Write an HTML page as DIR/index.html (a folder memcgsim owns, as the results folders).
+fn write_html(dir: &std::path::Path, page: &str, force: bool) -> Result<(), String> {
+    write_dir_atomic(dir, overwrite(force), |d| {
+        std::fs::write(d.join("index.html"), page).map_err(|e| e.to_string())
+    })?;
+    eprintln!("memcgsim: page in {}", dir.join("index.html").display());
+    Ok(())
+}
+
 fn fail(msg: &str) -> i32 {
     eprintln!("memcgsim: {msg}");
     EXIT_ERROR
@@ -184,6 +217,14 @@ pub fn run(args: &RunArgs) -> i32 {
             return fail(&e);
         }
     }
+    if let Some(h) = &args.html {
+        if several {
+            return fail("--html writes the page of one run: give one --seed");
+        }
+        if let Err(e) = check_output(h, overwrite(args.force)) {
+            return fail(&e);
+        }
+    }
     let jobs = args.jobs.map_or_else(default_jobs, usize::from);
     let plan: Vec<(&str, u64)> = seeds.iter().map(|&s| (variant.as_str(), s)).collect();
     let results = match run_plan(&sc, &plan, !args.no_progress, jobs) {
@@ -199,6 +240,15 @@ pub fn run(args: &RunArgs) -> i32 {
             return fail(&e);
         }
         eprintln!("memcgsim: results in {}", dir.display());
+        if let Some(h) = &args.html {
+            if let Err(e) = write_html(
+                h,
+                &crate::html::run_html(result, &command_line()),
+                args.force,
+            ) {
+                return fail(&e);
+            }
+        }
     }
     0
 }
@@ -216,6 +266,11 @@ pub fn compare_cmd(args: &CompareArgs) -> i32 {
     if let Err(e) = check_output(&dir, overwrite(args.force)) {
         return fail(&e);
     }
+    if let Some(h) = &args.html {
+        if let Err(e) = check_output(h, overwrite(args.force)) {
+            return fail(&e);
+        }
+    }
     let jobs = args.jobs.map_or_else(default_jobs, usize::from);
     let mut c = match compare_jobs(&sc, !args.no_progress, jobs) {
         Ok(c) => c,
@@ -227,6 +282,15 @@ pub fn compare_cmd(args: &CompareArgs) -> i32 {
         return fail(&e);
     }
     eprintln!("memcgsim: results in {}", dir.display());
+    if let Some(h) = &args.html {
+        if let Err(e) = write_html(
+            h,
+            &crate::html::compare_html(&c, &command_line()),
+            args.force,
+        ) {
+            return fail(&e);
+        }
+    }
     0
 }
 

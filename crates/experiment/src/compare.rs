@@ -488,6 +488,24 @@ fn fmt_ratio(c: Option<f64>) -> String {
 
 impl Comparison {
     /// The text report (also `compare.txt`).
+    /// A row's min, max, avg and std as the report prints them: two decimals, then (for a
+    /// variant other than the base) the bracket of the change or ratio against the base.
+    pub fn stat_cells(&self, r: &FigureRow) -> [String; 4] {
+        let st = &r.stats;
+        let (c, fmt): (_, fn(Option<f64>) -> String) = if self.ratio {
+            (r.ratio_pct.as_ref(), fmt_ratio)
+        } else {
+            (r.change_pct.as_ref(), fmt_change)
+        };
+        let ch = |g: fn(&Change) -> Option<f64>| c.map(|c| fmt(g(c))).unwrap_or_default();
+        [
+            format!("{:.2}{}", st.min, ch(|c| c.min)),
+            format!("{:.2}{}", st.max, ch(|c| c.max)),
+            format!("{:.2}{}", st.avg, ch(|c| c.avg)),
+            format!("{:.2}{}", st.std, ch(|c| c.std)),
+        ]
+    }
+
     pub fn render(&self) -> String {
         let mut s = String::new();
         let _ = write!(s, "scenario {}", self.scenario);
@@ -525,23 +543,10 @@ impl Comparison {
             for r in &f.rows {
                 let st = &r.stats;
                 let label = format!("{}:", r.variant);
-                let (c, fmt): (_, fn(Option<f64>) -> String) = if self.ratio {
-                    (r.ratio_pct.as_ref(), fmt_ratio)
-                } else {
-                    (r.change_pct.as_ref(), fmt_change)
-                };
-                let ch = |g: fn(&Change) -> Option<f64>| c.map(|c| fmt(g(c))).unwrap_or_default();
+                let [min, max, avg, std] = self.stat_cells(r);
                 let _ = writeln!(
                     s,
-                    "  {label:<w$}  min: {:.2}{} max: {:.2}{} avg: {:.2}{} std: {:.2}{} runs: {}",
-                    st.min,
-                    ch(|c| c.min),
-                    st.max,
-                    ch(|c| c.max),
-                    st.avg,
-                    ch(|c| c.avg),
-                    st.std,
-                    ch(|c| c.std),
+                    "  {label:<w$}  min: {min} max: {max} avg: {avg} std: {std} runs: {}",
                     st.runs
                 );
             }

@@ -29,6 +29,7 @@ mod charts;
 pub mod cli;
 mod compare;
 pub mod controller;
+pub mod html;
 mod output;
 mod report;
 mod runner;
