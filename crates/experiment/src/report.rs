@@ -262,15 +262,9 @@ impl RunResult {
 
     /// `timeseries.csv` in long format: `time_s,cgroup,key,value`, one line per sampled value.
     pub fn timeseries_csv(&self) -> String {
-        let ts = &self.series;
         let mut s = String::from("time_s,cgroup,key,value\n");
-        for (t, row) in ts.times_ns.iter().zip(&ts.values) {
-            let time = fmt_time_s(*t);
-            for (k, v) in ts.series.iter().zip(row) {
-                if let Some(v) = v {
-                    let _ = writeln!(s, "{time},{},{},{v}", k.cgroup, k.key);
-                }
-            }
+        for (t, k, v) in self.series.samples() {
+            let _ = writeln!(s, "{},{},{},{v}", fmt_time_s(t), k.cgroup, k.key);
         }
         s
     }

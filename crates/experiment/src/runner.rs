@@ -85,6 +85,20 @@ impl TimeSeries {
             .collect()
     }
 
+    /// Every sampled value in long format, in time order and series order within a time:
+    /// (time in ns, series, value); a series absent at a time gives nothing.
+    pub fn samples(&self) -> impl Iterator<Item = (u64, &SeriesKey, u64)> + '_ {
+        self.times_ns
+            .iter()
+            .zip(&self.values)
+            .flat_map(move |(&t, row)| {
+                self.series
+                    .iter()
+                    .zip(row)
+                    .filter_map(move |(k, v)| v.map(|v| (t, k, v)))
+            })
+    }
+
     /// The last value of a series.
     pub fn last(&self, cgroup: &str, key: &str) -> Option<u64> {
         self.points(cgroup, key).last().map(|p| p.1)

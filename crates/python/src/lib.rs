@@ -225,17 +225,12 @@ fn run_scenario(
         };
         let r = run_variant(&sc, &variant, seed, false)?;
         let summary = r.summary_json()?;
-        let ts = &r.series;
         let (mut t, mut cg, mut key, mut val) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for (time, row) in ts.times_ns.iter().zip(&ts.values) {
-            for (k, v) in ts.series.iter().zip(row) {
-                if let Some(v) = v {
-                    t.push(*time as f64 / 1e9);
-                    cg.push(k.cgroup.clone());
-                    key.push(k.key.clone());
-                    val.push(*v);
-                }
-            }
+        for (time, k, v) in r.series.samples() {
+            t.push(time as f64 / 1e9);
+            cg.push(k.cgroup.clone());
+            key.push(k.key.clone());
+            val.push(v);
         }
         Ok::<_, String>((summary, t, cg, key, val))
     })
