@@ -159,7 +159,21 @@ struct ShellArgs {
     report: bool,
 }
 
+/// Give SIGPIPE back its default action, which Rust's runtime sets to "ignore" before `main`:
+/// a write to a pipe nobody reads any more (`memcgsim ... | head`) then ends the process
+/// quietly with that signal (status 141 in the shell), as it ends other Unix tools, instead of
+/// failing the write and panicking in `println!`. Children spawned later (QEMU, Python) get
+/// the default action in any case.
+fn restore_sigpipe() {
+    // SAFETY: called first thing in `main`, before any other thread exists; SIG_DFL is a
+    // valid disposition for SIGPIPE and no Rust handler is replaced.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    restore_sigpipe();
     let cli = Cli::parse();
     let status = match cli.command {
         Cmd::Script(args) => cmd_script(&args),
