@@ -10,9 +10,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 mod bench;
-mod bench_groups;
-mod bench_page_cgroup;
-mod bench_trace;
 mod oracle;
 
 use clap::{Args, Parser, Subcommand};
@@ -36,6 +33,7 @@ enum Cmd {
     /// Type script commands interactively (or pipe them in on standard input)
     Shell(ShellArgs),
     /// Measure simulated page events per second and resident bytes per simulated frame
+    #[command(after_help = bench::help())]
     Bench(BenchArgs),
     /// Run scripts on a real Linux kernel under QEMU and compare with the model, line by line
     Oracle(OracleArgs),
@@ -89,8 +87,8 @@ struct OracleArgs {
 
 #[derive(Args)]
 struct BenchArgs {
-    /// Multiply the amount of work (1 gives the figures in docs/PERFORMANCE.md)
-    #[arg(long, default_value_t = 1)]
+    /// Multiply the amount of work, 1 or more (1 gives the figures in docs/PERFORMANCE.md)
+    #[arg(long, default_value_t = 1, value_parser = parse_scale)]
     scale: u64,
     /// Run one part only
     #[arg(long, value_enum)]
@@ -102,6 +100,15 @@ struct BenchArgs {
     /// cache simulator to replay
     #[arg(long, value_name = "FILE", conflicts_with = "trace")]
     trace_out: Option<PathBuf>,
+}
+
+/// `bench --scale`: a whole number, 1 or more.
+fn parse_scale(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(0) => Err("the scale multiplies the work: it must be 1 or more".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("expected a whole number of at least 1: {e}")),
+    }
 }
 
 /// Options shared by the subcommands that boot a machine.

@@ -199,6 +199,12 @@ fn bench() {
         &["bench", "--only", "trace", "--trace", t],
         "",
     );
+    // Its progress line goes to standard error.
+    assert_sigpipe(
+        Closed::Stderr,
+        &["bench", "--only", "trace", "--trace", t],
+        "",
+    );
     assert_sigpipe(
         Closed::Stderr,
         &["bench", "--only", "trace", "--trace", "no/such/trace"],
