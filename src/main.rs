@@ -321,8 +321,59 @@ fn history_path() -> Option<PathBuf> {
     }
 }
 
+/// The first line of every history file the shell writes (rustyline's file format).
+const HISTORY_HEADER: &[u8] = b"#V2";
+
+/// Whether the shell may read and rewrite `path` as its history: when no file is there yet,
+/// or the file is empty or starts with the [`HISTORY_HEADER`] line, as the shell writes it.
+/// Anything else (another program's file, a folder, a file it cannot read) is someone
+/// else's and is never overwritten; the error says why.
+fn check_history_file(path: &std::path::Path) -> Result<(), String> {
+    use std::io::{BufRead, Read};
+    // Not opened before it is known to be a plain file: opening a FIFO would block.
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(strerror(&e)),
+        Ok(m) if !m.is_file() => return Err("not a regular file".into()),
+        Ok(_) => {}
+    }
+    let f = std::fs::File::open(path).map_err(|e| strerror(&e))?;
+    let mut first = Vec::new();
+    io::BufReader::new(f)
+        .take(HISTORY_HEADER.len() as u64 + 2)
+        .read_until(b'\n', &mut first)
+        .map_err(|e| strerror(&e))?;
+    let line = first
+        .strip_suffix(b"\n")
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .unwrap_or(&first);
+    if first.is_empty() || line == HISTORY_HEADER {
+        Ok(())
+    } else {
+        Err("it is not a memcgsim history (its first line is not #V2)".into())
+    }
+}
+
+/// The history file the shell may use: [`history_path`] unless that is someone else's file
+/// ([`check_history_file`]), in which case it says so once and keeps the history in memory.
+fn usable_history_path() -> Option<PathBuf> {
+    let p = history_path()?;
+    match check_history_file(&p) {
+        Ok(()) => Some(p),
+        Err(why) => {
+            eprintln!(
+                "memcgsim: {}: {why}; left alone, this session's history is kept in memory \
+                 only (set MEMCGSIM_HISTORY to another file, or to nothing for no history file)",
+                p.display()
+            );
+            None
+        }
+    }
+}
+
 /// The interactive shell: a prompt with the working directory, line editing, history kept
-/// across sessions, completion that lists candidates.
+/// across sessions (in a file that is the shell's own, never in another one), completion
+/// that lists candidates.
 ///
 /// Ctrl-C stops the command that runs the machine and returns to the prompt: a foreground
 /// `run` ends its task as SIGINT would, `wait` and `sleep` stop early; the machine is as it
@@ -357,7 +408,7 @@ fn shell_interactive(interp: Interpreter, strict: bool) -> i32 {
             }
         };
     rl.set_helper(Some(editor::ShellHelper(Rc::clone(&interp))));
-    let history = history_path();
+    let history = usable_history_path();
     if let Some(p) = &history {
         if let Some(dir) = p.parent() {
             let _ = std::fs::create_dir_all(dir);
@@ -420,5 +471,43 @@ fn shell_interactive(interp: Interpreter, strict: bool) -> i32 {
         worst.max(interp.borrow().status())
     } else {
         0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_history_file;
+
+    #[test]
+    fn only_a_missing_empty_or_v2_file_is_the_shells_history() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("h");
+        assert_eq!(check_history_file(&p), Ok(()));
+        for ours in [
+            &b""[..],
+            b"#V2\n",
+            b"#V2\nmkdir A\nls\n",
+            b"#V2\r\nls\n",
+            b"#V2",
+        ] {
+            std::fs::write(&p, ours).unwrap();
+            assert_eq!(check_history_file(&p), Ok(()), "{ours:?}");
+        }
+        for theirs in [
+            &b"important notes\n"[..],
+            b"#V2 and more\n",
+            b"#V1\n",
+            b"#V",
+            b"\n#V2\n",
+            b"\xff\xfe",
+        ] {
+            std::fs::write(&p, theirs).unwrap();
+            let e = check_history_file(&p).unwrap_err();
+            assert!(e.contains("not a memcgsim history"), "{theirs:?}: {e}");
+        }
+        assert_eq!(
+            check_history_file(d.path()),
+            Err("not a regular file".to_string())
+        );
     }
 }
