@@ -226,3 +226,26 @@ fn a_file_that_is_not_a_history_is_never_overwritten() {
     assert_eq!(sh.eof(), 0);
     assert_eq!(std::fs::read(&history).unwrap(), notes);
 }
+
+/// `memcgsim shell | head` at a terminal, the reader gone: the first write to standard output
+/// ends the shell by SIGPIPE (status 141), quietly.
+#[test]
+fn a_closed_standard_output_ends_the_shell_quietly() {
+    use rexpect::process::{Signal, WaitStatus};
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memcgsim"));
+    cmd.arg("shell")
+        .env("MEMCGSIM_HISTORY", "")
+        .env("TERM", "xterm")
+        .stdout(writer);
+    let opts = Options::default().timeout_ms(Some(TIMEOUT_MS));
+    let mut s = spawn_with_options(cmd, opts).expect("spawn the shell on a pty");
+    // Standard input and error are the terminal.
+    let said = s.exp_eof().unwrap();
+    assert!(!said.contains("panicked"), "{said:?}");
+    match s.process_mut().wait().unwrap() {
+        WaitStatus::Signaled(_, Signal::SIGPIPE, _) => {}
+        other => panic!("the shell ended with {other:?}, said {said:?}"),
+    }
+}
