@@ -250,3 +250,32 @@ fn both_streams_into_a_reader_that_leaves_early() {
         "{status}"
     );
 }
+
+/// `memcgsim ... >&-` and `2>&-`: with a descriptor closed outright (not a pipe), the output
+/// goes nowhere, the command runs to its end with its own status, and no file it writes
+/// takes the closed descriptor's place.
+#[test]
+fn closed_descriptors_are_not_an_error() {
+    use std::os::unix::process::CommandExt;
+    let d = tempfile::tempdir().unwrap();
+    let sc = tiny_scenario(d.path());
+    for fd in [1, 2] {
+        let out = d.path().join(format!("out{fd}"));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_memcgsim"));
+        cmd.args(["run", &sc, "--out", out.to_str().unwrap()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        // SAFETY: close(2) is async-signal-safe, as pre_exec requires.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::close(fd);
+                Ok(())
+            });
+        }
+        let status = cmd.status().unwrap();
+        assert!(status.success(), "fd {fd} closed: {status}");
+        let summary = std::fs::read_to_string(out.join("summary.json")).unwrap();
+        assert!(summary.starts_with('{'), "{summary}");
+    }
+}
