@@ -10,9 +10,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 mod bench;
-mod bench_groups;
-mod bench_page_cgroup;
-mod bench_trace;
 mod oracle;
 
 use clap::{Args, Parser, Subcommand};
@@ -36,6 +33,7 @@ enum Cmd {
     /// Type script commands interactively (or pipe them in on standard input)
     Shell(ShellArgs),
     /// Measure simulated page events per second and resident bytes per simulated frame
+    #[command(after_help = bench::help())]
     Bench(BenchArgs),
     /// Run scripts on a real Linux kernel under QEMU and compare with the model, line by line
     Oracle(OracleArgs),
@@ -89,8 +87,8 @@ struct OracleArgs {
 
 #[derive(Args)]
 struct BenchArgs {
-    /// Multiply the amount of work (1 gives the figures in docs/PERFORMANCE.md)
-    #[arg(long, default_value_t = 1)]
+    /// Multiply the amount of work, 1 or more (1 gives the figures in docs/PERFORMANCE.md)
+    #[arg(long, default_value_t = 1, value_parser = parse_scale)]
     scale: u64,
     /// Run one part only
     #[arg(long, value_enum)]
@@ -102,6 +100,15 @@ struct BenchArgs {
     /// cache simulator to replay
     #[arg(long, value_name = "FILE", conflicts_with = "trace")]
     trace_out: Option<PathBuf>,
+}
+
+/// `bench --scale`: a whole number, 1 or more.
+fn parse_scale(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(0) => Err("the scale multiplies the work: it must be 1 or more".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("expected a whole number of at least 1: {e}")),
+    }
 }
 
 /// Options shared by the subcommands that boot a machine.
@@ -159,7 +166,21 @@ struct ShellArgs {
     report: bool,
 }
 
+/// Give SIGPIPE back its default action, which Rust's runtime sets to "ignore" before `main`:
+/// a write to a pipe nobody reads any more (`memcgsim ... | head`) then ends the process
+/// quietly with that signal (status 141 in the shell), as it ends other Unix tools, instead of
+/// failing the write and panicking in `println!`. Children spawned later (QEMU, Python) get
+/// the default action in any case.
+fn restore_sigpipe() {
+    // SAFETY: called first thing in `main`, before any other thread exists; SIG_DFL is a
+    // valid disposition for SIGPIPE and no Rust handler is replaced.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    restore_sigpipe();
     let cli = Cli::parse();
     let status = match cli.command {
         Cmd::Script(args) => cmd_script(&args),
@@ -300,8 +321,59 @@ fn history_path() -> Option<PathBuf> {
     }
 }
 
+/// The first line of every history file the shell writes (rustyline's file format).
+const HISTORY_HEADER: &[u8] = b"#V2";
+
+/// Whether the shell may read and rewrite `path` as its history: when no file is there yet,
+/// or the file is empty or starts with the [`HISTORY_HEADER`] line, as the shell writes it.
+/// Anything else (another program's file, a folder, a file it cannot read) is someone
+/// else's and is never overwritten; the error says why.
+fn check_history_file(path: &std::path::Path) -> Result<(), String> {
+    use std::io::{BufRead, Read};
+    // Not opened before it is known to be a plain file: opening a FIFO would block.
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(strerror(&e)),
+        Ok(m) if !m.is_file() => return Err("not a regular file".into()),
+        Ok(_) => {}
+    }
+    let f = std::fs::File::open(path).map_err(|e| strerror(&e))?;
+    let mut first = Vec::new();
+    io::BufReader::new(f)
+        .take(HISTORY_HEADER.len() as u64 + 2)
+        .read_until(b'\n', &mut first)
+        .map_err(|e| strerror(&e))?;
+    let line = first
+        .strip_suffix(b"\n")
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .unwrap_or(&first);
+    if first.is_empty() || line == HISTORY_HEADER {
+        Ok(())
+    } else {
+        Err("it is not a memcgsim history (its first line is not #V2)".into())
+    }
+}
+
+/// The history file the shell may use: [`history_path`] unless that is someone else's file
+/// ([`check_history_file`]), in which case it says so once and keeps the history in memory.
+fn usable_history_path() -> Option<PathBuf> {
+    let p = history_path()?;
+    match check_history_file(&p) {
+        Ok(()) => Some(p),
+        Err(why) => {
+            eprintln!(
+                "memcgsim: {}: {why}; left alone, this session's history is kept in memory \
+                 only (set MEMCGSIM_HISTORY to another file, or to nothing for no history file)",
+                p.display()
+            );
+            None
+        }
+    }
+}
+
 /// The interactive shell: a prompt with the working directory, line editing, history kept
-/// across sessions, completion that lists candidates.
+/// across sessions (in a file that is the shell's own, never in another one), completion
+/// that lists candidates.
 ///
 /// Ctrl-C stops the command that runs the machine and returns to the prompt: a foreground
 /// `run` ends its task as SIGINT would, `wait` and `sleep` stop early; the machine is as it
@@ -336,7 +408,7 @@ fn shell_interactive(interp: Interpreter, strict: bool) -> i32 {
             }
         };
     rl.set_helper(Some(editor::ShellHelper(Rc::clone(&interp))));
-    let history = history_path();
+    let history = usable_history_path();
     if let Some(p) = &history {
         if let Some(dir) = p.parent() {
             let _ = std::fs::create_dir_all(dir);
@@ -399,5 +471,43 @@ fn shell_interactive(interp: Interpreter, strict: bool) -> i32 {
         worst.max(interp.borrow().status())
     } else {
         0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_history_file;
+
+    #[test]
+    fn only_a_missing_empty_or_v2_file_is_the_shells_history() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("h");
+        assert_eq!(check_history_file(&p), Ok(()));
+        for ours in [
+            &b""[..],
+            b"#V2\n",
+            b"#V2\nmkdir A\nls\n",
+            b"#V2\r\nls\n",
+            b"#V2",
+        ] {
+            std::fs::write(&p, ours).unwrap();
+            assert_eq!(check_history_file(&p), Ok(()), "{ours:?}");
+        }
+        for theirs in [
+            &b"important notes\n"[..],
+            b"#V2 and more\n",
+            b"#V1\n",
+            b"#V",
+            b"\n#V2\n",
+            b"\xff\xfe",
+        ] {
+            std::fs::write(&p, theirs).unwrap();
+            let e = check_history_file(&p).unwrap_err();
+            assert!(e.contains("not a memcgsim history"), "{theirs:?}: {e}");
+        }
+        assert_eq!(
+            check_history_file(d.path()),
+            Err("not a regular file".to_string())
+        );
     }
 }

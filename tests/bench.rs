@@ -1,5 +1,7 @@
-//! `memcgsim bench --only trace`: the replay's figures on a trace small enough to count by
-//! hand, its generated trace deterministic, and files it did not create left alone.
+//! `memcgsim bench`: the trace replay's figures on a trace small enough to count by hand, its
+//! generated trace deterministic, and files it did not create left alone; the page_cgroup
+//! designs' bytes per frame; the progress line and legend of a part, the labels in `--help`,
+//! and `--scale 0` refused.
 
 mod common;
 
@@ -112,4 +114,60 @@ fn page_cgroup_designs_report_their_bytes_per_frame() {
     assert!(radix[2] > 3.0 && radix[2] < 4.5, "{radix:?}");
     assert!(section[0] < 1.0 && section[1] < 1.0, "{section:?}");
     assert!(section[2] > 2.0 && section[2] < 2.5, "{section:?}");
+}
+
+/// An oracleGeneral trace of three requests, replayed in milliseconds.
+fn tiny_trace(dir: &Path) -> String {
+    let t = dir.join("tiny.oracleGeneral");
+    write_trace(&t, &[10, 500, 10]);
+    t.to_str().unwrap().to_string()
+}
+
+#[test]
+fn a_part_says_when_it_starts_and_explains_its_labels() {
+    let d = tempfile::tempdir().unwrap();
+    let t = tiny_trace(d.path());
+    let (ok, out, err) = bench(&["--only", "trace", "--trace", &t]);
+    assert!(ok, "{err}");
+    // Standard error is no terminal here: one plain line as the part starts, no bar.
+    assert_eq!(err, "memcgsim bench: part 1 of 1, trace: 1 run\n");
+    // The legend follows the figures.
+    let figures = out.find("M requests/s, miss ratio 0.6667").unwrap();
+    let legend = out
+        .find("  miss ratio: pages read into the page cache")
+        .unwrap();
+    assert!(figures < legend, "{out}");
+}
+
+#[test]
+fn help_explains_every_part_and_label() {
+    let (ok, out, err) = bench(&["--help"]);
+    assert!(ok, "{err}");
+    for label in [
+        "\nhits:\n",
+        "\nfault-overhead:\n",
+        "\npage-cgroup:\n",
+        "group: root = the tasks run in the root cgroup, child = in the child group /A",
+        "mode: s_read, s_write = one fault-bench task",
+        "p_read, p_write = 16 such tasks",
+        "off = dirty=global",
+        "stats: the machine's statistics scheme",
+        "reclaim walk: one memory.reclaim",
+        "B/frame full: on a 1 GiB machine",
+        "differ by more than 10%",
+    ] {
+        assert!(out.contains(label), "no {label:?} in\n{out}");
+    }
+}
+
+#[test]
+fn scale_zero_is_refused() {
+    for bad in ["0", "x", "-1"] {
+        let (ok, out, err) = bench(&[&format!("--scale={bad}"), "--only", "trace"]);
+        assert!(!ok, "--scale {bad} ran:\n{out}");
+        assert!(err.contains("--scale"), "{err}");
+        assert!(out.is_empty(), "{out}");
+    }
+    let (_, _, err) = bench(&["--scale", "0"]);
+    assert!(err.contains("it must be 1 or more"), "{err}");
 }

@@ -1,6 +1,7 @@
 //! The interactive shell driven through a pseudo-terminal, as a user at a terminal drives
 //! it: Ctrl-C during a foreground run, pastes with and without bracketed paste, task
-//! reports, completion, history kept across sessions, and the exit status of Ctrl-D.
+//! reports, completion, history kept across sessions (and a file that is not a history left
+//! alone), and the exit status of Ctrl-D.
 
 use std::process::Command;
 
@@ -16,11 +17,21 @@ struct Shell {
     s: PtySession,
     _dir: tempfile::TempDir,
     history: std::path::PathBuf,
+    /// What the shell printed before its banner's 'type help'.
+    preamble: String,
 }
 
 fn shell(extra: &[&str]) -> Shell {
+    shell_with_history(extra, None)
+}
+
+/// A shell whose history file (MEMCGSIM_HISTORY) holds `history` before it starts, if given.
+fn shell_with_history(extra: &[&str], history_text: Option<&[u8]>) -> Shell {
     let dir = tempfile::tempdir().unwrap();
     let history = dir.path().join("history");
+    if let Some(text) = history_text {
+        std::fs::write(&history, text).unwrap();
+    }
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_memcgsim"));
     cmd.arg("shell").args(extra);
     cmd.env("MEMCGSIM_HISTORY", &history);
@@ -28,12 +39,13 @@ fn shell(extra: &[&str]) -> Shell {
     // Raw output: the texts looked for are contiguous in it, escape sequences aside.
     let opts = Options::default().timeout_ms(Some(TIMEOUT_MS));
     let mut s = spawn_with_options(cmd, opts).expect("spawn the shell on a pty");
-    s.exp_string("type 'help'").unwrap();
+    let preamble = s.exp_string("type 'help'").unwrap();
     s.exp_string(PROMPT).unwrap();
     Shell {
         s,
         _dir: dir,
         history,
+        preamble,
     }
 }
 
@@ -168,4 +180,72 @@ fn completion_and_history() {
     let kept = std::fs::read_to_string(&history).unwrap();
     assert!(kept.contains("mkdir Hist"), "{kept}");
     assert!(kept.contains("help pagecache"), "{kept}");
+}
+
+#[test]
+fn an_existing_history_is_read_and_extended() {
+    let mut sh = shell_with_history(&[], Some(b"#V2\nmkdir Old\n"));
+    assert!(!sh.preamble.contains("memcgsim:"), "{:?}", sh.preamble);
+    // Up recalls the last session's line.
+    sh.keys("\x1b[A");
+    sh.s.exp_string("mkdir Old").unwrap();
+    sh.keys("\r");
+    sh.s.exp_string(PROMPT).unwrap();
+    let out = sh.line("ls");
+    assert!(out.contains("Old/"), "{out:?}");
+    let history = sh.history.clone();
+    assert_eq!(sh.eof(), 0);
+    let kept = std::fs::read_to_string(&history).unwrap();
+    assert!(kept.starts_with("#V2\n"), "{kept}");
+    assert!(
+        kept.contains("mkdir Old\n") && kept.contains("ls\n"),
+        "{kept}"
+    );
+}
+
+#[test]
+fn a_file_that_is_not_a_history_is_never_overwritten() {
+    let notes = b"my notes, not a history\nsecond line\n";
+    let mut sh = shell_with_history(&[], Some(notes));
+    assert!(
+        sh.preamble.contains("is not a memcgsim history")
+            && sh.preamble.contains("kept in memory only"),
+        "{:?}",
+        sh.preamble
+    );
+    // Nothing of the file was loaded, and the session's lines are still recalled.
+    sh.line("mkdir Mine");
+    sh.keys("\x1b[A");
+    sh.s.exp_string("mkdir Mine").unwrap();
+    sh.s.send_control('u').unwrap();
+    sh.keys("\r");
+    sh.s.exp_string(PROMPT).unwrap();
+    let out = sh.line("echo done");
+    assert!(!out.contains("memcgsim:"), "warned again: {out:?}");
+    let history = sh.history.clone();
+    assert_eq!(sh.eof(), 0);
+    assert_eq!(std::fs::read(&history).unwrap(), notes);
+}
+
+/// `memcgsim shell | head` at a terminal, the reader gone: the first write to standard output
+/// ends the shell by SIGPIPE (status 141), quietly.
+#[test]
+fn a_closed_standard_output_ends_the_shell_quietly() {
+    use rexpect::process::{Signal, WaitStatus};
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memcgsim"));
+    cmd.arg("shell")
+        .env("MEMCGSIM_HISTORY", "")
+        .env("TERM", "xterm")
+        .stdout(writer);
+    let opts = Options::default().timeout_ms(Some(TIMEOUT_MS));
+    let mut s = spawn_with_options(cmd, opts).expect("spawn the shell on a pty");
+    // Standard input and error are the terminal.
+    let said = s.exp_eof().unwrap();
+    assert!(!said.contains("panicked"), "{said:?}");
+    match s.process_mut().wait().unwrap() {
+        WaitStatus::Signaled(_, Signal::SIGPIPE, _) => {}
+        other => panic!("the shell ended with {other:?}, said {said:?}"),
+    }
 }

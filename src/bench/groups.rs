@@ -1,4 +1,4 @@
-//! `memcgsim bench --only groups`: how the model's costs grow with the number of memory
+//! The `groups` part: how the model's costs grow with the number of memory
 //! cgroups, up to 60,000 (the kernel allows 65,535 memcg ids). For 1,000, 10,000 and 60,000
 //! sibling groups under the root: creating them (mkdir), charging each with 64 KiB of page
 //! cache (one `pagecache 64K` task per group, run to its exit), one proactive reclaim from
@@ -12,14 +12,29 @@ use std::time::Instant;
 use memcgsim_cgroupfs::{SpawnOpts, System, WaitResult};
 use memcgsim_model::MachineConfig;
 
+use super::machine::HOUR_NS;
+use super::meter::Meter;
+
+/// What the part's labels mean.
+pub const LEGEND: &[&str] = &[
+    "groups: sibling groups under the root; mkdir: creating one; charge: a task reading 64 KiB",
+    "  of page cache in it, run to its exit; reclaim walk: one memory.reclaim from the root of",
+    "  a quarter of what all hold; stat read: one read of the root's memory.stat (an rstat",
+    "  flush of every group); bytes/group: the process's growth per group",
+];
+
 /// Group counts measured.
 pub const SIZES: [usize; 3] = [1_000, 10_000, 60_000];
 /// Page cache each group's task reads in.
 const PER_GROUP: &str = "64K";
-const HOUR_NS: u64 = 3_600_000_000_000;
+
+/// Runs of the part.
+pub fn runs(_scale: u64) -> u64 {
+    SIZES.len() as u64
+}
 
 fn rss_bytes() -> u64 {
-    crate::bench::rss_bytes().unwrap_or(0)
+    super::machine::rss_bytes().unwrap_or(0)
 }
 
 /// Wall-clock seconds of one phase per group, in microseconds.
@@ -85,21 +100,19 @@ fn row(n: usize) -> Result<([f64; 4], f64), String> {
     ))
 }
 
-/// The bench part: one row per size.
-pub fn run() -> Result<(), String> {
-    println!(
-        "growth with the number of groups (wall-clock µs per group; resident bytes per group):"
-    );
-    println!(
+/// The part: one row per size.
+pub fn run(m: &Meter) -> Result<(), String> {
+    m.say("growth with the number of groups (wall-clock µs per group; resident bytes per group):");
+    m.say(format_args!(
         "  {:>7} {:>9} {:>9} {:>12} {:>10} {:>12}",
         "groups", "mkdir", "charge", "reclaim walk", "stat read", "bytes/group"
-    );
+    ));
     for n in SIZES {
-        let (us, bytes) = row(n)?;
-        println!(
+        let (us, bytes) = m.run(&format!("{n} groups"), || row(n))?;
+        m.say(format_args!(
             "  {:>7} {:>9.2} {:>9.2} {:>12.3} {:>10.3} {:>12.0}",
             n, us[0], us[1], us[2], us[3], bytes
-        );
+        ));
     }
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! `memcgsim bench --only trace`: cache-trace replay speed and miss ratio, the figure a
+//! The `trace` part: cache-trace replay speed and miss ratio, the figure a
 //! researcher replaying production traces compares against a cache simulator.
 //!
 //! The trace is libCacheSim's oracleGeneral format, either a FILE (`--trace`) or one
@@ -20,6 +20,15 @@ use memcgsim_model::{MachineConfig, Stat, PAGE_SIZE};
 use memcgsim_workloads::rand::{Permutation, SplitMix64, Zipf};
 use memcgsim_workloads::trace::{object_id_for_page, ORACLE_GENERAL_RECORD};
 
+use super::machine::{file_error, HOUR_NS};
+use super::meter::Meter;
+
+/// What the part's figures mean.
+pub const LEGEND: &[&str] = &[
+    "requests/s: requests replayed per wall-clock second, reading the trace included;",
+    "  miss ratio: pages read into the page cache (pgpgin) per request",
+];
+
 /// Objects of the generated trace.
 pub const OBJECTS: u64 = 1_000_000;
 /// Zipf exponent of the generated trace.
@@ -30,8 +39,15 @@ pub const REQUESTS_PER_SCALE: u64 = 2_000_000;
 pub const CACHE_PAGES: u64 = 200_000;
 /// Seed of the generated trace.
 const SEED: u64 = 1;
-/// How long a replay may take in virtual time.
-const HOUR_NS: u64 = 3_600_000_000_000;
+
+/// Runs of the part: writing the trace (unless one is given) and replaying it.
+pub fn runs(file: Option<&Path>) -> u64 {
+    if file.is_some() {
+        1
+    } else {
+        2
+    }
+}
 
 /// Write the generated trace (`requests` oracleGeneral records) to `path`, which must not
 /// exist yet.
@@ -40,7 +56,7 @@ pub fn write_zipf_trace(path: &Path, requests: u64) -> Result<(), String> {
         .write(true)
         .create_new(true)
         .open(path)
-        .map_err(|e| format!("{}: {}", path.display(), crate::strerror(&e)))?;
+        .map_err(|e| file_error(path, &e))?;
     let mut w = BufWriter::with_capacity(1 << 20, f);
     let zipf = Zipf::new(OBJECTS, THETA);
     let perm = Permutation::new(OBJECTS, SEED);
@@ -52,11 +68,9 @@ pub fn write_zipf_trace(path: &Path, requests: u64) -> Result<(), String> {
         rec[4..12].copy_from_slice(&id.to_le_bytes());
         rec[12..16].copy_from_slice(&(PAGE_SIZE as u32).to_le_bytes());
         rec[16..24].copy_from_slice(&(-1i64).to_le_bytes());
-        w.write_all(&rec)
-            .map_err(|e| format!("{}: {}", path.display(), crate::strerror(&e)))?;
+        w.write_all(&rec).map_err(|e| file_error(path, &e))?;
     }
-    w.flush()
-        .map_err(|e| format!("{}: {}", path.display(), crate::strerror(&e)))
+    w.flush().map_err(|e| file_error(path, &e))
 }
 
 /// What one replay measured.
@@ -72,7 +86,7 @@ pub struct Replay {
 /// machine with these more `machine` keys.
 pub fn replay(path: &Path, keys: &[(&str, &str)]) -> Result<Replay, String> {
     let len = std::fs::metadata(path)
-        .map_err(|e| format!("{}: {}", path.display(), crate::strerror(&e)))?
+        .map_err(|e| file_error(path, &e))?
         .len();
     let requests = len / ORACLE_GENERAL_RECORD as u64;
     let mut cfg = MachineConfig::default();
@@ -123,8 +137,8 @@ pub fn replay(path: &Path, keys: &[(&str, &str)]) -> Result<Replay, String> {
     })
 }
 
-/// The bench part: generate (or take) the trace, replay it, print the figures.
-pub fn run(scale: u64, file: Option<&Path>, out: Option<&Path>) -> Result<(), String> {
+/// The part: generate (or take) the trace, replay it, print the figures.
+pub fn run(scale: u64, file: Option<&Path>, out: Option<&Path>, m: &Meter) -> Result<(), String> {
     let tmp;
     let (path, what): (PathBuf, String) = match file {
         Some(f) => (f.to_path_buf(), f.display().to_string()),
@@ -137,25 +151,27 @@ pub fn run(scale: u64, file: Option<&Path>, out: Option<&Path>) -> Result<(), St
                     tmp.path().join("zipf.oracleGeneral")
                 }
             };
-            write_zipf_trace(&p, requests)?;
+            m.run("writing the trace", || write_zipf_trace(&p, requests))?;
             (
                 p,
                 format!("{requests} requests, Zipf {THETA} over {OBJECTS} one-page objects"),
             )
         }
     };
-    let r = replay(&path, &[])?;
-    println!("trace replay ({what}; page-cache reads, memory.max {CACHE_PAGES} pages):");
-    println!(
+    let r = m.run("replay", || replay(&path, &[]))?;
+    m.say(format_args!(
+        "trace replay ({what}; page-cache reads, memory.max {CACHE_PAGES} pages):"
+    ));
+    m.say(format_args!(
         "  {:.2} M requests/s, miss ratio {:.4} ({} misses of {} requests, {:.2} s)",
         r.requests as f64 / r.secs.max(1e-9) / 1e6,
         r.misses as f64 / r.requests.max(1) as f64,
         r.misses,
         r.requests,
         r.secs
-    );
+    ));
     if let (Some(o), None) = (out, file) {
-        println!("  trace kept in {}", o.display());
+        m.say(format_args!("  trace kept in {}", o.display()));
     }
     Ok(())
 }
