@@ -75,6 +75,23 @@ def test_scenario_mistakes_stay_value_errors(tmp_path):
         run_scenario(bad)
 
 
+def test_group_names_follow_the_kernel():
+    m = Machine(memory="256M")
+    with pytest.raises(OSError) as e:
+        m.mkdir("/" + "a" * 256)
+    assert e.value.errno == errno.ENAMETOOLONG
+    assert e.value.strerror == "File name too long"
+    m.mkdir("/" + "a" * 255)
+    with pytest.raises(OSError) as e:
+        m.mkdir("/a\0b")
+    assert e.value.errno == errno.EINVAL
+    with pytest.raises(PermissionError) as e:
+        m.mkdir("/proc/foo")
+    assert e.value.errno == errno.EPERM
+    with pytest.raises(FileExistsError):
+        m.mkdir("/proc/meminfo")
+
+
 def test_wrong_types_are_type_errors():
     m = Machine(memory="256M")
     m.mkdir("/A")

@@ -1119,19 +1119,27 @@ fn malformed(cmd: &str, words: &[&str]) -> String {
 
 /// Parse `close(A, B, PCT)`, spaces allowed anywhere around the punctuation.
 fn parse_close(cmd: &str, text: &str) -> Result<Expr, String> {
-    let usage = || format!("usage: {cmd} close(A, B, PCT)");
-    let rest = text.strip_prefix("close").ok_or_else(usage)?.trim_start();
+    let usage = |why: &str| format!("usage: {cmd} close(A, B, PCT) ({why})");
+    let rest = text
+        .strip_prefix("close")
+        .ok_or_else(|| usage("no close"))?
+        .trim_start();
     let inner = rest
         .strip_prefix('(')
         .and_then(|r| r.trim_end().strip_suffix(')'))
-        .ok_or_else(usage)?;
+        .ok_or_else(|| usage("the values go between parentheses"))?;
     let parts: Vec<&str> = inner.split(',').map(str::trim).collect();
-    if parts.len() != 3
-        || parts
-            .iter()
-            .any(|p| p.is_empty() || p.contains(char::is_whitespace))
-    {
-        return Err(usage());
+    if parts.len() != 3 {
+        return Err(usage(&format!(
+            "three values separated by commas, got {}",
+            parts.len()
+        )));
+    }
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err(usage("an empty value"));
+    }
+    if let Some(p) = parts.iter().find(|p| p.contains(char::is_whitespace)) {
+        return Err(usage(&format!("a comma missing in '{}'", clip(p))));
     }
     let a = parse_value(parts[0])?;
     let b = parse_value(parts[1])?;

@@ -214,6 +214,26 @@ fn malformed_expect_says_what_it_expected() {
         let e = script_error(&format!("{line}\n"));
         assert_eq!(e, format!("t.mcg:1: error: {want}{usage}"), "{line}");
     }
+    for (line, why) in [
+        ("expect close", "the values go between parentheses"),
+        (
+            "expect close(a, b)",
+            "three values separated by commas, got 2",
+        ),
+        (
+            "expect close(a, b, 3, 4)",
+            "three values separated by commas, got 4",
+        ),
+        ("expect close(a, , 3)", "an empty value"),
+        ("expect close(a b, c, 3)", "a comma missing in 'a b'"),
+    ] {
+        let e = script_error(&format!("{line}\n"));
+        assert_eq!(
+            e,
+            format!("t.mcg:1: error: usage: expect close(A, B, PCT) ({why})"),
+            "{line}"
+        );
+    }
     // The same words after `if`, named as if.
     let e = script_error("if 1<=2\nend\n");
     assert!(
