@@ -4,7 +4,7 @@ from typing import List, Optional, Tuple
 
 __version__: str
 
-_TaskEnd = Tuple[str, Optional[int], bool, Optional[str], int]
+_TaskEnd = Tuple[str, Optional[int], bool, Optional[str], int, Optional[str]]
 
 class Machine:
     def __init__(self, settings: List[Tuple[str, str]]) -> None: ...

@@ -13,15 +13,20 @@ ray`` reads) for a name ending in .json, or as Parquet for one ending in .parque
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
 from . import _memcgsim
 
-__all__ = ["sweep", "main"]
+__all__ = ["sweep", "main", "MAX_JOBS"]
+
+#: The most threads the local backend takes.
+MAX_JOBS = 1024
 
 
 def _frame(table: Dict[str, Any]) -> Any:
@@ -59,17 +64,27 @@ def _table(
     address: Optional[str],
 ) -> Dict[str, Any]:
     """The table as the native code makes it: ``{"columns": [...], "rows": [[...], ...]}``."""
-    path = str(path)
+    try:
+        path = os.fspath(path)
+    except TypeError:
+        raise TypeError(
+            f"path must be a str or os.PathLike, not {type(path).__name__}"
+        ) from None
+    if not isinstance(path, str):
+        raise TypeError(f"path must be a str path, not {type(path).__name__}")
     if backend == "local":
-        n = jobs if jobs is not None else len(os.sched_getaffinity(0))
-        if n < 1:
-            raise ValueError(f"jobs must be at least 1, not {n}")
+        if jobs is None:
+            n = len(os.sched_getaffinity(0))
+        elif not isinstance(jobs, int) or isinstance(jobs, bool):
+            raise TypeError(f"jobs must be an int, not {type(jobs).__name__}")
+        elif not 1 <= jobs <= MAX_JOBS:
+            raise ValueError(f"jobs must be from 1 to {MAX_JOBS}, not {jobs}")
+        else:
+            n = jobs
         return json.loads(_memcgsim.sweep_table(path, n))
     if backend == "ray":
-        try:
-            text = Path(path).read_text()
-        except OSError as e:
-            raise ValueError(f"{path}: {e.strerror}") from e
+        # A file that cannot be read raises its OSError (FileNotFoundError, ...).
+        text = Path(path).read_text()
         points = _memcgsim.sweep_points(text, path)
         if not points:
             raise ValueError(f"{path}: the scenario has no [[sweep]]")
@@ -90,8 +105,10 @@ def sweep(
     use); ``backend="ray"`` runs each point as a Ray task, on the cluster at ``address``
     (``ray.init(address=...)``; None starts a local instance unless Ray is already
     initialised). The table has a row per run (variant, the axes' values, seed, then the
-    run's figures) and is a pandas DataFrame, or a list of dicts without pandas. A scenario
-    error raises ValueError."""
+    run's figures) and is a pandas DataFrame, or a list of dicts without pandas. A file
+    that cannot be read (the scenario, a trace) raises the OSError of its errno
+    (FileNotFoundError, ...); a scenario error, or ``jobs`` outside 1 to MAX_JOBS, raises
+    ValueError; an argument of the wrong type TypeError."""
     return _frame(_table(path, backend, jobs, address))
 
 
@@ -105,12 +122,45 @@ def main(argv: Optional[List[str]] = None) -> int:
         "--out", help="the table's file: .csv (default: sweep.csv), .json (columns, rows) or .parquet"
     )
     a = p.parse_args(argv)
+    out = a.out or "sweep.csv"
+    bad = _unwritable(out)
+    if bad is not None:
+        print(f"memcgsim: {out}: {bad.strerror}", file=sys.stderr)
+        return 2
     try:
         raw = _table(a.scenario, a.backend, a.jobs, a.address)
+    except OSError as e:
+        print(f"memcgsim: {e.filename or a.scenario}: {e.strerror or e}", file=sys.stderr)
+        return 2
     except (ValueError, RuntimeError) as e:
         print(f"memcgsim: {e}", file=sys.stderr)
         return 2
-    out = a.out or "sweep.csv"
+    try:
+        return _write(raw, out)
+    except OSError as e:
+        print(f"memcgsim: {e.filename or out}: {e.strerror or e}", file=sys.stderr)
+        return 2
+
+
+def _unwritable(out: str) -> Optional[OSError]:
+    """Why the table could not be written to ``out``, checked before the runs: its folder
+    is missing, no folder, or not writable, or ``out`` is a folder; None when it can."""
+    folder = os.path.dirname(out) or "."
+    try:
+        st = os.stat(folder)
+    except OSError as e:
+        return e
+    if not stat.S_ISDIR(st.st_mode):
+        return NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), folder)
+    if os.path.isdir(out):
+        return IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), out)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return PermissionError(errno.EACCES, os.strerror(errno.EACCES), folder)
+    return None
+
+
+def _write(raw: Dict[str, Any], out: str) -> int:
+    """Write the table to ``out`` (CSV, JSON or Parquet by its name); 2 when it cannot."""
     if out.endswith(".json"):
         with open(out, "w") as f:
             json.dump(raw, f)

@@ -47,7 +47,7 @@ def test_series_without_pandas(monkeypatch):
 
 
 def test_scenario_errors_name_the_file():
-    with pytest.raises(ValueError, match="no-such-file.toml"):
+    with pytest.raises(FileNotFoundError, match="no-such-file.toml"):
         run_scenario("no-such-file.toml")
     with pytest.raises(ValueError, match="nosuch"):
         run_scenario(STREAMING, variant="nosuch")

@@ -34,7 +34,7 @@ def test_local_sweep_table():
 def test_sweep_errors():
     with pytest.raises(ValueError, match="no \\[\\[sweep\\]\\]"):
         sweep(ROOT / "experiments/seed002/streaming/small.toml", backend="ray")
-    with pytest.raises(ValueError, match="no-such.toml"):
+    with pytest.raises(FileNotFoundError, match="no-such.toml"):
         sweep("no-such.toml")
     with pytest.raises(ValueError, match="backend"):
         sweep(SWEEP, backend="spark")

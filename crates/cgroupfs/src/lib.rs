@@ -22,6 +22,9 @@ use memcgsim_model::{CgroupVersion, Machine, MemcgId, ROOT_MEMCG};
 pub use memcgsim_model::{Errno, MachineConfig, Pid, Program, TaskOutcome};
 pub use parse::{memparse, page_counter_memparse};
 
+/// The longest name of a directory entry, in bytes (NAME_MAX of include/uapi/linux/limits.h).
+pub const NAME_MAX: usize = 255;
+
 /// psi_write()'s buffer: a /proc/pressure write is cut to this many bytes.
 const PSI_WRITE_MAX: usize = 32;
 
@@ -59,6 +62,9 @@ pub struct TaskEnd {
     pub oom: Option<Option<String>>,
     /// Virtual time from start to end, in nanoseconds.
     pub elapsed_ns: u64,
+    /// The failed system call the program reported before it exited (the overcommit check
+    /// refusing a mapping, say); None when it ended otherwise.
+    pub error: Option<memcgsim_model::SyscallError>,
 }
 
 /// One cgroup directory.
@@ -257,23 +263,34 @@ impl System {
     }
 
     /// Create a cgroup directory. `path` is absolute within the cgroupfs, e.g. "/A/B".
+    ///
+    /// As Linux refuses it: a missing parent is ENOENT and a file on the way ENOTDIR; an
+    /// existing entry (a cgroup, a control file, `..`, /proc and what is in it) EEXIST; a
+    /// directory of /proc, which has no mkdir, EPERM. The name follows the VFS and
+    /// cgroup_mkdir(): more than [`NAME_MAX`] bytes is ENAMETOOLONG; a NUL, which no C
+    /// string can hold, or a newline, which would make /proc/PID/cgroup unparsable, is
+    /// EINVAL.
     pub fn mkdir(&mut self, path: &str) -> Result<(), Errno> {
         let parts = Self::split(path)?;
         let Some((name, parent_parts)) = parts.split_last() else {
             return Err(Errno::EEXIST);
         };
-        if *name == ".."
-            || parent_parts.first() == Some(&"proc")
-            || *name == "proc" && parent_parts.is_empty()
-        {
+        let parent_path = format!("/{}", parent_parts.join("/"));
+        let parent = self.resolve(&parent_path)?;
+        if name.len() > NAME_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        if *name == ".." || self.resolve(path).is_ok() {
             return Err(Errno::EEXIST);
         }
-        let parent_path = format!("/{}", parent_parts.join("/"));
-        let parent = match self.resolve(&parent_path)? {
+        let parent = match parent {
             Node::Dir(p) => p,
             Node::File(..) | Node::ProcFile(_) => return Err(Errno::ENOTDIR),
             Node::ProcDir => return Err(Errno::EPERM),
         };
+        if name.contains(['\0', '\n']) {
+            return Err(Errno::EINVAL);
+        }
         if self.cg(parent).children.contains_key(*name)
             || self.files(parent).contains(&name.to_string())
         {
@@ -958,10 +975,16 @@ impl System {
         let oom = t
             .oom_domain
             .map(|m| (m != ROOT_MEMCG).then(|| self.memcg_path(m)));
+        // Only an exit with a failure status follows a reported error.
+        let error = match outcome {
+            TaskOutcome::Exited(c) if c != 0 => t.error.clone(),
+            _ => None,
+        };
         Some(TaskEnd {
             outcome,
             oom,
             elapsed_ns: t.stats.end_ns.saturating_sub(t.stats.start_ns),
+            error,
         })
     }
 

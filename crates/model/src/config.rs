@@ -370,9 +370,15 @@ fn want_size(v: &str) -> Result<u64, String> {
     })
 }
 
-fn parse_u64(v: &str) -> Result<u64, String> {
-    v.parse::<u64>()
-        .map_err(|_| format!("expected a number, got '{v}'"))
+/// A whole number from `lo` to `hi`; the error names the range.
+fn parse_in(v: &str, lo: u64, hi: u64) -> Result<u64, String> {
+    match v.parse::<u64>() {
+        Ok(n) if (lo..=hi).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected a whole number from {lo} to {hi}, got '{}'",
+            crate::text::clip(v)
+        )),
+    }
 }
 
 impl MachineConfig {
@@ -487,7 +493,7 @@ impl MachineConfig {
             match key {
                 "memory" => self.memory_bytes = want_size(value)?,
                 "swap" => self.swap_bytes = want_size(value)?,
-                "cpus" => self.cpus = parse_u64(value)? as u32,
+                "cpus" => self.cpus = parse_in(value, 1, 1024)? as u32,
                 "cgroup" => {
                     self.cgroup = match value {
                         "v1" | "1" => CgroupVersion::V1,
@@ -495,10 +501,10 @@ impl MachineConfig {
                         _ => return Err(format!("expected v1 or v2, got '{value}'")),
                     }
                 }
-                "seed" => self.seed = parse_u64(value)?,
-                "swappiness" => self.swappiness = parse_u64(value)? as u32,
-                "min_free_kbytes" => self.min_free_kbytes = Some(parse_u64(value)?),
-                "watermark_scale_factor" => self.watermark_scale_factor = parse_u64(value)?,
+                "seed" => self.seed = parse_in(value, 0, u64::MAX)?,
+                "swappiness" => self.swappiness = parse_in(value, 0, 200)? as u32,
+                "min_free_kbytes" => self.min_free_kbytes = Some(parse_in(value, 0, u64::MAX)?),
+                "watermark_scale_factor" => self.watermark_scale_factor = parse_in(value, 1, 3000)?,
                 "recursiveprot" => self.recursive_prot = parse_bool(value)?,
                 "localevents" => self.local_events = parse_bool(value)?,
                 "stock" => self.charge_stock = parse_bool(value)?,

@@ -25,6 +25,7 @@ pub enum Errno {
     EOPNOTSUPP,
     ENODEV,
     ERANGE,
+    ENAMETOOLONG,
 }
 
 impl Errno {
@@ -50,6 +51,7 @@ impl Errno {
             Errno::EOPNOTSUPP => "EOPNOTSUPP",
             Errno::ENODEV => "ENODEV",
             Errno::ERANGE => "ERANGE",
+            Errno::ENAMETOOLONG => "ENAMETOOLONG",
         }
     }
 
@@ -74,6 +76,7 @@ impl Errno {
             Errno::EINVAL => 22,
             Errno::ENOSPC => 28,
             Errno::ERANGE => 34,
+            Errno::ENAMETOOLONG => 36,
             Errno::ENOTEMPTY => 39,
             Errno::EOPNOTSUPP => 95,
         }
@@ -101,12 +104,13 @@ impl Errno {
             Errno::EOPNOTSUPP => "Operation not supported",
             Errno::ENODEV => "No such device",
             Errno::ERANGE => "Numerical result out of range",
+            Errno::ENAMETOOLONG => "File name too long",
         }
     }
 
     /// Parse a symbolic name ("EBUSY"); used by scripts that assert an errno.
     pub fn from_name(s: &str) -> Option<Errno> {
-        const ALL: [Errno; 19] = [
+        const ALL: [Errno; 20] = [
             Errno::EPERM,
             Errno::ENOENT,
             Errno::ESRCH,
@@ -126,6 +130,7 @@ impl Errno {
             Errno::EOPNOTSUPP,
             Errno::ENODEV,
             Errno::ERANGE,
+            Errno::ENAMETOOLONG,
         ];
         ALL.into_iter().find(|e| e.name() == s)
     }

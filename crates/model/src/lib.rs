@@ -26,6 +26,8 @@
 //! | [`sched`] | the clock, the event queue, simulated CPUs, tasks |
 //! | [`blkdev`] | a block device with latency and bandwidth |
 //! | [`check`] | the invariant checker |
+//!
+//! [`units`] parses and prints sizes and durations; [`text`] cuts user tokens in messages.
 
 pub mod blkdev;
 pub mod check;
@@ -56,6 +58,7 @@ pub mod stat;
 pub mod swap;
 pub mod swapfile;
 pub mod task;
+pub mod text;
 pub mod units;
 pub mod vmscan;
 pub mod workingset;
@@ -71,4 +74,4 @@ pub use page_counter::PAGE_COUNTER_MAX;
 pub use program::{Fault, Pid, Program, Step, TaskOutcome};
 pub use rstat::{StatsScheme, StatsWork};
 pub use stat::Stat;
-pub use task::{FileId, FileMap, TaskCtx, TaskState, Vma};
+pub use task::{FileId, FileMap, SyscallError, TaskCtx, TaskState, Vma};

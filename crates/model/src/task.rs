@@ -115,6 +115,51 @@ pub struct Task {
     /// Its pressure state (psi.rs).
     pub psi: crate::psi::PsiTask,
     pub stats: TaskStats,
+    /// The system call that last failed for want of memory, as the program reports it on
+    /// its standard error before it exits (None if none has).
+    pub error: Option<SyscallError>,
+}
+
+/// A system call a program could not do for want of memory, with what the kernel weighed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SyscallError {
+    /// mmap() refused by the overcommit heuristic (__vm_enough_memory() under
+    /// vm.overcommit_memory = 0): the mapping is larger than RAM + swap.
+    Overcommit {
+        /// The size asked for, in bytes.
+        bytes: u64,
+        /// totalram_pages and total_swap_pages, in bytes.
+        ram: u64,
+        swap: u64,
+    },
+    /// mmap() of more pages than the model's 31-bit page numbers hold.
+    MappingTooLarge { bytes: u64 },
+    /// clone() of a thread: no memory for its kernel stack.
+    CloneNoMem,
+}
+
+impl std::fmt::Display for SyscallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::units::fmt_size;
+        match *self {
+            SyscallError::Overcommit { bytes, ram, swap } => write!(
+                f,
+                "cannot allocate {}: more than RAM + swap (MemTotal {} + SwapTotal {}) \
+                 under vm.overcommit_memory=0 (mmap: ENOMEM)",
+                fmt_size(bytes),
+                fmt_size(ram),
+                fmt_size(swap)
+            ),
+            SyscallError::MappingTooLarge { bytes } => write!(
+                f,
+                "cannot allocate {}: the model maps at most 8T at once (mmap: ENOMEM)",
+                fmt_size(bytes)
+            ),
+            SyscallError::CloneNoMem => f.write_str(
+                "cannot create a thread: no memory for its kernel stack (clone: ENOMEM)",
+            ),
+        }
+    }
 }
 
 /// A sleep inside an allocation.
@@ -225,6 +270,7 @@ impl Machine {
                 start_ns: now,
                 ..TaskStats::default()
             },
+            error: None,
         });
         self.memcg_mut(memcg).nr_tasks += 1;
         // The task is forked by the shell outside any group and then moved in, so its kernel
@@ -378,7 +424,22 @@ impl TaskCtx<'_> {
     /// (vm.overcommit_memory = 0, OVERCOMMIT_GUESS): a single mapping larger than RAM + swap
     /// is refused.
     pub fn mmap_anon(&mut self, pages: u64, locked: bool) -> Result<Vma, Fault> {
-        if pages > self.m.totalram_pages + self.m.total_swap_pages || pages > u32::MAX as u64 / 2 {
+        let (ram, swap) = (self.m.totalram_pages, self.m.total_swap_pages);
+        let refused = if pages > ram + swap {
+            Some(SyscallError::Overcommit {
+                bytes: pages.saturating_mul(crate::PAGE_SIZE),
+                ram: ram * crate::PAGE_SIZE,
+                swap: swap * crate::PAGE_SIZE,
+            })
+        } else if pages > u32::MAX as u64 / 2 {
+            Some(SyscallError::MappingTooLarge {
+                bytes: pages.saturating_mul(crate::PAGE_SIZE),
+            })
+        } else {
+            None
+        };
+        if let Some(e) = refused {
+            self.m.task_mut(self.pid).error = Some(e);
             return Err(Fault::Segv);
         }
         // vm_area_struct and anon_vma, charged to the task's group.
@@ -402,7 +463,10 @@ impl TaskCtx<'_> {
         match self.m.kmem_thread_charge(objcg, false) {
             Ok(()) => {}
             // clone() fails (EAGAIN/ENOMEM); the caller sees Segv.
-            Err(crate::memcontrol::ChargeError::NoMem) => return Err(Fault::Segv),
+            Err(crate::memcontrol::ChargeError::NoMem) => {
+                self.m.task_mut(self.pid).error = Some(SyscallError::CloneNoMem);
+                return Err(Fault::Segv);
+            }
             Err(e) => return Err(e.into()),
         }
         let cpus = self.m.cfg.cpus.max(1);

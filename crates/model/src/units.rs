@@ -137,12 +137,33 @@ pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
         Ok(f) if f >= 0.0 && f.is_finite() => {
             let v = f * mult;
             if v > 1e18 {
-                return Err(format!("duration '{s}' is too long"));
+                return Err(format!(
+                    "duration '{s}' is too long: at most 1000000000s (about 31 years)"
+                ));
             }
             Ok(v.round() as u64)
         }
         _ => Err(format!("bad duration '{s}'")),
     }
+}
+
+/// A size in bytes, short, in binary units with one decimal: `3.0G`, `1015.6M`, `4.0K`,
+/// `512B`, for messages.
+pub fn fmt_size(bytes: u64) -> String {
+    const UNITS: [(u32, &str); 6] = [
+        (60, "E"),
+        (50, "P"),
+        (40, "T"),
+        (30, "G"),
+        (20, "M"),
+        (10, "K"),
+    ];
+    for (shift, suffix) in UNITS {
+        if bytes >= 1 << shift {
+            return format!("{:.1}{suffix}", bytes as f64 / (1u64 << shift) as f64);
+        }
+    }
+    format!("{bytes}B")
 }
 
 /// A duration in nanoseconds, short: `1.234s`, `12.500ms`, `3.0us`, `7ns`, `0`.
@@ -164,6 +185,16 @@ pub fn fmt_ns(ns: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn short_sizes() {
+        assert_eq!(fmt_size(0), "0B");
+        assert_eq!(fmt_size(512), "512B");
+        assert_eq!(fmt_size(4096), "4.0K");
+        assert_eq!(fmt_size(3 << 30), "3.0G");
+        assert_eq!(fmt_size((1 << 30) - (8 << 20)), "1016.0M");
+        assert_eq!(fmt_size(u64::MAX), "16.0E");
+    }
+
     #[test]
     fn sizes() {
         assert_eq!(parse_size("50M").unwrap(), 50 << 20);

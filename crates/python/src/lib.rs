@@ -4,13 +4,15 @@
 //!
 //! A front end, like the binary: it calls the script interpreter, cgroupfs and the experiment
 //! runner and adds no model code. Errors become Python exceptions (OSError with the kernel's
-//! errno for a file operation, ValueError for bad input); a panic becomes PanicException
-//! rather than ending the interpreter.
+//! errno for a file operation of the machine, OSError with the host's errno for a scenario,
+//! trace or output file that cannot be read or written, ValueError for bad input); a panic
+//! becomes PanicException rather than ending the interpreter.
 
 use std::io::Write;
 
 use memcgsim_cgroupfs::{Errno, TaskOutcome};
 use memcgsim_experiment::{load, run_variant};
+use memcgsim_model::text::clip_words;
 use memcgsim_model::units::parse_duration_ns;
 use memcgsim_script::{Command, Interpreter, RunSpec};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
@@ -22,10 +24,69 @@ fn os_error(e: Errno, path: &str) -> PyErr {
     PyOSError::new_err((e.code(), e.message(), path.to_string()))
 }
 
+/// The OSError for a file of the host that cannot be read: its errno, strerror's text and
+/// its path, as Python's own open() raises it.
+fn host_error(e: &std::io::Error, path: &str) -> PyErr {
+    match e.raw_os_error() {
+        Some(code) => PyOSError::new_err((code, strerror(e), path.to_string())),
+        None => PyOSError::new_err(format!("{path}: {e}")),
+    }
+}
+
+/// An io::Error's text without Rust's ` (os error N)`.
+fn strerror(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error ") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+/// The error of a scenario's load or run: OSError with the errno when a file of the host
+/// could not be read or written (a trace, an output folder: the message carries the
+/// system's `(os error N)`, which Python's subclass follows), else ValueError; the message
+/// names the file and line and what is wrong.
+fn run_error(message: String) -> PyErr {
+    let message = clip_words(&message).into_owned();
+    let Some(at) = message.find(" (os error ") else {
+        return PyValueError::new_err(message);
+    };
+    let rest = &message[at + " (os error ".len()..];
+    let Some((code, tail)) = rest.split_once(')') else {
+        return PyValueError::new_err(message);
+    };
+    match code.parse::<i32>() {
+        Ok(code) => PyOSError::new_err((code, format!("{}{tail}", &message[..at]))),
+        Err(_) => PyValueError::new_err(message),
+    }
+}
+
+/// Check that a scenario file can be read before it is loaded, so that a missing or
+/// unreadable one raises the OSError subclass of its errno with its path.
+fn readable(path: &str) -> PyResult<()> {
+    let f = std::fs::File::open(path).map_err(|e| host_error(&e, path))?;
+    match f.metadata() {
+        Ok(m) if m.is_dir() => Err(host_error(
+            &std::io::Error::from_raw_os_error(Errno::EISDIR.code()),
+            path,
+        )),
+        Ok(_) => Ok(()),
+        Err(e) => Err(host_error(&e, path)),
+    }
+}
+
 /// How a task ended: (name, shell status (128 + 9 when killed), killed, the cgroup whose OOM
-/// killed it ("" for a machine-wide OOM, None when not an OOM kill), elapsed ns); the status
-/// is None for a task that holds its memory.
-type TaskEndTuple = (String, Option<i32>, bool, Option<String>, u64);
+/// killed it ("" for a machine-wide OOM, None when not an OOM kill), elapsed ns, the failed
+/// system call it reported before it exited); the status is None for a task that holds its
+/// memory.
+type TaskEndTuple = (
+    String,
+    Option<i32>,
+    bool,
+    Option<String>,
+    u64,
+    Option<String>,
+);
 
 /// A machine of the model with its cgroup filesystem (one script interpreter's machine).
 #[pyclass(unsendable, module = "memcgsim._memcgsim", name = "Machine")]
@@ -42,7 +103,7 @@ impl Machine {
         let (mut out, mut err) = (Vec::new(), Vec::new());
         self.interp
             .exec(self.line, cmd, &mut out, &mut err)
-            .map_err(|e| PyValueError::new_err(e.message))?;
+            .map_err(|e| PyValueError::new_err(clip_words(&e.message).into_owned()))?;
         Ok(String::from_utf8_lossy(&err).trim_end().to_string())
     }
 
@@ -62,9 +123,10 @@ impl Machine {
                     killed,
                     oom,
                     end.elapsed_ns,
+                    end.error.map(|e| e.to_string()),
                 ))
             }
-            None => Ok((name.to_string(), None, false, None, 0)),
+            None => Ok((name.to_string(), None, false, None, 0, None)),
         }
     }
 
@@ -84,7 +146,7 @@ impl Machine {
         interp.set_machine_overrides(settings);
         interp
             .boot()
-            .map_err(|e| PyValueError::new_err(format!("machine: {e}")))?;
+            .map_err(|e| PyValueError::new_err(format!("machine: {}", clip_words(&e))))?;
         Ok(Machine { interp, line: 0 })
     }
 
@@ -200,7 +262,7 @@ impl Machine {
 /// A duration as the script language writes it ("1s", "250ms", "2m") in nanoseconds.
 #[pyfunction]
 fn duration_ns(text: &str) -> PyResult<u64> {
-    parse_duration_ns(text).map_err(|e| PyValueError::new_err(format!("duration '{text}': {e}")))
+    parse_duration_ns(text).map_err(|e| PyValueError::new_err(clip_words(&e).into_owned()))
 }
 
 /// One run's summary (summary.json's text) and its time series in long format, as columns.
@@ -216,6 +278,7 @@ fn run_scenario(
     variant: Option<String>,
     seed: Option<u64>,
 ) -> PyResult<RunColumns> {
+    readable(&path)?;
     py.detach(move || {
         let sc = load(&path)?;
         let variant = variant.unwrap_or_else(|| sc.base.clone());
@@ -234,26 +297,27 @@ fn run_scenario(
         }
         Ok::<_, String>((summary, t, cg, key, val))
     })
-    .map_err(PyValueError::new_err)
+    .map_err(run_error)
 }
 
 /// A whole sweep on `jobs` local threads (the interpreter's lock released): the table as
 /// JSON, `{"columns": [...], "rows": [[...], ...]}`.
 #[pyfunction]
 fn sweep_table(py: Python<'_>, path: String, jobs: usize) -> PyResult<String> {
+    readable(&path)?;
     py.detach(move || {
         let sc = load(&path)?;
         let t = memcgsim_experiment::sweep::sweep(&sc, jobs.max(1), &|_| {})?;
         serde_json::to_string(&t).map_err(|e| e.to_string())
     })
-    .map_err(PyValueError::new_err)
+    .map_err(run_error)
 }
 
 /// The points of the sweep of a scenario given as text (`name` names it in errors): a
 /// (variant, values, seed) tuple per run, in table order.
 #[pyfunction]
 fn sweep_points(text: &str, name: &str) -> PyResult<Vec<(String, Vec<String>, u64)>> {
-    let sc = memcgsim_experiment::parse(text, name).map_err(PyValueError::new_err)?;
+    let sc = memcgsim_experiment::parse(text, name).map_err(run_error)?;
     Ok(memcgsim_experiment::sweep::points(&sc)
         .into_iter()
         .map(|p| (p.variant, p.values, p.seed))
@@ -278,7 +342,7 @@ fn sweep_row(py: Python<'_>, text: String, name: String, index: usize) -> PyResu
         let row = memcgsim_experiment::sweep::row(&sc, p, &r);
         serde_json::to_string(&row).map_err(|e| e.to_string())
     })
-    .map_err(PyValueError::new_err)
+    .map_err(run_error)
 }
 
 /// Put rows made by `sweep_row` (JSON each, in point order) into a table as the local

@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use memcgsim_cgroupfs::{Fd, PollResult, SpawnOpts, System, TaskEnd, WaitResult};
+use memcgsim_model::text::{clip, clip_words};
 use memcgsim_model::units::fmt_ns;
 use memcgsim_model::{Errno, MachineConfig, Pid, TaskOutcome};
 
@@ -28,7 +29,8 @@ use crate::parser::{
 };
 use crate::path::{join, resolve};
 use crate::value::{
-    keyed_value, parse_arith, show, single_value, split_vars, values_close, Segment, Value, NOW,
+    arith, keyed_value, parse_arith, show, single_value, split_vars, values_close, Segment, Value,
+    NOW,
 };
 
 /// Exit status of a script whose expectations all held.
@@ -55,12 +57,13 @@ pub struct ScriptError {
 
 impl fmt::Display for ScriptError {
     /// `FILE:LINE: error: MESSAGE`, or `error: MESSAGE` when there is no file (the
-    /// interactive shell).
+    /// interactive shell); long tokens in MESSAGE are cut ([`clip_words`]).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let message = clip_words(&self.message);
         if self.file.is_empty() {
-            write!(f, "error: {}", self.message)
+            write!(f, "error: {message}")
         } else {
-            write!(f, "{}:{}: error: {}", self.file, self.line, self.message)
+            write!(f, "{}:{}: error: {message}", clip(&self.file), self.line)
         }
     }
 }
@@ -612,12 +615,13 @@ impl Interpreter {
     }
 
     /// Print a bash-style error (`FILE:LINE: MESSAGE`; `MESSAGE` alone when the
-    /// interpreter has no file name, as in the interactive shell).
+    /// interpreter has no file name, as in the interactive shell), long tokens cut.
     fn complain(&self, err: &mut dyn Write, message: &str) {
+        let message = clip_words(message);
         if self.file.is_empty() {
             let _ = writeln!(err, "{message}");
         } else {
-            let _ = writeln!(err, "{}:{}: {}", self.file, self.line, message);
+            let _ = writeln!(err, "{}:{}: {message}", clip(&self.file), self.line);
         }
     }
 
@@ -951,6 +955,7 @@ impl Interpreter {
         let start = self.boot()?.now_ns();
         match self.boot()?.wait(pid, false, limit) {
             Ok(WaitResult::Ended(o)) => {
+                self.report_error(err, &name, pid);
                 self.report_end(err, &name, pid);
                 self.last_fg = Some((name, o));
                 Ok(())
@@ -980,6 +985,7 @@ impl Interpreter {
     fn wait_task(&mut self, name: &str, err: &mut dyn Write) -> Result<(), String> {
         let task = self.task(name)?;
         if let Some(o) = self.boot()?.outcome(task.pid) {
+            self.report_error(err, name, task.pid);
             self.report_end(err, name, task.pid);
             self.last_fg = Some((name.to_string(), o));
             return Ok(());
@@ -988,6 +994,7 @@ impl Interpreter {
         let start = self.boot()?.now_ns();
         match self.boot()?.wait(task.pid, task.holds, limit) {
             Ok(WaitResult::Ended(o)) => {
+                self.report_error(err, name, task.pid);
                 self.report_end(err, name, task.pid);
                 self.last_fg = Some((name.to_string(), o));
                 Ok(())
@@ -1006,6 +1013,20 @@ impl Interpreter {
             }
             Err(e) => Err(format!("wait {name}: {e}")),
         }
+    }
+
+    /// The failed system call a task that exited reported, as the program prints it on its
+    /// standard error (`anon: cannot allocate 3.0G: ...`), with or without task reports.
+    fn report_error(&mut self, err: &mut dyn Write, name: &str, pid: Pid) {
+        if let Some(e) = self.task_error(pid) {
+            self.complain(err, &format!("{}: {e}", clip(name)));
+        }
+    }
+
+    /// What a task that exited after a failed system call reported, if it did.
+    fn task_error(&self, pid: Pid) -> Option<String> {
+        let end = self.sys.as_ref()?.task_end(pid)?;
+        end.error.map(|e| e.to_string())
     }
 
     /// With task reports on: how the task `pid` ended, and how long it ran.
@@ -1057,34 +1078,19 @@ impl Interpreter {
         Ok(out)
     }
 
-    /// The value of the terms of one `$(( ))` (or of a `let`): `*` and `/` (integer division,
-    /// toward zero) bind tighter than `+` and `-`; saturating, as no script value nears the
-    /// limits.
+    /// The value of the terms of one `$(( ))` (or of a `let`), as [`arith`] computes it: an
+    /// operand that cannot be read, a division by zero or an overflow is an error.
     fn arith_value(&mut self, terms: &[(char, Value)]) -> Result<i64, String> {
-        // The sum of the finished terms, and the product being built.
-        let (mut sum, mut term): (i64, i64) = (0, 0);
+        let mut values = Vec::with_capacity(terms.len());
         for (op, v) in terms {
-            let n = match self.eval(v) {
-                Ok(n) => n,
+            match self.eval(v) {
+                Ok(n) => values.push((*op, n)),
                 Err(EvalError::Fail(m)) | Err(EvalError::Script(m)) => {
                     return Err(format!("in $(( )): {m}"))
                 }
-            };
-            match op {
-                '+' | '-' => {
-                    sum = sum.saturating_add(term);
-                    term = if *op == '+' { n } else { n.saturating_neg() };
-                }
-                '*' => term = term.saturating_mul(n),
-                _ => {
-                    if n == 0 {
-                        return Err("in $(( )): division by zero".into());
-                    }
-                    term = term.checked_div(n).unwrap_or(i64::MAX);
-                }
             }
         }
-        Ok(sum.saturating_add(term))
+        arith(&values)
     }
 
     /// The value of a variable set by `let`, or of `now` (the virtual time in nanoseconds)
@@ -1142,7 +1148,18 @@ impl Interpreter {
         let values = self.operand_values(expr)?;
         let last_op = self.last_op.as_ref().map(|o| (o.what, o.result));
         let last_fg = self.last_fg.as_ref().map(|(n, o)| (n.as_str(), *o));
-        Ok(judge(expr, &values, last_fg, last_op, self.last_poll))
+        let detail = judge(expr, &values, last_fg, last_op, self.last_poll);
+        // `expect exit 0` after a task that could not start: why it exited.
+        let why = match (expr, &self.last_fg) {
+            (Expr::Exit(_) | Expr::Killed, Some((name, _))) => {
+                self.tasks.get(name).and_then(|t| self.task_error(t.pid))
+            }
+            _ => None,
+        };
+        Ok(match (detail, why) {
+            (Some(d), Some(why)) => Some(format!("{d}: {why}")),
+            (d, _) => d,
+        })
     }
 
     /// What the last `poll` returned, if one was done.

@@ -1,6 +1,7 @@
 //! The parser: turns the words of one line into a [`Command`]. It knows the syntax of every
 //! command but nothing about the simulated system, so it can be tested on its own.
 
+use memcgsim_model::text::clip;
 use memcgsim_model::{units, Errno};
 
 use crate::lexer::{tokenize, Word};
@@ -1048,7 +1049,8 @@ pub fn parse_condition(cmd: &str, words: &[&str]) -> Result<(Expr, String), Stri
                 Expr::Errno(Some(e))
             }
         }
-        (_, 3) => {
+        // `exit 1 2` is a malformed exit, not a comparison with the operator `1`.
+        (_, 3) if CmpOp::parse(words[1]).is_some() || !CONDITION_WORDS.contains(&first) => {
             let op = CmpOp::parse(words[1]).ok_or_else(|| {
                 format!(
                     "{cmd}: unknown operator '{}' (use == != < <= > >=)",
@@ -1057,26 +1059,87 @@ pub fn parse_condition(cmd: &str, words: &[&str]) -> Result<(Expr, String), Stri
             })?;
             Expr::Cmp(parse_value(words[0])?, op, parse_value(words[2])?)
         }
-        _ => return Err(usage()),
+        _ => return Err(format!("{}; {}", malformed(cmd, words), usage())),
     };
     Ok((expr, text))
 }
 
+/// The words that start the conditions other than comparisons.
+const CONDITION_WORDS: [&str; 4] = ["exit", "errno", "killed", "poll"];
+
+/// The comparison operators, two-character ones first (so that `<=` is not read as `<`).
+const CMP_OPS: [&str; 7] = ["==", "!=", "<=", ">=", "<", ">", "="];
+
+/// What is wrong with the words of a condition that has none of its forms (at least one
+/// word): what it lacks, or how to write what it seems to mean.
+fn malformed(cmd: &str, words: &[&str]) -> String {
+    let is_op = |w: &str| CmpOp::parse(w).is_some();
+    let text = words.join(" ");
+    // An operator glued to an operand: `1<=2`, `1 <=2`, `a==b`.
+    if !words.iter().any(|w| is_op(w)) {
+        let at = CMP_OPS
+            .iter()
+            .filter_map(|op| text.find(op).map(|i| (i, *op)))
+            .min_by_key(|&(i, op)| (i, std::cmp::Reverse(op.len())));
+        if let Some((i, op)) = at {
+            let (left, right) = (text[..i].trim(), text[i + op.len()..].trim());
+            if !left.is_empty() && !right.is_empty() {
+                let op = if op == "=" { "==" } else { op };
+                return format!(
+                    "{cmd}: write the comparison with spaces around the operator: \
+                     {cmd} {} {op} {}",
+                    clip(left),
+                    clip(right)
+                );
+            }
+        }
+    }
+    match words {
+        ["exit"] => format!("{cmd} exit: which status? Write {cmd} exit N"),
+        ["exit", ..] => format!("{cmd} exit takes one status, N"),
+        ["killed", ..] => format!("{cmd} killed takes nothing after it"),
+        ["errno"] => format!("{cmd} errno: which errno? Write {cmd} errno NAME, or 0 for none"),
+        ["errno", ..] => format!("{cmd} errno takes one errno NAME, or 0"),
+        ["poll", ..] => format!("{cmd} poll takes one of event, timeout or error"),
+        [a, op] if is_op(op) => format!("{cmd} {} {op}: no value after '{op}'", clip(a)),
+        [op, b] if is_op(op) => format!("{cmd} {op} {}: no value before '{op}'", clip(b)),
+        [op] if is_op(op) => format!("{cmd} {op}: no values around '{op}'"),
+        [a, b] => format!(
+            "{cmd}: no operator between '{}' and '{}' (use == != < <= > >=)",
+            clip(a),
+            clip(b)
+        ),
+        [_, op, _, ..] if is_op(op) => format!(
+            "{cmd}: a comparison is three words, A OP B, and this has {}",
+            words.len()
+        ),
+        _ => format!("{cmd}: '{}' is no condition", clip(&text)),
+    }
+}
+
 /// Parse `close(A, B, PCT)`, spaces allowed anywhere around the punctuation.
 fn parse_close(cmd: &str, text: &str) -> Result<Expr, String> {
-    let usage = || format!("usage: {cmd} close(A, B, PCT)");
-    let rest = text.strip_prefix("close").ok_or_else(usage)?.trim_start();
+    let usage = |why: &str| format!("usage: {cmd} close(A, B, PCT) ({why})");
+    let rest = text
+        .strip_prefix("close")
+        .ok_or_else(|| usage("no close"))?
+        .trim_start();
     let inner = rest
         .strip_prefix('(')
         .and_then(|r| r.trim_end().strip_suffix(')'))
-        .ok_or_else(usage)?;
+        .ok_or_else(|| usage("the values go between parentheses"))?;
     let parts: Vec<&str> = inner.split(',').map(str::trim).collect();
-    if parts.len() != 3
-        || parts
-            .iter()
-            .any(|p| p.is_empty() || p.contains(char::is_whitespace))
-    {
-        return Err(usage());
+    if parts.len() != 3 {
+        return Err(usage(&format!(
+            "three values separated by commas, got {}",
+            parts.len()
+        )));
+    }
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err(usage("an empty value"));
+    }
+    if let Some(p) = parts.iter().find(|p| p.contains(char::is_whitespace)) {
+        return Err(usage(&format!("a comma missing in '{}'", clip(p))));
     }
     let a = parse_value(parts[0])?;
     let b = parse_value(parts[1])?;
@@ -1484,7 +1547,11 @@ mod tests {
             ("if 1 == 1\nbreak\nend\n", 2, "break outside a loop"),
             ("repeat 1\nbreak now\nend\n", 2, "usage: break"),
             ("if\nend\n", 1, "usage: if EXPR"),
-            ("if 1 ==\nend\n", 1, "usage: if EXPR"),
+            (
+                "if 1 ==\nend\n",
+                1,
+                "if 1 ==: no value after '=='; usage: if EXPR",
+            ),
             ("if 1 = 1\nend\n", 1, "if: unknown operator '='"),
             ("if exit x\nend\n", 1, "if exit: bad status 'x'"),
             ("if errno EFOO\nend\n", 1, "if errno: unknown errno 'EFOO'"),

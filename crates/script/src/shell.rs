@@ -54,7 +54,7 @@ pub fn run_shell_input(
             Ok(0) => break,
             Ok(_) => {}
             Err(e) => {
-                let _ = writeln!(err, "{}: cannot read: {e}", interp.file());
+                let _ = writeln!(err, "{}:{}: cannot read: {e}", interp.file(), line_no + 1);
                 worst = EXIT_SCRIPT_ERROR;
                 break;
             }

@@ -1,9 +1,11 @@
 //! Values in `expect` expressions: integer literals with size suffixes, single-value files,
-//! keys of keyed files and open file descriptors; the comparison operators; and the kernel
-//! selftests' `values_close` arithmetic.
+//! keys of keyed files and open file descriptors; the comparison operators; the kernel
+//! selftests' `values_close` arithmetic; and `$(( ))` arithmetic, exact in 64 bits (division
+//! by zero and overflow are errors that say so).
 
 use std::fmt;
 
+use memcgsim_model::text::clip;
 use memcgsim_model::units;
 
 /// Where an `expect` operand comes from.
@@ -415,16 +417,53 @@ mod tests {
     }
 }
 
-/// A piece of an `echo` text: literal text, or a `$(( VALUE [+|- VALUE]... ))` expression.
+/// A piece of an `echo` text: literal text, or a `$(( VALUE [OP VALUE]... ))` expression.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Segment {
     Text(String),
-    /// Terms with their signs: `+` or `-`.
+    /// Terms with the operator before each: `+`, `-`, `*`, `/` or `%` (the first's is `+`).
     Arith(Vec<(char, Value)>),
 }
 
+/// The operators of `$(( ))`.
+const ARITH_OPS: [char; 5] = ['+', '-', '*', '/', '%'];
+
+/// Whether `word` is an operand that can be written glued to operators: a number literal or
+/// a `$NAME` variable.
+fn glueable(word: &str) -> bool {
+    match word.strip_prefix('$') {
+        Some(name) => is_var_name(name),
+        None => looks_numeric(word) && parse_int(word).is_ok(),
+    }
+}
+
+/// A word of a `$(( ))` that glues operators to numbers and variables, as `1/0`, `$x%2` or
+/// `2*-1` (a `-` where an operand starts is its sign), split into its operands and operators;
+/// None when it has no operator or an operand that is neither (`1/memory.current` is a
+/// relative path, whose operators need spaces).
+fn split_glued(word: &str) -> Option<Vec<&str>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let bytes = word.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i] as char;
+        let at_operand_start = i == start;
+        if ARITH_OPS.contains(&c) && !(at_operand_start && c == '-') {
+            out.push(&word[start..i]);
+            out.push(&word[i..i + 1]);
+            start = i + 1;
+        }
+        i += 1;
+    }
+    out.push(&word[start..]);
+    let operands_ok = out.iter().step_by(2).all(|w| glueable(w));
+    (out.len() > 1 && operands_ok).then_some(out)
+}
+
 /// Split an echo text into literal text and `$(( ))` expressions (bash arithmetic
-/// expansion, with `+`, `-`, `*` and `/` between spaces and VALUEs as in `expect`).
+/// expansion, with `+`, `-`, `*`, `/` and `%` between VALUEs as in `expect`). Operators stand
+/// between spaces; between numbers and variables they may be glued (`$((1/0))`, `$(($n+1))`).
 pub fn parse_arith(text: &str) -> Result<Vec<Segment>, String> {
     let mut out = Vec::new();
     let mut rest = text;
@@ -434,7 +473,7 @@ pub fn parse_arith(text: &str) -> Result<Vec<Segment>, String> {
         };
         let body_start = start + 3;
         let Some(len) = rest[body_start..].find("))") else {
-            return Err(format!("unterminated '$((' in '{text}'"));
+            return Err(format!("unterminated '$((' in '{}'", clip(text)));
         };
         if start > 0 {
             out.push(Segment::Text(rest[..start].to_string()));
@@ -443,20 +482,32 @@ pub fn parse_arith(text: &str) -> Result<Vec<Segment>, String> {
         let mut terms = Vec::new();
         let mut op = Some('+');
         for word in body.split_whitespace() {
-            match (word, op) {
-                ("+", None) => op = Some('+'),
-                ("-", None) => op = Some('-'),
-                ("*", None) => op = Some('*'),
-                ("/", None) => op = Some('/'),
-                (w, Some(o)) => {
-                    terms.push((o, parse_value(w).map_err(|e| format!("in $(( )): {e}"))?));
-                    op = None;
+            let pieces = split_glued(word).unwrap_or_else(|| vec![word]);
+            for piece in pieces {
+                let as_op = match piece {
+                    "+" | "-" | "*" | "/" | "%" => piece.chars().next(),
+                    _ => None,
+                };
+                match (as_op, op) {
+                    (Some(o), None) => op = Some(o),
+                    (_, Some(o)) => {
+                        terms.push((
+                            o,
+                            parse_value(piece).map_err(|e| format!("in $(( )): {e}"))?,
+                        ));
+                        op = None;
+                    }
+                    (None, None) => {
+                        return Err(format!(
+                            "in $(( )): expected +, -, *, / or % before '{}'",
+                            clip(piece)
+                        ))
+                    }
                 }
-                (w, None) => return Err(format!("in $(( )): expected +, -, * or / before '{w}'")),
             }
         }
         if op.is_some() {
-            return Err(format!("in $(( )): incomplete expression '{body}'"));
+            return Err(format!("in $(( )): incomplete expression '{}'", clip(body)));
         }
         out.push(Segment::Arith(terms));
         rest = &rest[body_start + len + 2..];
@@ -465,6 +516,51 @@ pub fn parse_arith(text: &str) -> Result<Vec<Segment>, String> {
         out.push(Segment::Text(rest.to_string()));
     }
     Ok(out)
+}
+
+/// The value of the terms of a `$(( ))` whose operands are `values`: `*`, `/` (integer
+/// division, toward zero) and `%` (its remainder) bind tighter than `+` and `-`. Division by
+/// zero and a result (or step) outside the 64-bit range are errors that say so.
+pub fn arith(terms: &[(char, i64)]) -> Result<i64, String> {
+    let overflow = |a: i64, op: char, b: i64| {
+        format!(
+            "in $(( )): {a} {op} {b} overflows: values are 64-bit, from {} to {}",
+            i64::MIN,
+            i64::MAX
+        )
+    };
+    // The sum of the finished products, and the product being built with its sign.
+    let (mut sum, mut term, mut sign): (i64, i64, char) = (0, 0, '+');
+    let add = |sum: i64, sign: char, term: i64| match sign {
+        '+' => sum
+            .checked_add(term)
+            .ok_or_else(|| overflow(sum, '+', term)),
+        _ => sum
+            .checked_sub(term)
+            .ok_or_else(|| overflow(sum, '-', term)),
+    };
+    for &(op, n) in terms {
+        match op {
+            '+' | '-' => {
+                sum = add(sum, sign, term)?;
+                (term, sign) = (n, op);
+            }
+            '*' => term = term.checked_mul(n).ok_or_else(|| overflow(term, '*', n))?,
+            '/' | '%' => {
+                if n == 0 {
+                    return Err(format!("in $(( )): division by zero in {term} {op} 0"));
+                }
+                term = if op == '/' {
+                    term.checked_div(n).ok_or_else(|| overflow(term, '/', n))?
+                } else {
+                    // i64::MIN % -1 is 0, though the division overflows.
+                    term.checked_rem(n).unwrap_or(0)
+                };
+            }
+            _ => return Err(format!("in $(( )): unknown operator '{op}'")),
+        }
+    }
+    add(sum, sign, term)
 }
 
 /// Split literal text at its `$NAME` variable references (as bash expands them in `echo`):
@@ -505,6 +601,54 @@ pub fn split_vars(text: &str) -> Vec<Result<String, String>> {
 #[cfg(test)]
 mod arith_tests {
     use super::*;
+
+    #[test]
+    fn glued_operators_split_between_numbers_and_variables() {
+        assert_eq!(split_glued("1/0"), Some(vec!["1", "/", "0"]));
+        assert_eq!(split_glued("$x%2"), Some(vec!["$x", "%", "2"]));
+        assert_eq!(split_glued("2*-1"), Some(vec!["2", "*", "-1"]));
+        assert_eq!(split_glued("30M-1"), Some(vec!["30M", "-", "1"]));
+        assert_eq!(split_glued("1--1"), Some(vec!["1", "-", "-1"]));
+        // No operator, or an operand that is a path: the word stays whole.
+        assert_eq!(split_glued("-1"), None);
+        assert_eq!(split_glued("42"), None);
+        assert_eq!(split_glued("1/memory.current"), None);
+        assert_eq!(split_glued("/A/memory.current"), None);
+        assert_eq!(split_glued("1/"), None);
+        assert_eq!(split_glued("--"), None);
+        assert_eq!(
+            parse_arith("$((1/0))").unwrap(),
+            vec![Segment::Arith(vec![
+                ('+', Value::Int(1)),
+                ('/', Value::Int(0))
+            ])]
+        );
+    }
+
+    #[test]
+    fn arithmetic_is_checked() {
+        assert_eq!(
+            arith(&[('+', 1), ('+', 2), ('*', 3), ('-', 4), ('/', 2)]),
+            Ok(5)
+        );
+        assert_eq!(arith(&[('+', -7), ('%', 3)]), Ok(-1));
+        assert_eq!(arith(&[('+', i64::MIN), ('%', -1)]), Ok(0));
+        assert_eq!(arith(&[('+', -1), ('-', i64::MIN)]), Ok(i64::MAX));
+        assert_eq!(
+            arith(&[('+', 7), ('%', 0)]),
+            Err("in $(( )): division by zero in 7 % 0".into())
+        );
+        for terms in [
+            vec![('+', i64::MAX), ('+', 1)],
+            vec![('+', i64::MIN), ('-', 1)],
+            vec![('+', 0), ('-', i64::MIN)],
+            vec![('+', i64::MIN), ('/', -1)],
+            vec![('+', 1 << 32), ('*', 1 << 32)],
+        ] {
+            let e = arith(&terms).unwrap_err();
+            assert!(e.contains("overflows: values are 64-bit"), "{terms:?}: {e}");
+        }
+    }
 
     #[test]
     fn variables_in_text() {

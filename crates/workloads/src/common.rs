@@ -22,8 +22,9 @@ pub(crate) fn pages(bytes: u64) -> u64 {
 /// OOM-killed, the next step retries the same page), on `Segv` it dies with SIGSEGV's
 /// status.
 /// What a failed mmap() makes a program do: ENOMEM (the overcommit check) ends it with
-/// status 1; a sleep or a kill in the charge of the mapping's kernel objects retries or ends
-/// it as a fault would.
+/// status 1, after the reason the model recorded on the task (`TaskCtx::mmap_anon`), which
+/// the script prints as the program's own error; a sleep or a kill in the charge of the
+/// mapping's kernel objects retries or ends it as a fault would.
 pub(crate) fn mmap_fail(f: Fault) -> Step {
     match f {
         Fault::Segv => Step::Exit(1),

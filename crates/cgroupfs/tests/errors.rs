@@ -1,0 +1,131 @@
+//! The errnos of mkdir as Linux gives them (names over NAME_MAX, NUL and newline, the
+//! directories of /proc, which have no mkdir) and the reason a task that could not start
+//! reports (the overcommit check with its sizes).
+
+#[allow(dead_code)]
+mod common;
+
+use common::{machine, spawn};
+use memcgsim_cgroupfs::{Errno, TaskOutcome, WaitResult, NAME_MAX};
+use memcgsim_model::SyscallError;
+use proptest::prelude::*;
+
+#[test]
+fn names_longer_than_name_max_are_too_long() {
+    let mut sys = machine(&[]);
+    let longest = "a".repeat(NAME_MAX);
+    assert_eq!(sys.mkdir(&format!("/{longest}")), Ok(()));
+    assert!(sys.is_dir(&format!("/{longest}")));
+    let over = "b".repeat(NAME_MAX + 1);
+    assert_eq!(sys.mkdir(&format!("/{over}")), Err(Errno::ENAMETOOLONG));
+    assert_eq!(
+        sys.mkdir(&format!("/{longest}/{}", "c".repeat(300))),
+        Err(Errno::ENAMETOOLONG)
+    );
+    // Bytes, not characters: 128 two-byte characters are 256 bytes.
+    assert_eq!(
+        sys.mkdir(&format!("/{}", "é".repeat(128))),
+        Err(Errno::ENAMETOOLONG)
+    );
+    assert_eq!(sys.mkdir(&format!("/{}", "é".repeat(127))), Ok(()));
+    // The parent is looked up first: a missing one is ENOENT whatever the name.
+    assert_eq!(sys.mkdir(&format!("/nope/{over}")), Err(Errno::ENOENT));
+    assert_eq!(Errno::ENAMETOOLONG.message(), "File name too long");
+    assert_eq!(Errno::ENAMETOOLONG.code(), 36);
+    assert_eq!(Errno::from_name("ENAMETOOLONG"), Some(Errno::ENAMETOOLONG));
+}
+
+#[test]
+fn nul_and_newline_are_invalid_in_a_name() {
+    let mut sys = machine(&[]);
+    assert_eq!(sys.mkdir("/a\0b"), Err(Errno::EINVAL));
+    assert_eq!(sys.mkdir("/\0"), Err(Errno::EINVAL));
+    assert_eq!(sys.mkdir("/a\nb"), Err(Errno::EINVAL));
+    assert_eq!(
+        sys.list("/")
+            .unwrap()
+            .iter()
+            .filter(|e| e.starts_with('a'))
+            .count(),
+        0
+    );
+    // Other bytes are names like any.
+    assert_eq!(sys.mkdir("/a b\t~"), Ok(()));
+}
+
+#[test]
+fn proc_has_no_mkdir() {
+    for v in ["v2", "v1"] {
+        let mut sys = machine(&[("cgroup", v)]);
+        assert_eq!(sys.mkdir("/proc/foo"), Err(Errno::EPERM), "{v}");
+        assert_eq!(sys.mkdir("/proc/sys/vm/foo"), Err(Errno::EPERM), "{v}");
+        assert_eq!(sys.mkdir("/proc/pressure/x"), Err(Errno::EPERM), "{v}");
+        // What exists is EEXIST, wherever it is.
+        assert_eq!(sys.mkdir("/proc"), Err(Errno::EEXIST), "{v}");
+        assert_eq!(sys.mkdir("/proc/meminfo"), Err(Errno::EEXIST), "{v}");
+        assert_eq!(sys.mkdir("/proc/sys/vm"), Err(Errno::EEXIST), "{v}");
+        // A missing parent, or a file as one.
+        assert_eq!(sys.mkdir("/proc/foo/bar"), Err(Errno::ENOENT), "{v}");
+        assert_eq!(sys.mkdir("/proc/meminfo/x"), Err(Errno::ENOTDIR), "{v}");
+        sys.mkdir("/A").unwrap();
+        assert_eq!(sys.mkdir("/A/cgroup.procs/x"), Err(Errno::ENOTDIR), "{v}");
+        assert_eq!(sys.mkdir("/A/cgroup.procs"), Err(Errno::EEXIST), "{v}");
+        assert_eq!(sys.mkdir("/A/.."), Err(Errno::EEXIST), "{v}");
+        assert_eq!(sys.mkdir("/"), Err(Errno::EEXIST), "{v}");
+    }
+}
+
+#[test]
+fn a_mapping_over_ram_plus_swap_is_refused_with_its_sizes() {
+    let mut sys = machine(&[("memory", "1G"), ("swap", "0")]);
+    let pid = spawn(&mut sys, "/", "anon", &["3G"]);
+    assert_eq!(
+        sys.wait(pid, false, 1_000_000_000).unwrap(),
+        WaitResult::Ended(TaskOutcome::Exited(1))
+    );
+    let end = sys.task_end(pid).unwrap();
+    let Some(SyscallError::Overcommit { bytes, ram, swap }) = end.error.clone() else {
+        panic!("{end:?}");
+    };
+    assert_eq!((bytes, swap), (3 << 30, 0));
+    assert!(ram > 900 << 20 && ram <= 1 << 30, "{ram}");
+    let text = end.error.unwrap().to_string();
+    assert!(
+        text.starts_with("cannot allocate 3.0G: more than RAM + swap ("),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(" + SwapTotal 0B) under vm.overcommit_memory=0 (mmap: ENOMEM)"),
+        "{text}"
+    );
+
+    // A task that ends well, or is killed, reports nothing.
+    let mut sys = machine(&[("memory", "1G"), ("swap", "0")]);
+    let pid = spawn(&mut sys, "/", "anon", &["10M"]);
+    sys.wait(pid, false, 10_000_000_000).unwrap();
+    assert_eq!(sys.task_end(pid).unwrap().error, None);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Whatever the name, mkdir never panics, and it succeeds exactly when the name is a new
+    /// entry of at most NAME_MAX bytes without NUL, newline or `/`.
+    #[test]
+    fn mkdir_takes_exactly_the_names_linux_takes(name in "[a-z\\x00\\n./é]{0,300}") {
+        let mut sys = machine(&[]);
+        let root = sys.list("/").unwrap();
+        let r = sys.mkdir(&format!("/{name}"));
+        let components: Vec<&str> =
+            name.split('/').filter(|c| !c.is_empty() && *c != ".").collect();
+        let ok = components.len() == 1
+            && components[0] != ".."
+            && !root.iter().any(|e| e == components[0])
+            && components[0].len() <= NAME_MAX
+            && !components[0].contains(['\0', '\n']);
+        prop_assert_eq!(r.is_ok(), ok, "{:?}: {:?}", name, r);
+        if components.len() == 1 && components[0].len() > NAME_MAX {
+            prop_assert_eq!(r, Err(Errno::ENAMETOOLONG));
+        }
+    }
+}
