@@ -5,10 +5,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::{
-    check_output, compare_jobs, load, run_plan, write_comparison, write_dir_atomic, write_results,
-    Overwrite,
-};
+use crate::compare::{compare_jobs, run_plan};
+use crate::output::{check_output, write_dir_atomic, Overwrite};
+use crate::results::{write_comparison, write_results};
+use crate::scenario::load;
 
 /// Exit status for a scenario that cannot be loaded or run.
 pub const EXIT_ERROR: i32 = 2;

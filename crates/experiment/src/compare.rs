@@ -13,11 +13,8 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
 
 use serde::Serialize;
-
-use crate::output::{write_dir_atomic, Overwrite};
 
 use crate::runner::{
     run_variant, run_variant_with, CgroupSummary, Progress, RunResult, MACHINE_ROW,
@@ -467,7 +464,7 @@ pub fn run_plan(
     } else {
         Progress::Off
     };
-    crate::sweep::run_parallel(plan.len(), jobs, |i| {
+    crate::parallel::run_parallel(plan.len(), jobs, |i| {
         run_variant_with(sc, plan[i].0, plan[i].1, target)
     })
 }
@@ -560,25 +557,6 @@ impl Comparison {
         s.push('\n');
         Ok(s)
     }
-}
-
-/// Write `compare.txt`, `compare.json` and the overlay charts (one per figure of
-/// [`COMPARE_CHARTS`](crate::COMPARE_CHARTS), each as `.svg` and `.png`) into the results
-/// folder `dir`, as [`write_dir_atomic`] does with `overwrite`.
-pub fn write_comparison(
-    c: &Comparison,
-    dir: impl AsRef<Path>,
-    overwrite: Overwrite,
-) -> Result<(), String> {
-    let txt = c.render();
-    let json = c.to_json()?;
-    write_dir_atomic(dir.as_ref(), overwrite, |tmp| {
-        for (name, data) in [("compare.txt", &txt), ("compare.json", &json)] {
-            std::fs::write(tmp.join(name), data)
-                .map_err(|e| format!("{}: {e}", tmp.join(name).display()))?;
-        }
-        crate::charts::render_compare_charts(c, tmp)
-    })
 }
 
 #[cfg(test)]

@@ -6,34 +6,10 @@
 //! floats with fixed precision, in a fixed order, so equal runs give byte-identical files.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
-use crate::output::{write_dir_atomic, Overwrite};
+use crate::controller::Action;
 use crate::runner::{CgroupSummary, RunResult, TaskRecord};
-
-/// A size in bytes, short: `512K`, `8.0M`, `1.25G`, `max`.
-pub fn fmt_size(b: u64) -> String {
-    const K: f64 = 1024.0;
-    let f = b as f64;
-    if b == u64::MAX {
-        "max".into()
-    } else if f >= K * K * K {
-        format!("{:.2}G", f / (K * K * K))
-    } else if f >= K * K {
-        format!("{:.1}M", f / (K * K))
-    } else if f >= K {
-        format!("{:.1}K", f / K)
-    } else {
-        format!("{b}")
-    }
-}
-
-pub use memcgsim_model::units::fmt_ns;
-
-/// Seconds with nanosecond precision, as the CSV's time column has them.
-pub fn fmt_time_s(ns: u64) -> String {
-    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
-}
+use crate::units::{fmt_ns, fmt_size, fmt_time_s};
 
 /// A table with left-aligned first column and right-aligned others.
 fn table(header: &[&str], rows: &[Vec<String>]) -> String {
@@ -97,7 +73,7 @@ fn cgroup_row(c: &CgroupSummary) -> Vec<String> {
 const MAX_ACTIONS_SHOWN: usize = 20;
 
 /// `  12.003s oomd: kill /A/b (why)`, `  6.000s senpai: high /A = 1.2G (why)`.
-fn action_line(a: &crate::controller::Action) -> String {
+fn action_line(a: &Action) -> String {
     let value = a
         .value
         .map(|v| format!(" = {}", fmt_size(v)))
@@ -268,31 +244,4 @@ impl RunResult {
         }
         s
     }
-}
-
-/// Write a run's files into the results folder `dir`: `summary.txt`, `summary.json`,
-/// `timeseries.csv` and the charts (`usage`, `faults`, `reclaim`, each as `.svg` and
-/// `.png`). The folder is written completely or not at all, and what memcgsim did not write
-/// is never removed (see [`write_dir_atomic`] for what `overwrite` allows).
-pub fn write_results(
-    r: &RunResult,
-    dir: impl AsRef<Path>,
-    overwrite: Overwrite,
-) -> Result<(), String> {
-    let json = r.summary_json()?;
-    let csv = r.timeseries_csv();
-    let txt = r.render();
-    write_dir_atomic(dir.as_ref(), overwrite, |tmp| {
-        let w = |name: &str, data: &str| {
-            std::fs::write(tmp.join(name), data)
-                .map_err(|e| format!("{}: {e}", tmp.join(name).display()))
-        };
-        w("summary.txt", &txt)?;
-        w("summary.json", &json)?;
-        w("timeseries.csv", &csv)?;
-        if !r.actions.is_empty() {
-            w("actions.csv", &r.actions_csv())?;
-        }
-        crate::charts::render_charts(r, tmp)
-    })
 }

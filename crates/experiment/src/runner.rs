@@ -21,6 +21,7 @@ use memcgsim_model::{CgroupVersion, Machine, TaskState};
 use serde::Serialize;
 
 use crate::controller::{Action, Controller};
+use crate::keyed::{file_path, keyed_order, parse_keyed, pressure_field};
 use crate::scenario::{machine_config, RunSpec, Scenario, Setup, Subtree, Until};
 
 /// Stats always sampled (besides `[run] stats`), because the summary reports them.
@@ -244,45 +245,6 @@ struct Probe {
     source: Source,
 }
 
-pub(crate) fn file_path(cgroup: &str, file: &str) -> String {
-    if cgroup == "/" {
-        format!("/{file}")
-    } else {
-        format!("{cgroup}/{file}")
-    }
-}
-
-/// `key value` lines (a trailing colon on the key is ignored) as a map.
-pub(crate) fn parse_keyed(text: &str) -> BTreeMap<String, u64> {
-    let mut m = BTreeMap::new();
-    for line in text.lines() {
-        let mut w = line.split_whitespace();
-        let (Some(k), Some(v)) = (w.next(), w.next()) else {
-            continue;
-        };
-        if let Ok(v) = v.parse::<u64>() {
-            m.insert(k.trim_end_matches(':').to_string(), v);
-        }
-    }
-    m
-}
-
-/// The keys of a keyed file, in the file's order.
-fn keyed_order(text: &str) -> Vec<String> {
-    let mut v: Vec<String> = Vec::new();
-    for line in text.lines() {
-        let mut w = line.split_whitespace();
-        let (Some(k), Some(x)) = (w.next(), w.next()) else {
-            continue;
-        };
-        let k = k.trim_end_matches(':');
-        if x.parse::<u64>().is_ok() && !v.iter().any(|y| y == k) {
-            v.push(k.to_string());
-        }
-    }
-    v
-}
-
 /// Reads files once per sample.
 struct Reader<'a> {
     sys: &'a mut System,
@@ -326,9 +288,7 @@ impl Reader<'_> {
                 let m = self.keyed("/proc/meminfo")?;
                 Some(m.get(*a)?.saturating_sub(*m.get(*b)?).saturating_mul(1024))
             }
-            Source::Pressure(p, line, field) => {
-                crate::controller::pressure_field(&self.text(p)?, line, field)
-            }
+            Source::Pressure(p, line, field) => pressure_field(&self.text(p)?, line, field),
         }
     }
 }
