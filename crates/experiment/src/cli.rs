@@ -221,6 +221,12 @@ pub fn run(args: &RunArgs) -> i32 {
         if several {
             return fail("--html writes the page of one run: give one --seed");
         }
+        if dirs.contains(h) {
+            return fail(&format!(
+                "--html {} is also the results folder: give --html a folder of its own",
+                h.display()
+            ));
+        }
         if let Err(e) = check_output(h, overwrite(args.force)) {
             return fail(&e);
         }
@@ -267,6 +273,12 @@ pub fn compare_cmd(args: &CompareArgs) -> i32 {
         return fail(&e);
     }
     if let Some(h) = &args.html {
+        if *h == dir {
+            return fail(&format!(
+                "--html {} is also the results folder: give --html a folder of its own",
+                h.display()
+            ));
+        }
         if let Err(e) = check_output(h, overwrite(args.force)) {
             return fail(&e);
         }

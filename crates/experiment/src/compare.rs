@@ -64,6 +64,13 @@ pub struct Figure {
     pub rows: Vec<FigureRow>,
 }
 
+impl Figure {
+    /// Is the figure a count (faults, pages, calls: no unit)?
+    pub fn is_count(&self) -> bool {
+        self.unit.is_empty()
+    }
+}
+
 /// How the tasks of one `[[task]]` ended, per variant: outcome -> number of task runs.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Outcomes {
@@ -484,10 +491,11 @@ fn fmt_ratio(c: Option<f64>) -> String {
 }
 
 impl Comparison {
-    /// The text report (also `compare.txt`).
-    /// A row's min, max, avg and std as the report prints them: two decimals, then (for a
-    /// variant other than the base) the bracket of the change or ratio against the base.
-    pub fn stat_cells(&self, r: &FigureRow) -> [String; 4] {
+    /// A row's min, max, avg and std as the report prints them, then (for a variant other
+    /// than the base) the bracket of the change or ratio against the base. A count's min
+    /// and max are counts, printed whole (`1414367`); its avg and std, and every statistic
+    /// of a time or a size, take two decimals.
+    pub fn stat_cells(&self, f: &Figure, r: &FigureRow) -> [String; 4] {
         let st = &r.stats;
         let (c, fmt): (_, fn(Option<f64>) -> String) = if self.ratio {
             (r.ratio_pct.as_ref(), fmt_ratio)
@@ -495,14 +503,23 @@ impl Comparison {
             (r.change_pct.as_ref(), fmt_change)
         };
         let ch = |g: fn(&Change) -> Option<f64>| c.map(|c| fmt(g(c))).unwrap_or_default();
+        let whole = f.is_count();
+        let extreme = |x: f64| {
+            if whole {
+                format!("{x:.0}")
+            } else {
+                format!("{x:.2}")
+            }
+        };
         [
-            format!("{:.2}{}", st.min, ch(|c| c.min)),
-            format!("{:.2}{}", st.max, ch(|c| c.max)),
+            format!("{}{}", extreme(st.min), ch(|c| c.min)),
+            format!("{}{}", extreme(st.max), ch(|c| c.max)),
             format!("{:.2}{}", st.avg, ch(|c| c.avg)),
             format!("{:.2}{}", st.std, ch(|c| c.std)),
         ]
     }
 
+    /// The text report (also `compare.txt`).
     pub fn render(&self) -> String {
         let mut s = String::new();
         let _ = write!(s, "scenario {}", self.scenario);
@@ -540,7 +557,7 @@ impl Comparison {
             for r in &f.rows {
                 let st = &r.stats;
                 let label = format!("{}:", r.variant);
-                let [min, max, avg, std] = self.stat_cells(r);
+                let [min, max, avg, std] = self.stat_cells(f, r);
                 let _ = writeln!(
                     s,
                     "  {label:<w$}  min: {min} max: {max} avg: {avg} std: {std} runs: {}",

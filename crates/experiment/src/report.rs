@@ -11,6 +11,29 @@ use crate::controller::Action;
 use crate::runner::{CgroupSummary, RunResult, TaskRecord};
 use crate::units::{fmt_ns, fmt_size, fmt_time_s};
 
+/// The columns of a table that say something: a column that is `-` in every row (a file
+/// the cgroup version does not have) is left out.
+fn used_columns<'a>(header: &[&'a str], rows: &[Vec<String>]) -> (Vec<&'a str>, Vec<Vec<String>>) {
+    let used: Vec<bool> = (0..header.len())
+        .map(|i| {
+            i == 0 || rows.is_empty() || rows.iter().any(|r| r.get(i).is_some_and(|c| c != "-"))
+        })
+        .collect();
+    let pick = |cells: Vec<String>| -> Vec<String> {
+        cells
+            .into_iter()
+            .zip(&used)
+            .filter_map(|(c, &u)| u.then_some(c))
+            .collect()
+    };
+    let h = header
+        .iter()
+        .zip(&used)
+        .filter_map(|(c, &u)| u.then_some(*c))
+        .collect();
+    (h, rows.iter().cloned().map(pick).collect())
+}
+
 /// A table with left-aligned first column and right-aligned others.
 fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let n = header.len();
@@ -68,6 +91,15 @@ fn cgroup_row(c: &CgroupSummary) -> Vec<String> {
         opt(c.max, count),
     ]
 }
+
+/// The counters of /proc/memcgsim/reclaim that only soft-limit reclaim moves.
+const SOFT_RECLAIM_WORK: &[&str] = &[
+    "soft_reclaim_calls",
+    "soft_groups_walked",
+    "soft_groups_shrunk",
+    "soft_scanned",
+    "soft_reclaimed",
+];
 
 /// The controller actions `render` lists before pointing at actions.csv.
 const MAX_ACTIONS_SHOWN: usize = 20;
@@ -130,7 +162,7 @@ impl RunResult {
         }
         s.push('\n');
         let rows: Vec<Vec<String>> = self.cgroups.iter().map(cgroup_row).collect();
-        s.push_str(&table(
+        let (header, rows) = used_columns(
             &[
                 "cgroup",
                 "usage",
@@ -147,7 +179,8 @@ impl RunResult {
                 "max",
             ],
             &rows,
-        ));
+        );
+        s.push_str(&table(&header, &rows));
         if let Some(line) = self.reclaim_line() {
             s.push_str(&line);
             s.push('\n');
@@ -207,24 +240,43 @@ impl RunResult {
         s
     }
 
-    /// The one-line account of soft-limit reclaim and reclaim walks printed after the cgroup
-    /// table, when any counter of /proc/memcgsim/reclaim is nonzero at the end.
+    /// Did the run use soft limits: does its set-up write a soft limit, or did soft-limit
+    /// reclaim run?
+    fn used_soft_limits(&self) -> bool {
+        let written = self.setup.cgroups.iter().any(|c| {
+            c.files
+                .iter()
+                .any(|f| f.key == "memory.soft_limit_in_bytes")
+        });
+        let g = |k: &str| self.reclaim.get(k).unwrap_or(0);
+        written || SOFT_RECLAIM_WORK.iter().any(|k| g(k) != 0)
+    }
+
+    /// The one-line account of reclaim printed after the cgroup table: of soft-limit
+    /// reclaim and reclaim walks when the run used soft limits, else of the reclaim walks
+    /// alone; none when every counter of /proc/memcgsim/reclaim it would show is 0.
     pub fn reclaim_line(&self) -> Option<String> {
-        if self.reclaim.0.iter().all(|(_, v)| *v == 0) {
+        let g = |k: &str| self.reclaim.get(k).unwrap_or(0);
+        if self.used_soft_limits() {
+            return Some(format!(
+                "soft-limit reclaim: {} calls, {}, {} groups walked, {} shrunk, {} scanned, {} reclaimed, {} soft limit updates; {} reclaim-all fallbacks; {} memcg walk steps",
+                g("soft_reclaim_calls"),
+                fmt_ns(g("soft_reclaim_ns")),
+                g("soft_groups_walked"),
+                g("soft_groups_shrunk"),
+                g("soft_scanned"),
+                g("soft_reclaimed"),
+                g("soft_limit_updates"),
+                g("reclaim_all_fallbacks"),
+                g("memcg_walk_steps"),
+            ));
+        }
+        let (walks, fallbacks) = (g("memcg_walk_steps"), g("reclaim_all_fallbacks"));
+        if walks == 0 && fallbacks == 0 {
             return None;
         }
-        let g = |k: &str| self.reclaim.get(k).unwrap_or(0);
         Some(format!(
-            "soft-limit reclaim: {} calls, {}, {} groups walked, {} shrunk, {} scanned, {} reclaimed, {} soft limit updates; {} reclaim-all fallbacks; {} memcg walk steps",
-            g("soft_reclaim_calls"),
-            fmt_ns(g("soft_reclaim_ns")),
-            g("soft_groups_walked"),
-            g("soft_groups_shrunk"),
-            g("soft_scanned"),
-            g("soft_reclaimed"),
-            g("soft_limit_updates"),
-            g("reclaim_all_fallbacks"),
-            g("memcg_walk_steps"),
+            "reclaim walks: {walks} memcg walk steps; {fallbacks} reclaim-all fallbacks"
         ))
     }
 

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::io::IsTerminal;
 
 use memcgsim_cgroupfs::{Pid, SpawnOpts, System};
-use memcgsim_model::{CgroupVersion, Machine, TaskState};
+use memcgsim_model::{CgroupVersion, Machine, TaskState, PAGE_SIZE};
 use serde::Serialize;
 
 use crate::controller::{Action, Controller};
@@ -457,6 +457,27 @@ fn discover(sys: &mut System, setup: &Setup, run: &RunSpec) -> Vec<Probe> {
     out
 }
 
+/// The machine's used memory and used swap at their largest, in bytes, as /proc/meminfo
+/// would show them (MemTotal - MemFree, SwapTotal - SwapFree), looked at before every event
+/// of the model and after every step of the run loop, not only at the samples. Looking
+/// changes nothing in the machine.
+#[derive(Clone, Copy, Debug, Default)]
+struct MachinePeak {
+    used: u64,
+    swap: u64,
+}
+
+impl MachinePeak {
+    fn see(&mut self, m: &Machine) {
+        let used = m.totalram_pages.saturating_sub(m.nr_free_pages());
+        let swap = m
+            .total_swap_pages
+            .saturating_sub(u64::from(m.swap.nr_free()));
+        self.used = self.used.max(used.saturating_mul(PAGE_SIZE));
+        self.swap = self.swap.max(swap.saturating_mul(PAGE_SIZE));
+    }
+}
+
 /// Create the idle cgroups of a generated subtree below `base`, breadth first. On cgroup v2
 /// each cgroup (the base too) enables the memory controller for its children before the
 /// first of them is made.
@@ -810,7 +831,9 @@ pub fn run_setup(
             chains.iter().filter(|c| c.next_start.is_some()).count(),
         )
     };
+    let mut peak = MachinePeak::default();
     for _ in 0..bound {
+        peak.see(&sys.machine);
         let now = sys.now_ns();
         // Start the repetitions that are due.
         for ch in chains.iter_mut() {
@@ -866,6 +889,7 @@ pub fn run_setup(
                 c.tick(&mut sys, now, &mut actions);
             }
         }
+        peak.see(&sys.machine);
         if now >= next_sample {
             series.times_ns.push(now);
             series.values.push(take_sample(&mut sys, &probes));
@@ -900,12 +924,14 @@ pub fn run_setup(
             .filter_map(|c| c.current.map(|x| x.0))
             .collect();
         sys.machine.run_until(target, |m: &Machine| {
+            peak.see(m);
             watch.iter().any(|&p| {
                 let t = m.task(p);
                 t.exited() || t.state == TaskState::Holding
             })
         });
         sys.advance(0);
+        peak.see(&sys.machine);
         let now = sys.now_ns();
         for ch in chains.iter_mut() {
             let Some((pid, idx)) = ch.current else {
@@ -1001,7 +1027,8 @@ pub fn run_setup(
     };
     records.sort_by_key(order);
 
-    let cgroups = summarise(&mut sys, setup, &series, version);
+    peak.see(&sys.machine);
+    let cgroups = summarise(&mut sys, setup, &series, version, peak);
     let reclaim = KeyValues(
         series
             .series
@@ -1042,6 +1069,7 @@ fn summarise(
     setup: &Setup,
     ts: &TimeSeries,
     version: CgroupVersion,
+    peak: MachinePeak,
 ) -> Vec<CgroupSummary> {
     let r = roles(version);
     let stat = |cg: &str, k: &str| {
@@ -1083,13 +1111,22 @@ fn summarise(
     }
     let m = MACHINE_ROW;
     let vm = |k: &str| ts.last(m, &format!("vmstat:{k}"));
+    // The machine's peaks: the largest seen at any event, which no sample and no group's
+    // peak can exceed (a group's pages and swap entries are the machine's too; a group's
+    // peak file may have seen an instant inside an event).
+    let highest = |tracked: u64, sampled: Option<u64>, group: fn(&CgroupSummary) -> Option<u64>| {
+        let groups = out.iter().filter_map(group).max();
+        sampled.map(|s| s.max(tracked).max(groups.unwrap_or(0)))
+    };
+    let usage_peak = highest(peak.used, ts.max(m, "used"), |c| c.usage_peak);
+    let swap_peak = highest(peak.swap, ts.max(m, "swap_used"), |c| c.swap_peak);
     out.push(CgroupSummary {
         cgroup: m.to_string(),
         usage_end: ts.last(m, "used"),
-        usage_peak: ts.max(m, "used"),
+        usage_peak,
         usage_avg: ts.avg(m, "used"),
         swap_end: ts.last(m, "swap_used"),
-        swap_peak: ts.max(m, "swap_used"),
+        swap_peak,
         pgfault: vm("pgfault"),
         pgmajfault: vm("pgmajfault"),
         pswpin: vm("pswpin"),
