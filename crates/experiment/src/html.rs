@@ -150,10 +150,13 @@ fn charts_section(heading: &str, panels: &[PanelData], toc: &mut Toc, b: &mut St
     toc.sub(entries);
 }
 
+/// An entry of the table of contents: the anchor and the text of a link.
+type Link = (String, String);
+
 /// The table of contents: the sections in page order, with the charts under theirs.
 #[derive(Default)]
 struct Toc {
-    entries: Vec<(String, String, Vec<(String, String)>)>,
+    entries: Vec<(Link, Vec<Link>)>,
 }
 
 impl Toc {
@@ -161,18 +164,18 @@ impl Toc {
     fn section(&mut self, id: &str, heading: &str, b: &mut String) {
         let _ = writeln!(b, "<h2 id=\"{id}\">{}</h2>", esc(heading));
         self.entries
-            .push((id.to_string(), heading.to_string(), Vec::new()));
+            .push(((id.to_string(), heading.to_string()), Vec::new()));
     }
 
-    fn sub(&mut self, subs: Vec<(String, String)>) {
+    fn sub(&mut self, subs: Vec<Link>) {
         if let Some(last) = self.entries.last_mut() {
-            last.2 = subs;
+            last.1 = subs;
         }
     }
 
     fn html(&self) -> String {
         let mut s = String::from("<nav id=\"toc\"><h2>Contents</h2><ol>");
-        for (id, heading, subs) in &self.entries {
+        for ((id, heading), subs) in &self.entries {
             let _ = write!(s, "<li><a href=\"#{id}\">{}</a>", esc(heading));
             if !subs.is_empty() {
                 s.push_str("<ol class=\"charts\">");
