@@ -138,8 +138,11 @@ fn figure_text(text: &str) -> Vec<(String, Vec<Vec<String>>)> {
     out
 }
 
-/// Each chart's y axis in the page's plotly JSON: (unit, range, tick values, tick labels).
-fn y_axes(html: &str) -> Vec<(String, Vec<f64>, Vec<f64>, Vec<String>)> {
+/// A chart's y axis: its unit, range, tick values and tick labels.
+type YAxis = (String, Vec<f64>, Vec<f64>, Vec<String>);
+
+/// Each chart's y axis in the page's plotly JSON.
+fn y_axes(html: &str) -> Vec<YAxis> {
     let mut out = Vec::new();
     for part in html.split("\"yaxis\":").skip(1) {
         let mut depth = 0;
