@@ -1,5 +1,7 @@
 //! The `memcgsim run`, `memcgsim compare` and `memcgsim sweep` subcommands: their arguments
 //! (clap) and bodies. They print errors as `memcgsim: MESSAGE` and return exit status 2 on failure, 0 otherwise.
+//! Output paths (`--out`, `--html`) are checked before anything runs: what is there must be
+//! replaceable, and a folder must be creatable where it is to go.
 
 use std::path::PathBuf;
 

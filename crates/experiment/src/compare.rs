@@ -4,12 +4,13 @@
 //! time from the pressure totals) the min, max,
 //! average and standard deviation of each variant, with each statistic's change against the
 //! base variant's same statistic in percent (or, with `--ratio`, the statistic as a percentage
-//! of the base's). The machine also has the average swap usage and the counters of soft-limit
+//! of the base's). A count's min and max print as integers, everything else with two
+//! decimals. The machine also has the average swap usage and the counters of soft-limit
 //! reclaim and reclaim walks (/proc/memcgsim/reclaim).
 //!
 //! The time series of each variant's run with the first seed are kept (out of
-//! `compare.json`) for the overlay charts [`write_comparison`] draws: one chart per figure
-//! (memory, swap, fault and reclaim rates), a line per variant.
+//! `compare.json`) for the overlay charts crate::results::write_comparison draws: one chart
+//! per figure (memory, swap, fault and reclaim rates), a line per variant.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -1,6 +1,11 @@
 //! Reports of one run: the summary table printed by `memcgsim run`, `summary.json`,
-//! `timeseries.csv`, and [`write_results`], which writes them with the charts into an output
-//! folder, all or nothing.
+//! `timeseries.csv` and `actions.csv` (crate::results writes them with the charts into a
+//! results folder).
+//!
+//! The summary shows only what the run used: a column that is `-` in every row (a file the
+//! cgroup version lacks) is left out, and the reclaim line speaks of soft-limit reclaim only
+//! when the set-up writes a soft limit or soft-limit reclaim ran. Counts are integers; the
+//! machine's peaks are the true ones (see crate::runner).
 //!
 //! Everything here is a pure function of the [`RunResult`]: integers are printed as they are,
 //! floats with fixed precision, in a fixed order, so equal runs give byte-identical files.

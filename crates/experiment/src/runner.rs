@@ -12,6 +12,10 @@
 //! that: a bar over the duration when only the duration can end the run, else a spinner with
 //! the virtual time and the tasks still running or waiting; it ends with a line saying why
 //! the run ended (`all tasks done at 3.614s`, `duration 3600s reached; still 1 task running`).
+//!
+//! Besides the samples, the machine's used memory and swap are looked at before every event
+//! of the model, so that its peaks in the summary are the true ones (a sample can miss a
+//! peak, and then fall below a group's own peak file).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::IsTerminal;
