@@ -306,6 +306,11 @@ fn compare_page_is_self_contained_deterministic_and_renders() {
     assert!(html.contains("Plotly.newPlot(\"chart-0\""));
     assert!(html.contains(&format!("memcgsim compare {SCENARIO} --out")));
     check_y_axes(&html);
+    // This scenario has all-zero panels (no swap without pressure): their axes run from 0
+    // (to 1 MiB, or 1), not around 0.
+    assert!(y_axes(&html)
+        .iter()
+        .any(|a| a.1 == [0.0, 1.0] || a.1 == [0.0, 1048576.0]));
     check_order_and_contents(&html, "<table class=\"figure\"");
     check_base_line_widest(&html);
     // The summary holds the headline figures with their change against the base.
