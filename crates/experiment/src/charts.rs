@@ -735,8 +735,17 @@ fn write_chart(chart: &Chart, dir: &Path, stem: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// A line's label, points and whether it is drawn dashed.
-pub(crate) type LineData = (String, Vec<(f64, f64)>, bool);
+/// A line of a panel as data: label, points, dashed or not, width and colour as the SVG and
+/// PNG charts draw it.
+pub(crate) struct LineData {
+    pub label: String,
+    pub points: Vec<(f64, f64)>,
+    pub dashed: bool,
+    /// The stroke width in pixels (the base variant's line is the widest).
+    pub width: u32,
+    /// `#rrggbb`.
+    pub color: String,
+}
 
 /// A panel's data without its drawing: for the HTML report's interactive charts.
 pub(crate) struct PanelData {
@@ -744,10 +753,28 @@ pub(crate) struct PanelData {
     pub title: String,
     /// The y axis's unit, as the SVG charts say it.
     pub unit: &'static str,
-    /// One per line with points.
+    /// One per line with points, in drawing order.
     pub lines: Vec<LineData>,
     /// (time, label) per controller action marked on the panel.
     pub marks: Vec<(f64, String)>,
+    /// The y axis: from 0 to `y_end`, labelled at these values with these labels (the PNG
+    /// charts' ticks; bytes in binary units: `512 MiB`, `1 GiB`).
+    pub y_end: f64,
+    pub y_ticks: Vec<(f64, String)>,
+}
+
+/// A tick label of the HTML charts: bytes in binary units with their names (`0`, `512 KiB`,
+/// `1.5 GiB`), other values as the PNG charts print them (`12k`, `1.2M`).
+pub(crate) fn html_tick_label(v: f64, binary: bool) -> String {
+    if !binary {
+        return tick_label(v, false);
+    }
+    let short = tick_label(v, true);
+    match short.chars().last() {
+        Some(s @ ('K' | 'M' | 'G' | 'T')) => format!("{} {s}iB", &short[..short.len() - 1]),
+        _ if v == 0.0 => short,
+        _ => format!("{short} B"),
+    }
 }
 
 fn panel_data(chart_title: &str, p: Panel) -> PanelData {
@@ -756,6 +783,13 @@ fn panel_data(chart_title: &str, p: Panel) -> PanelData {
         .iter()
         .map(|&(t, i)| (t, p.lines[i].label.clone()))
         .collect();
+    let max = p
+        .lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|q| q.1))
+        .fold(0.0, f64::max);
+    let binary = p.unit.binary();
+    let ticks = value_ticks(max, binary);
     PanelData {
         title: format!("{chart_title}: {}", p.title),
         unit: p.unit.desc(),
@@ -763,9 +797,24 @@ fn panel_data(chart_title: &str, p: Panel) -> PanelData {
             .lines
             .into_iter()
             .filter(|l| !l.points.is_empty())
-            .map(|l| (l.label, l.points, l.dashed))
+            .map(|l| {
+                let RGBColor(r, g, b) = l.color;
+                LineData {
+                    label: l.label,
+                    points: l.points,
+                    dashed: l.dashed,
+                    width: l.width,
+                    color: format!("#{r:02x}{g:02x}{b:02x}"),
+                }
+            })
             .collect(),
         marks,
+        y_end: ticks.end,
+        y_ticks: ticks
+            .bold
+            .iter()
+            .map(|&v| (v, html_tick_label(v, binary)))
+            .collect(),
     }
 }
 
@@ -836,6 +885,21 @@ pub fn render_compare_charts(c: &Comparison, dir: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn html_tick_labels_name_binary_units() {
+        let mib = 1024.0 * 1024.0;
+        assert_eq!(html_tick_label(0.0, true), "0");
+        assert_eq!(html_tick_label(512.0, true), "512 B");
+        assert_eq!(html_tick_label(512.0 * mib, true), "512 MiB");
+        assert_eq!(html_tick_label(1024.0 * mib, true), "1 GiB");
+        assert_eq!(html_tick_label(1.5 * 1024.0 * mib, true), "1.5 GiB");
+        assert_eq!(html_tick_label(4096.0, true), "4 KiB");
+        assert_eq!(html_tick_label(2e9, false), "2G");
+        assert_eq!(html_tick_label(12_000.0, false), "12k");
+        let z = value_ticks(0.0, true);
+        assert!(z.bold.iter().all(|&v| v >= 0.0) && z.end > 0.0);
+    }
 
     #[test]
     fn tick_labels_have_suffixes_and_no_trailing_zeros() {

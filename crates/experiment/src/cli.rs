@@ -1,14 +1,16 @@
 //! The `memcgsim run`, `memcgsim compare` and `memcgsim sweep` subcommands: their arguments
 //! (clap) and bodies. They print errors as `memcgsim: MESSAGE` and return exit status 2 on failure, 0 otherwise.
+//! Output paths (`--out`, `--html`) are checked before anything runs: what is there must be
+//! replaceable, and a folder must be creatable where it is to go.
 
 use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::{
-    check_output, compare_jobs, load, run_plan, write_comparison, write_dir_atomic, write_results,
-    Overwrite,
-};
+use crate::compare::{compare_jobs, run_plan};
+use crate::output::{check_output, write_dir_atomic, Overwrite};
+use crate::results::{write_comparison, write_results};
+use crate::scenario::load;
 
 /// Exit status for a scenario that cannot be loaded or run.
 pub const EXIT_ERROR: i32 = 2;
@@ -221,6 +223,12 @@ pub fn run(args: &RunArgs) -> i32 {
         if several {
             return fail("--html writes the page of one run: give one --seed");
         }
+        if dirs.contains(h) {
+            return fail(&format!(
+                "--html {} is also the results folder: give --html a folder of its own",
+                h.display()
+            ));
+        }
         if let Err(e) = check_output(h, overwrite(args.force)) {
             return fail(&e);
         }
@@ -267,6 +275,12 @@ pub fn compare_cmd(args: &CompareArgs) -> i32 {
         return fail(&e);
     }
     if let Some(h) = &args.html {
+        if *h == dir {
+            return fail(&format!(
+                "--html {} is also the results folder: give --html a folder of its own",
+                h.display()
+            ));
+        }
         if let Err(e) = check_output(h, overwrite(args.force)) {
             return fail(&e);
         }

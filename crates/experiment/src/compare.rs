@@ -4,20 +4,18 @@
 //! time from the pressure totals) the min, max,
 //! average and standard deviation of each variant, with each statistic's change against the
 //! base variant's same statistic in percent (or, with `--ratio`, the statistic as a percentage
-//! of the base's). The machine also has the average swap usage and the counters of soft-limit
+//! of the base's). A count's min and max print as integers, everything else with two
+//! decimals. The machine also has the average swap usage and the counters of soft-limit
 //! reclaim and reclaim walks (/proc/memcgsim/reclaim).
 //!
 //! The time series of each variant's run with the first seed are kept (out of
-//! `compare.json`) for the overlay charts [`write_comparison`] draws: one chart per figure
-//! (memory, swap, fault and reclaim rates), a line per variant.
+//! `compare.json`) for the overlay charts crate::results::write_comparison draws: one chart
+//! per figure (memory, swap, fault and reclaim rates), a line per variant.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
 
 use serde::Serialize;
-
-use crate::output::{write_dir_atomic, Overwrite};
 
 use crate::runner::{
     run_variant, run_variant_with, CgroupSummary, Progress, RunResult, MACHINE_ROW,
@@ -65,6 +63,13 @@ pub struct Figure {
     pub title: String,
     pub unit: String,
     pub rows: Vec<FigureRow>,
+}
+
+impl Figure {
+    /// Is the figure a count (faults, pages, calls: no unit)?
+    pub fn is_count(&self) -> bool {
+        self.unit.is_empty()
+    }
 }
 
 /// How the tasks of one `[[task]]` ended, per variant: outcome -> number of task runs.
@@ -467,7 +472,7 @@ pub fn run_plan(
     } else {
         Progress::Off
     };
-    crate::sweep::run_parallel(plan.len(), jobs, |i| {
+    crate::parallel::run_parallel(plan.len(), jobs, |i| {
         run_variant_with(sc, plan[i].0, plan[i].1, target)
     })
 }
@@ -487,10 +492,11 @@ fn fmt_ratio(c: Option<f64>) -> String {
 }
 
 impl Comparison {
-    /// The text report (also `compare.txt`).
-    /// A row's min, max, avg and std as the report prints them: two decimals, then (for a
-    /// variant other than the base) the bracket of the change or ratio against the base.
-    pub fn stat_cells(&self, r: &FigureRow) -> [String; 4] {
+    /// A row's min, max, avg and std as the report prints them, then (for a variant other
+    /// than the base) the bracket of the change or ratio against the base. A count's min
+    /// and max are counts, printed whole (`1414367`); its avg and std, and every statistic
+    /// of a time or a size, take two decimals.
+    pub fn stat_cells(&self, f: &Figure, r: &FigureRow) -> [String; 4] {
         let st = &r.stats;
         let (c, fmt): (_, fn(Option<f64>) -> String) = if self.ratio {
             (r.ratio_pct.as_ref(), fmt_ratio)
@@ -498,14 +504,23 @@ impl Comparison {
             (r.change_pct.as_ref(), fmt_change)
         };
         let ch = |g: fn(&Change) -> Option<f64>| c.map(|c| fmt(g(c))).unwrap_or_default();
+        let whole = f.is_count();
+        let extreme = |x: f64| {
+            if whole {
+                format!("{x:.0}")
+            } else {
+                format!("{x:.2}")
+            }
+        };
         [
-            format!("{:.2}{}", st.min, ch(|c| c.min)),
-            format!("{:.2}{}", st.max, ch(|c| c.max)),
+            format!("{}{}", extreme(st.min), ch(|c| c.min)),
+            format!("{}{}", extreme(st.max), ch(|c| c.max)),
             format!("{:.2}{}", st.avg, ch(|c| c.avg)),
             format!("{:.2}{}", st.std, ch(|c| c.std)),
         ]
     }
 
+    /// The text report (also `compare.txt`).
     pub fn render(&self) -> String {
         let mut s = String::new();
         let _ = write!(s, "scenario {}", self.scenario);
@@ -543,7 +558,7 @@ impl Comparison {
             for r in &f.rows {
                 let st = &r.stats;
                 let label = format!("{}:", r.variant);
-                let [min, max, avg, std] = self.stat_cells(r);
+                let [min, max, avg, std] = self.stat_cells(f, r);
                 let _ = writeln!(
                     s,
                     "  {label:<w$}  min: {min} max: {max} avg: {avg} std: {std} runs: {}",
@@ -560,25 +575,6 @@ impl Comparison {
         s.push('\n');
         Ok(s)
     }
-}
-
-/// Write `compare.txt`, `compare.json` and the overlay charts (one per figure of
-/// [`COMPARE_CHARTS`](crate::COMPARE_CHARTS), each as `.svg` and `.png`) into the results
-/// folder `dir`, as [`write_dir_atomic`] does with `overwrite`.
-pub fn write_comparison(
-    c: &Comparison,
-    dir: impl AsRef<Path>,
-    overwrite: Overwrite,
-) -> Result<(), String> {
-    let txt = c.render();
-    let json = c.to_json()?;
-    write_dir_atomic(dir.as_ref(), overwrite, |tmp| {
-        for (name, data) in [("compare.txt", &txt), ("compare.json", &json)] {
-            std::fs::write(tmp.join(name), data)
-                .map_err(|e| format!("{}: {e}", tmp.join(name).display()))?;
-        }
-        crate::charts::render_compare_charts(c, tmp)
-    })
 }
 
 #[cfg(test)]

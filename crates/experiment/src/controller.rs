@@ -27,8 +27,8 @@
 use memcgsim_cgroupfs::System;
 use serde::Serialize;
 
-use crate::runner::{file_path, parse_keyed};
-use crate::scenario::Setting;
+use crate::keyed::{file_path, parse_keyed, pressure_field, Setting};
+use crate::units::{fmt_ns, fmt_size};
 
 /// The controller kinds a scenario may name.
 pub const KINDS: &[&str] = &["oomd", "senpai"];
@@ -240,21 +240,6 @@ pub fn config(kind: &str, settings: &[Setting]) -> Result<Config, SettingError> 
 
 // ------------------------------------------------------------------ running
 
-/// A `FIELD=VALUE` of the pressure line starting with `line` (`some`, `full`): averages in
-/// hundredths of a percent, totals in microseconds.
-pub(crate) fn pressure_field(text: &str, line: &str, field: &str) -> Option<u64> {
-    let l = text
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some(line))?;
-    let v = l
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix(field)?.strip_prefix('='))?;
-    match v.split_once('.') {
-        Some((i, f)) => Some(i.parse::<u64>().ok()? * 100 + f.parse::<u64>().ok()?),
-        None => v.parse().ok(),
-    }
-}
-
 fn read_number(sys: &mut System, path: &str) -> Option<u64> {
     let t = sys.read(path).ok()?;
     match t.split_whitespace().next()? {
@@ -275,7 +260,7 @@ fn pct(h: u64) -> String {
 }
 
 fn secs(ns: u64) -> String {
-    crate::report::fmt_ns(ns)
+    fmt_ns(ns)
 }
 
 /// An oomd candidate's figures at the last tick.
@@ -494,7 +479,7 @@ impl Controller {
                 secs(now - hit),
                 self.cgroup,
                 c.rate,
-                crate::report::fmt_size(c.current),
+                fmt_size(c.current),
             );
             log.push(self.action(now, &c.path, "kill", None, detail));
             self.oomd.post_action_start = Some(now);
@@ -565,7 +550,7 @@ impl Controller {
                 let detail = format!(
                     "{why}; {:.2}% of {}{outcome}",
                     adj * 100.0,
-                    crate::report::fmt_size(current)
+                    fmt_size(current)
                 );
                 log.push(self.action(now, &self.cgroup, "reclaim", Some(bytes), detail));
             }

@@ -80,7 +80,15 @@ fn existing(dir: &Path) -> Result<Existing, String> {
     let shown = dir.display();
     let meta = match fs::symlink_metadata(dir) {
         Ok(m) => m,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Existing::Nothing),
+        // Nothing there (a file on the way is found by check_output's creatable).
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Ok(Existing::Nothing)
+        }
         Err(e) => return Err(format!("{shown}: {e}")),
     };
     if !meta.is_dir() {
@@ -157,10 +165,90 @@ fn vet(dir: &Path, overwrite: Overwrite) -> Result<Existing, String> {
     }
 }
 
-/// Check, before a long run, that results could be written to `dir` with `overwrite`;
-/// the error is the one [`write_dir_atomic`] would give.
+/// The last component of `dir`, if it can name a folder.
+fn folder_name(dir: &Path) -> Result<String, String> {
+    dir.file_name()
+        .and_then(|n| n.to_str())
+        .filter(|n| !n.is_empty() && *n != "." && *n != "..")
+        .map(str::to_string)
+        .ok_or_else(|| format!("{}: not a usable folder name", dir.display()))
+}
+
+/// The folder `dir` is made in: its parent, or `.`.
+fn parent_of(dir: &Path) -> PathBuf {
+    match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Can a folder be made beside `dir`? Its nearest existing ancestor must be a folder in
+/// which one can be created (tried with a temporary folder, removed at once; nothing is
+/// left behind, not even the missing folders between).
+fn creatable(dir: &Path) -> Result<(), String> {
+    let shown = dir.display();
+    let mut at = parent_of(dir);
+    loop {
+        match fs::metadata(&at) {
+            Ok(m) if m.is_dir() => break,
+            Ok(_) => {
+                return Err(format!(
+                    "{shown}: cannot make a results folder there: {} is not a folder",
+                    at.display()
+                ))
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
+                match at.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => at = p.to_path_buf(),
+                    _ => {
+                        at = PathBuf::from(".");
+                        break;
+                    }
+                }
+            }
+            Err(e) => {
+                return Err(format!(
+                    "{shown}: cannot make a results folder there: {}: {e}",
+                    at.display()
+                ))
+            }
+        }
+    }
+    tempfile::Builder::new()
+        .prefix(".memcgsim-check-")
+        .tempdir_in(&at)
+        .map(drop)
+        .map_err(|e| {
+            format!(
+                "{shown}: cannot make a results folder there: creating a folder in {} fails: {}",
+                at.display(),
+                io_reason(&e)
+            )
+        })
+}
+
+/// An I/O error's reason without the `(os error N)` tail.
+fn io_reason(e: &io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// Check, before a long run, that results could be written to `dir` with `overwrite`: the
+/// name can name a folder, what is there may be replaced (the error is the one
+/// [`write_dir_atomic`] would give), and a folder can be made where it is to go. Nothing is
+/// written.
 pub fn check_output(dir: &Path, overwrite: Overwrite) -> Result<(), String> {
-    vet(dir, overwrite).map(|_| ())
+    folder_name(dir)?;
+    vet(dir, overwrite)?;
+    creatable(dir)
 }
 
 /// Fill a new folder with `fill` and put it at `dir`, as the module doc describes. If `fill`
@@ -171,16 +259,8 @@ pub fn write_dir_atomic(
     fill: impl FnOnce(&Path) -> Result<(), String>,
 ) -> Result<(), String> {
     let shown = dir.display().to_string();
-    let name = dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .filter(|n| !n.is_empty() && *n != "." && *n != "..")
-        .ok_or_else(|| format!("{shown}: not a usable folder name"))?
-        .to_string();
-    let parent = match dir.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let name = folder_name(dir)?;
+    let parent = parent_of(dir);
     let found = vet(dir, overwrite)?;
     fs::create_dir_all(&parent).map_err(|e| format!("{}: {e}", parent.display()))?;
     let tmp = tempfile::Builder::new()
@@ -255,6 +335,29 @@ pub fn write_dir_atomic(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_output_path_where_no_folder_can_be_made_is_refused_before_any_run() {
+        let e = check_output(Path::new("/proc/memcgsim-results"), Overwrite::Safe).unwrap_err();
+        assert!(
+            e.starts_with("/proc/memcgsim-results: cannot make a results folder there: "),
+            "{e}"
+        );
+        assert!(!e.contains("os error"), "{e}");
+        let d = scratch("check");
+        let file = d.path().join("f");
+        fs::write(&file, "x").unwrap();
+        let e = check_output(&file.join("a/b"), Overwrite::Force).unwrap_err();
+        assert!(e.contains("is not a folder"), "{e}");
+        assert!(check_output(Path::new(".."), Overwrite::Safe).is_err());
+        // A path under missing folders is fine, and checking it leaves nothing behind.
+        let deep = d.path().join("x/y/z");
+        check_output(&deep, Overwrite::Safe).unwrap();
+        assert_eq!(
+            names_in(d.path()).unwrap().into_iter().collect::<Vec<_>>(),
+            ["f"]
+        );
+    }
 
     fn scratch(name: &str) -> tempfile::TempDir {
         tempfile::Builder::new()

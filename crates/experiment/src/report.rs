@@ -1,38 +1,42 @@
 //! Reports of one run: the summary table printed by `memcgsim run`, `summary.json`,
-//! `timeseries.csv`, and [`write_results`], which writes them with the charts into an output
-//! folder, all or nothing.
+//! `timeseries.csv` and `actions.csv` (crate::results writes them with the charts into a
+//! results folder).
+//!
+//! The summary shows only what the run used: a column that is `-` in every row (a file the
+//! cgroup version lacks) is left out, and the reclaim line speaks of soft-limit reclaim only
+//! when the set-up writes a soft limit or soft-limit reclaim ran. Counts are integers; the
+//! machine's peaks are the true ones (see crate::runner).
 //!
 //! Everything here is a pure function of the [`RunResult`]: integers are printed as they are,
 //! floats with fixed precision, in a fixed order, so equal runs give byte-identical files.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
-use crate::output::{write_dir_atomic, Overwrite};
+use crate::controller::Action;
 use crate::runner::{CgroupSummary, RunResult, TaskRecord};
+use crate::units::{fmt_ns, fmt_size, fmt_time_s};
 
-/// A size in bytes, short: `512K`, `8.0M`, `1.25G`, `max`.
-pub fn fmt_size(b: u64) -> String {
-    const K: f64 = 1024.0;
-    let f = b as f64;
-    if b == u64::MAX {
-        "max".into()
-    } else if f >= K * K * K {
-        format!("{:.2}G", f / (K * K * K))
-    } else if f >= K * K {
-        format!("{:.1}M", f / (K * K))
-    } else if f >= K {
-        format!("{:.1}K", f / K)
-    } else {
-        format!("{b}")
-    }
-}
-
-pub use memcgsim_model::units::fmt_ns;
-
-/// Seconds with nanosecond precision, as the CSV's time column has them.
-pub fn fmt_time_s(ns: u64) -> String {
-    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+/// The columns of a table that say something: a column that is `-` in every row (a file
+/// the cgroup version does not have) is left out.
+fn used_columns<'a>(header: &[&'a str], rows: &[Vec<String>]) -> (Vec<&'a str>, Vec<Vec<String>>) {
+    let used: Vec<bool> = (0..header.len())
+        .map(|i| {
+            i == 0 || rows.is_empty() || rows.iter().any(|r| r.get(i).is_some_and(|c| c != "-"))
+        })
+        .collect();
+    let pick = |cells: Vec<String>| -> Vec<String> {
+        cells
+            .into_iter()
+            .zip(&used)
+            .filter_map(|(c, &u)| u.then_some(c))
+            .collect()
+    };
+    let h = header
+        .iter()
+        .zip(&used)
+        .filter_map(|(c, &u)| u.then_some(*c))
+        .collect();
+    (h, rows.iter().cloned().map(pick).collect())
 }
 
 /// A table with left-aligned first column and right-aligned others.
@@ -93,11 +97,20 @@ fn cgroup_row(c: &CgroupSummary) -> Vec<String> {
     ]
 }
 
+/// The counters of /proc/memcgsim/reclaim that only soft-limit reclaim moves.
+const SOFT_RECLAIM_WORK: &[&str] = &[
+    "soft_reclaim_calls",
+    "soft_groups_walked",
+    "soft_groups_shrunk",
+    "soft_scanned",
+    "soft_reclaimed",
+];
+
 /// The controller actions `render` lists before pointing at actions.csv.
 const MAX_ACTIONS_SHOWN: usize = 20;
 
 /// `  12.003s oomd: kill /A/b (why)`, `  6.000s senpai: high /A = 1.2G (why)`.
-fn action_line(a: &crate::controller::Action) -> String {
+fn action_line(a: &Action) -> String {
     let value = a
         .value
         .map(|v| format!(" = {}", fmt_size(v)))
@@ -154,7 +167,7 @@ impl RunResult {
         }
         s.push('\n');
         let rows: Vec<Vec<String>> = self.cgroups.iter().map(cgroup_row).collect();
-        s.push_str(&table(
+        let (header, rows) = used_columns(
             &[
                 "cgroup",
                 "usage",
@@ -171,7 +184,8 @@ impl RunResult {
                 "max",
             ],
             &rows,
-        ));
+        );
+        s.push_str(&table(&header, &rows));
         if let Some(line) = self.reclaim_line() {
             s.push_str(&line);
             s.push('\n');
@@ -231,24 +245,43 @@ impl RunResult {
         s
     }
 
-    /// The one-line account of soft-limit reclaim and reclaim walks printed after the cgroup
-    /// table, when any counter of /proc/memcgsim/reclaim is nonzero at the end.
+    /// Did the run use soft limits: does its set-up write a soft limit, or did soft-limit
+    /// reclaim run?
+    fn used_soft_limits(&self) -> bool {
+        let written = self.setup.cgroups.iter().any(|c| {
+            c.files
+                .iter()
+                .any(|f| f.key == "memory.soft_limit_in_bytes")
+        });
+        let g = |k: &str| self.reclaim.get(k).unwrap_or(0);
+        written || SOFT_RECLAIM_WORK.iter().any(|k| g(k) != 0)
+    }
+
+    /// The one-line account of reclaim printed after the cgroup table: of soft-limit
+    /// reclaim and reclaim walks when the run used soft limits, else of the reclaim walks
+    /// alone; none when every counter of /proc/memcgsim/reclaim it would show is 0.
     pub fn reclaim_line(&self) -> Option<String> {
-        if self.reclaim.0.iter().all(|(_, v)| *v == 0) {
+        let g = |k: &str| self.reclaim.get(k).unwrap_or(0);
+        if self.used_soft_limits() {
+            return Some(format!(
+                "soft-limit reclaim: {} calls, {}, {} groups walked, {} shrunk, {} scanned, {} reclaimed, {} soft limit updates; {} reclaim-all fallbacks; {} memcg walk steps",
+                g("soft_reclaim_calls"),
+                fmt_ns(g("soft_reclaim_ns")),
+                g("soft_groups_walked"),
+                g("soft_groups_shrunk"),
+                g("soft_scanned"),
+                g("soft_reclaimed"),
+                g("soft_limit_updates"),
+                g("reclaim_all_fallbacks"),
+                g("memcg_walk_steps"),
+            ));
+        }
+        let (walks, fallbacks) = (g("memcg_walk_steps"), g("reclaim_all_fallbacks"));
+        if walks == 0 && fallbacks == 0 {
             return None;
         }
-        let g = |k: &str| self.reclaim.get(k).unwrap_or(0);
         Some(format!(
-            "soft-limit reclaim: {} calls, {}, {} groups walked, {} shrunk, {} scanned, {} reclaimed, {} soft limit updates; {} reclaim-all fallbacks; {} memcg walk steps",
-            g("soft_reclaim_calls"),
-            fmt_ns(g("soft_reclaim_ns")),
-            g("soft_groups_walked"),
-            g("soft_groups_shrunk"),
-            g("soft_scanned"),
-            g("soft_reclaimed"),
-            g("soft_limit_updates"),
-            g("reclaim_all_fallbacks"),
-            g("memcg_walk_steps"),
+            "reclaim walks: {walks} memcg walk steps; {fallbacks} reclaim-all fallbacks"
         ))
     }
 
@@ -268,31 +301,4 @@ impl RunResult {
         }
         s
     }
-}
-
-/// Write a run's files into the results folder `dir`: `summary.txt`, `summary.json`,
-/// `timeseries.csv` and the charts (`usage`, `faults`, `reclaim`, each as `.svg` and
-/// `.png`). The folder is written completely or not at all, and what memcgsim did not write
-/// is never removed (see [`write_dir_atomic`] for what `overwrite` allows).
-pub fn write_results(
-    r: &RunResult,
-    dir: impl AsRef<Path>,
-    overwrite: Overwrite,
-) -> Result<(), String> {
-    let json = r.summary_json()?;
-    let csv = r.timeseries_csv();
-    let txt = r.render();
-    write_dir_atomic(dir.as_ref(), overwrite, |tmp| {
-        let w = |name: &str, data: &str| {
-            std::fs::write(tmp.join(name), data)
-                .map_err(|e| format!("{}: {e}", tmp.join(name).display()))
-        };
-        w("summary.txt", &txt)?;
-        w("summary.json", &json)?;
-        w("timeseries.csv", &csv)?;
-        if !r.actions.is_empty() {
-            w("actions.csv", &r.actions_csv())?;
-        }
-        crate::charts::render_charts(r, tmp)
-    })
 }

@@ -12,15 +12,20 @@
 //! that: a bar over the duration when only the duration can end the run, else a spinner with
 //! the virtual time and the tasks still running or waiting; it ends with a line saying why
 //! the run ended (`all tasks done at 3.614s`, `duration 3600s reached; still 1 task running`).
+//!
+//! Besides the samples, the machine's used memory and swap are looked at before every event
+//! of the model, so that its peaks in the summary are the true ones (a sample can miss a
+//! peak, and then fall below a group's own peak file).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::IsTerminal;
 
 use memcgsim_cgroupfs::{Pid, SpawnOpts, System};
-use memcgsim_model::{CgroupVersion, Machine, TaskState};
+use memcgsim_model::{CgroupVersion, Machine, TaskState, PAGE_SIZE};
 use serde::Serialize;
 
 use crate::controller::{Action, Controller};
+use crate::keyed::{file_path, keyed_order, parse_keyed, pressure_field};
 use crate::scenario::{machine_config, RunSpec, Scenario, Setup, Subtree, Until};
 
 /// Stats always sampled (besides `[run] stats`), because the summary reports them.
@@ -244,45 +249,6 @@ struct Probe {
     source: Source,
 }
 
-pub(crate) fn file_path(cgroup: &str, file: &str) -> String {
-    if cgroup == "/" {
-        format!("/{file}")
-    } else {
-        format!("{cgroup}/{file}")
-    }
-}
-
-/// `key value` lines (a trailing colon on the key is ignored) as a map.
-pub(crate) fn parse_keyed(text: &str) -> BTreeMap<String, u64> {
-    let mut m = BTreeMap::new();
-    for line in text.lines() {
-        let mut w = line.split_whitespace();
-        let (Some(k), Some(v)) = (w.next(), w.next()) else {
-            continue;
-        };
-        if let Ok(v) = v.parse::<u64>() {
-            m.insert(k.trim_end_matches(':').to_string(), v);
-        }
-    }
-    m
-}
-
-/// The keys of a keyed file, in the file's order.
-fn keyed_order(text: &str) -> Vec<String> {
-    let mut v: Vec<String> = Vec::new();
-    for line in text.lines() {
-        let mut w = line.split_whitespace();
-        let (Some(k), Some(x)) = (w.next(), w.next()) else {
-            continue;
-        };
-        let k = k.trim_end_matches(':');
-        if x.parse::<u64>().is_ok() && !v.iter().any(|y| y == k) {
-            v.push(k.to_string());
-        }
-    }
-    v
-}
-
 /// Reads files once per sample.
 struct Reader<'a> {
     sys: &'a mut System,
@@ -326,9 +292,7 @@ impl Reader<'_> {
                 let m = self.keyed("/proc/meminfo")?;
                 Some(m.get(*a)?.saturating_sub(*m.get(*b)?).saturating_mul(1024))
             }
-            Source::Pressure(p, line, field) => {
-                crate::controller::pressure_field(&self.text(p)?, line, field)
-            }
+            Source::Pressure(p, line, field) => pressure_field(&self.text(p)?, line, field),
         }
     }
 }
@@ -495,6 +459,27 @@ fn discover(sys: &mut System, setup: &Setup, run: &RunSpec) -> Vec<Probe> {
         }
     }
     out
+}
+
+/// The machine's used memory and used swap at their largest, in bytes, as /proc/meminfo
+/// would show them (MemTotal - MemFree, SwapTotal - SwapFree), looked at before every event
+/// of the model and after every step of the run loop, not only at the samples. Looking
+/// changes nothing in the machine.
+#[derive(Clone, Copy, Debug, Default)]
+struct MachinePeak {
+    used: u64,
+    swap: u64,
+}
+
+impl MachinePeak {
+    fn see(&mut self, m: &Machine) {
+        let used = m.totalram_pages.saturating_sub(m.nr_free_pages());
+        let swap = m
+            .total_swap_pages
+            .saturating_sub(u64::from(m.swap.nr_free()));
+        self.used = self.used.max(used.saturating_mul(PAGE_SIZE));
+        self.swap = self.swap.max(swap.saturating_mul(PAGE_SIZE));
+    }
 }
 
 /// Create the idle cgroups of a generated subtree below `base`, breadth first. On cgroup v2
@@ -850,7 +835,9 @@ pub fn run_setup(
             chains.iter().filter(|c| c.next_start.is_some()).count(),
         )
     };
+    let mut peak = MachinePeak::default();
     for _ in 0..bound {
+        peak.see(&sys.machine);
         let now = sys.now_ns();
         // Start the repetitions that are due.
         for ch in chains.iter_mut() {
@@ -906,6 +893,7 @@ pub fn run_setup(
                 c.tick(&mut sys, now, &mut actions);
             }
         }
+        peak.see(&sys.machine);
         if now >= next_sample {
             series.times_ns.push(now);
             series.values.push(take_sample(&mut sys, &probes));
@@ -940,12 +928,14 @@ pub fn run_setup(
             .filter_map(|c| c.current.map(|x| x.0))
             .collect();
         sys.machine.run_until(target, |m: &Machine| {
+            peak.see(m);
             watch.iter().any(|&p| {
                 let t = m.task(p);
                 t.exited() || t.state == TaskState::Holding
             })
         });
         sys.advance(0);
+        peak.see(&sys.machine);
         let now = sys.now_ns();
         for ch in chains.iter_mut() {
             let Some((pid, idx)) = ch.current else {
@@ -1041,7 +1031,8 @@ pub fn run_setup(
     };
     records.sort_by_key(order);
 
-    let cgroups = summarise(&mut sys, setup, &series, version);
+    peak.see(&sys.machine);
+    let cgroups = summarise(&mut sys, setup, &series, version, peak);
     let reclaim = KeyValues(
         series
             .series
@@ -1082,6 +1073,7 @@ fn summarise(
     setup: &Setup,
     ts: &TimeSeries,
     version: CgroupVersion,
+    peak: MachinePeak,
 ) -> Vec<CgroupSummary> {
     let r = roles(version);
     let stat = |cg: &str, k: &str| {
@@ -1123,13 +1115,22 @@ fn summarise(
     }
     let m = MACHINE_ROW;
     let vm = |k: &str| ts.last(m, &format!("vmstat:{k}"));
+    // The machine's peaks: the largest seen at any event, which no sample and no group's
+    // peak can exceed (a group's pages and swap entries are the machine's too; a group's
+    // peak file may have seen an instant inside an event).
+    let highest = |tracked: u64, sampled: Option<u64>, group: fn(&CgroupSummary) -> Option<u64>| {
+        let groups = out.iter().filter_map(group).max();
+        sampled.map(|s| s.max(tracked).max(groups.unwrap_or(0)))
+    };
+    let usage_peak = highest(peak.used, ts.max(m, "used"), |c| c.usage_peak);
+    let swap_peak = highest(peak.swap, ts.max(m, "swap_used"), |c| c.swap_peak);
     out.push(CgroupSummary {
         cgroup: m.to_string(),
         usage_end: ts.last(m, "used"),
-        usage_peak: ts.max(m, "used"),
+        usage_peak,
         usage_avg: ts.avg(m, "used"),
         swap_end: ts.last(m, "swap_used"),
-        swap_peak: ts.max(m, "swap_used"),
+        swap_peak,
         pgfault: vm("pgfault"),
         pgmajfault: vm("pgmajfault"),
         pswpin: vm("pswpin"),

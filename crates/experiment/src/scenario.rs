@@ -17,6 +17,8 @@ use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use toml::{Spanned, Value};
 
+pub use crate::keyed::Setting;
+
 /// Stats sampled when `[run] stats` is not given.
 pub const DEFAULT_STATS: &[&str] = &[
     "anon",
@@ -181,15 +183,6 @@ struct RawVariant {
 }
 
 // ------------------------------------------------------------------ checked form
-
-/// One `key = value` setting (a machine key or a cgroup file), with its source line.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Setting {
-    pub key: String,
-    pub value: String,
-    #[serde(skip)]
-    pub line: usize,
-}
 
 /// A cgroup to create (unless it is `/`) and the files to write in it, in order.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -1302,7 +1295,7 @@ pub fn parse(text: &str, file_name: &str) -> Result<Scenario, String> {
     for v in &sc.variants {
         sc.check_variant(&v.name)?;
     }
-    crate::sweep::check(&sc)?;
+    check_sweep(&sc)?;
     Ok(sc)
 }
 
@@ -1321,11 +1314,11 @@ fn sweep_axes(src: &Src, raw: &[RawSweep]) -> Result<Vec<SweepAxis>, String> {
             ));
         }
         let vals = r.values.get_ref();
-        if vals.is_empty() || vals.len() > crate::sweep::MAX_VALUES {
+        if vals.is_empty() || vals.len() > MAX_VALUES {
             return Err(src.err(
                 r.values.span(),
                 "sweep.values",
-                format!("an axis takes 1 to {} values", crate::sweep::MAX_VALUES),
+                format!("an axis takes 1 to {} values", MAX_VALUES),
             ));
         }
         let mut values = Vec::with_capacity(vals.len());
@@ -1573,6 +1566,182 @@ impl Scenario {
         }
         Ok(())
     }
+}
+
+// ------------------------------------------------------------------ sweep grid
+
+/// The most values one axis takes.
+pub const MAX_VALUES: usize = 10_000;
+/// The most runs one sweep makes (variants × grid points × seeds).
+pub const MAX_RUNS: usize = 1_000_000;
+
+/// One run of a sweep: a variant, a value per axis (in axis order), a seed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Point {
+    pub variant: String,
+    pub values: Vec<String>,
+    pub seed: u64,
+}
+
+impl Point {
+    /// How the point names itself in results and errors: `VARIANT[AXIS=VALUE,...]`.
+    pub fn label(&self, sc: &Scenario) -> String {
+        let parts: Vec<String> = sc
+            .sweep
+            .iter()
+            .zip(&self.values)
+            .map(|(a, v)| format!("{}={v}", a.name))
+            .collect();
+        format!("{}[{}]", self.variant, parts.join(","))
+    }
+}
+
+/// The number of runs of a sweep, or None past [`MAX_RUNS`].
+fn run_count(sc: &Scenario) -> Option<usize> {
+    let mut n = sc.variants.len().checked_mul(sc.run.seeds.len())?;
+    for a in &sc.sweep {
+        n = n.checked_mul(a.values.len())?;
+    }
+    (n <= MAX_RUNS).then_some(n)
+}
+
+/// Every run of the sweep, in table order: variants in file order, then the grid with the
+/// first axis outermost, then the seeds. Empty when the scenario has no `[[sweep]]`.
+pub fn points(sc: &Scenario) -> Vec<Point> {
+    if sc.sweep.is_empty() {
+        return Vec::new();
+    }
+    let n = run_count(sc).expect("checked when the scenario was loaded");
+    let mut out = Vec::with_capacity(n);
+    let sizes: Vec<usize> = sc.sweep.iter().map(|a| a.values.len()).collect();
+    let grid: usize = sizes.iter().product();
+    for v in &sc.variants {
+        for mut k in 0..grid {
+            // Mixed-radix digits of k, the last axis fastest.
+            let mut idx = vec![0; sizes.len()];
+            for (i, &size) in sizes.iter().enumerate().rev() {
+                idx[i] = k % size;
+                k /= size;
+            }
+            let values: Vec<String> = sc
+                .sweep
+                .iter()
+                .zip(&idx)
+                .map(|(a, &i)| a.values[i].clone())
+                .collect();
+            for &seed in &sc.run.seeds {
+                out.push(Point {
+                    variant: v.name.clone(),
+                    values: values.clone(),
+                    seed,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Set one axis's value in a set-up.
+fn apply(sc: &Scenario, setup: &mut Setup, axis: &SweepAxis, value: &str) -> Result<(), String> {
+    let f = &sc.file;
+    let set = |key: &str| Setting {
+        key: key.to_string(),
+        value: value.to_string(),
+        line: axis.line,
+    };
+    match &axis.target {
+        SweepTarget::Machine(key) => match setup.machine.iter_mut().find(|s| &s.key == key) {
+            Some(s) => *s = set(key),
+            None => setup.machine.push(set(key)),
+        },
+        SweepTarget::File { cgroup, file } => {
+            let c = setup
+                .cgroups
+                .iter_mut()
+                .find(|c| &c.path == cgroup)
+                .ok_or_else(|| {
+                    format!(
+                        "{f}:{}: sweep.cgroup: no [[cgroup]] {cgroup} (variant {}, axis {})",
+                        axis.line, setup.variant, axis.name
+                    )
+                })?;
+            match c.files.iter_mut().find(|s| &s.key == file) {
+                Some(s) => *s = set(file),
+                None => c.files.push(set(file)),
+            }
+        }
+        SweepTarget::Arg { task, index } => {
+            let t = setup
+                .tasks
+                .iter_mut()
+                .find(|t| &t.name == task)
+                .ok_or_else(|| {
+                    format!(
+                        "{f}:{}: sweep.task: no [[task]] named '{task}' (variant {}, axis {})",
+                        axis.line, setup.variant, axis.name
+                    )
+                })?;
+            let n = t.args.len();
+            let a = t.args.get_mut(*index).ok_or_else(|| {
+                format!(
+                    "{f}:{}: sweep.arg: task '{task}' has {n} arguments, no argument {index} (variant {}, axis {})",
+                    axis.line, setup.variant, axis.name
+                )
+            })?;
+            *a = value.to_string();
+        }
+    }
+    Ok(())
+}
+
+/// The set-up of a point: its variant's, with every axis's value set, named by its label.
+pub fn point_setup(sc: &Scenario, p: &Point) -> Result<Setup, String> {
+    let mut setup = sc.setup(&p.variant)?;
+    if p.values.len() != sc.sweep.len() {
+        return Err(format!(
+            "{}: a sweep point has {} values for {} axes",
+            sc.file,
+            p.values.len(),
+            sc.sweep.len()
+        ));
+    }
+    for (a, v) in sc.sweep.iter().zip(&p.values) {
+        apply(sc, &mut setup, a, v)?;
+    }
+    setup.variant = p.label(sc);
+    Ok(setup)
+}
+
+/// Checks made when a scenario is loaded: the sweep's size, and for every variant that each
+/// axis finds its cgroup, task and argument, and that each machine value is a valid one.
+fn check_sweep(sc: &Scenario) -> Result<(), String> {
+    if sc.sweep.is_empty() {
+        return Ok(());
+    }
+    if run_count(sc).is_none() {
+        return Err(format!(
+            "{}:{}: sweep: more than {MAX_RUNS} runs (variants x values of every axis x seeds)",
+            sc.file, sc.sweep[0].line
+        ));
+    }
+    for v in &sc.variants {
+        let base = sc.setup(&v.name)?;
+        for a in &sc.sweep {
+            let values: &[String] = match a.target {
+                SweepTarget::Machine(_) => &a.values,
+                _ => &a.values[..1],
+            };
+            for value in values {
+                let mut setup = base.clone();
+                apply(sc, &mut setup, a, value)?;
+                if matches!(a.target, SweepTarget::Machine(_)) {
+                    machine_config(&sc.file, &setup.machine)
+                        .map_err(|e| format!("{e} (sweep axis {}, variant {})", a.name, v.name))?;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

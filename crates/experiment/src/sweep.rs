@@ -10,189 +10,16 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::compare::task_agg;
 use crate::runner::{run_setup, Progress, RunResult, MACHINE_ROW};
-use crate::scenario::{machine_config, Scenario, Setting, Setup, SweepAxis, SweepTarget};
+use crate::scenario::Scenario;
 
-/// The most values one axis takes.
-pub const MAX_VALUES: usize = 10_000;
-/// The most runs one sweep makes (variants × grid points × seeds).
-pub const MAX_RUNS: usize = 1_000_000;
-
-/// One run of a sweep: a variant, a value per axis (in axis order), a seed.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Point {
-    pub variant: String,
-    pub values: Vec<String>,
-    pub seed: u64,
-}
-
-impl Point {
-    /// How the point names itself in results and errors: `VARIANT[AXIS=VALUE,...]`.
-    pub fn label(&self, sc: &Scenario) -> String {
-        let parts: Vec<String> = sc
-            .sweep
-            .iter()
-            .zip(&self.values)
-            .map(|(a, v)| format!("{}={v}", a.name))
-            .collect();
-        format!("{}[{}]", self.variant, parts.join(","))
-    }
-}
-
-/// The number of runs of a sweep, or None past [`MAX_RUNS`].
-fn run_count(sc: &Scenario) -> Option<usize> {
-    let mut n = sc.variants.len().checked_mul(sc.run.seeds.len())?;
-    for a in &sc.sweep {
-        n = n.checked_mul(a.values.len())?;
-    }
-    (n <= MAX_RUNS).then_some(n)
-}
-
-/// Every run of the sweep, in table order: variants in file order, then the grid with the
-/// first axis outermost, then the seeds. Empty when the scenario has no `[[sweep]]`.
-pub fn points(sc: &Scenario) -> Vec<Point> {
-    if sc.sweep.is_empty() {
-        return Vec::new();
-    }
-    let n = run_count(sc).expect("checked when the scenario was loaded");
-    let mut out = Vec::with_capacity(n);
-    let sizes: Vec<usize> = sc.sweep.iter().map(|a| a.values.len()).collect();
-    let grid: usize = sizes.iter().product();
-    for v in &sc.variants {
-        for mut k in 0..grid {
-            // Mixed-radix digits of k, the last axis fastest.
-            let mut idx = vec![0; sizes.len()];
-            for (i, &size) in sizes.iter().enumerate().rev() {
-                idx[i] = k % size;
-                k /= size;
-            }
-            let values: Vec<String> = sc
-                .sweep
-                .iter()
-                .zip(&idx)
-                .map(|(a, &i)| a.values[i].clone())
-                .collect();
-            for &seed in &sc.run.seeds {
-                out.push(Point {
-                    variant: v.name.clone(),
-                    values: values.clone(),
-                    seed,
-                });
-            }
-        }
-    }
-    out
-}
-
-/// Set one axis's value in a set-up.
-fn apply(sc: &Scenario, setup: &mut Setup, axis: &SweepAxis, value: &str) -> Result<(), String> {
-    let f = &sc.file;
-    let set = |key: &str| Setting {
-        key: key.to_string(),
-        value: value.to_string(),
-        line: axis.line,
-    };
-    match &axis.target {
-        SweepTarget::Machine(key) => match setup.machine.iter_mut().find(|s| &s.key == key) {
-            Some(s) => *s = set(key),
-            None => setup.machine.push(set(key)),
-        },
-        SweepTarget::File { cgroup, file } => {
-            let c = setup
-                .cgroups
-                .iter_mut()
-                .find(|c| &c.path == cgroup)
-                .ok_or_else(|| {
-                    format!(
-                        "{f}:{}: sweep.cgroup: no [[cgroup]] {cgroup} (variant {}, axis {})",
-                        axis.line, setup.variant, axis.name
-                    )
-                })?;
-            match c.files.iter_mut().find(|s| &s.key == file) {
-                Some(s) => *s = set(file),
-                None => c.files.push(set(file)),
-            }
-        }
-        SweepTarget::Arg { task, index } => {
-            let t = setup
-                .tasks
-                .iter_mut()
-                .find(|t| &t.name == task)
-                .ok_or_else(|| {
-                    format!(
-                        "{f}:{}: sweep.task: no [[task]] named '{task}' (variant {}, axis {})",
-                        axis.line, setup.variant, axis.name
-                    )
-                })?;
-            let n = t.args.len();
-            let a = t.args.get_mut(*index).ok_or_else(|| {
-                format!(
-                    "{f}:{}: sweep.arg: task '{task}' has {n} arguments, no argument {index} (variant {}, axis {})",
-                    axis.line, setup.variant, axis.name
-                )
-            })?;
-            *a = value.to_string();
-        }
-    }
-    Ok(())
-}
-
-/// The set-up of a point: its variant's, with every axis's value set, named by its label.
-pub fn point_setup(sc: &Scenario, p: &Point) -> Result<Setup, String> {
-    let mut setup = sc.setup(&p.variant)?;
-    if p.values.len() != sc.sweep.len() {
-        return Err(format!(
-            "{}: a sweep point has {} values for {} axes",
-            sc.file,
-            p.values.len(),
-            sc.sweep.len()
-        ));
-    }
-    for (a, v) in sc.sweep.iter().zip(&p.values) {
-        apply(sc, &mut setup, a, v)?;
-    }
-    setup.variant = p.label(sc);
-    Ok(setup)
-}
-
-/// Checks made when a scenario is loaded: the sweep's size, and for every variant that each
-/// axis finds its cgroup, task and argument, and that each machine value is a valid one.
-pub(crate) fn check(sc: &Scenario) -> Result<(), String> {
-    if sc.sweep.is_empty() {
-        return Ok(());
-    }
-    if run_count(sc).is_none() {
-        return Err(format!(
-            "{}:{}: sweep: more than {MAX_RUNS} runs (variants x values of every axis x seeds)",
-            sc.file, sc.sweep[0].line
-        ));
-    }
-    for v in &sc.variants {
-        let base = sc.setup(&v.name)?;
-        for a in &sc.sweep {
-            let values: &[String] = match a.target {
-                SweepTarget::Machine(_) => &a.values,
-                _ => &a.values[..1],
-            };
-            for value in values {
-                let mut setup = base.clone();
-                apply(sc, &mut setup, a, value)?;
-                if matches!(a.target, SweepTarget::Machine(_)) {
-                    machine_config(&sc.file, &setup.machine)
-                        .map_err(|e| format!("{e} (sweep axis {}, variant {})", a.name, v.name))?;
-                }
-            }
-        }
-    }
-    Ok(())
-}
+pub use crate::scenario::{point_setup, points, Point, MAX_RUNS, MAX_VALUES};
 
 /// Run one point.
 pub fn run_point(sc: &Scenario, p: &Point) -> Result<RunResult, String> {
@@ -321,52 +148,6 @@ impl Table {
     }
 }
 
-/// Run `n` jobs, job `i` being `f(i)`, on up to `jobs` threads, results in job order. After a
-/// failure no new job starts; the first failure in job order is returned.
-pub(crate) fn run_parallel<T: Send>(
-    n: usize,
-    jobs: usize,
-    f: impl Fn(usize) -> Result<T, String> + Sync,
-) -> Result<Vec<T>, String> {
-    let jobs = jobs.clamp(1, n.max(1));
-    if jobs == 1 {
-        return (0..n).map(&f).collect();
-    }
-    let next = AtomicUsize::new(0);
-    let failed = AtomicBool::new(false);
-    let slots: Vec<Mutex<Option<Result<T, String>>>> = (0..n).map(|_| Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|| loop {
-                // Jobs are taken in order, and none after a failure: every job before the
-                // first failing one has been started, so the first error in job order is the
-                // one a sequential run reports.
-                if failed.load(Ordering::SeqCst) {
-                    break;
-                }
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= n {
-                    break;
-                }
-                let r = f(i);
-                if r.is_err() {
-                    failed.store(true, Ordering::SeqCst);
-                }
-                *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-            });
-        }
-    });
-    let mut out = Vec::with_capacity(n);
-    for slot in slots {
-        match slot.into_inner().unwrap_or_else(|e| e.into_inner()) {
-            Some(Ok(r)) => out.push(r),
-            Some(Err(e)) => return Err(e),
-            None => unreachable!("a job after the first failure was reported first"),
-        }
-    }
-    Ok(out)
-}
-
 /// Run a whole sweep on up to `jobs` threads. `done` is called after each run with the
 /// number finished so far (for a progress display).
 pub fn sweep(sc: &Scenario, jobs: usize, done: &(dyn Fn(usize) + Sync)) -> Result<Table, String> {
@@ -375,7 +156,7 @@ pub fn sweep(sc: &Scenario, jobs: usize, done: &(dyn Fn(usize) + Sync)) -> Resul
     }
     let pts = points(sc);
     let finished = AtomicUsize::new(0);
-    let rows = run_parallel(pts.len(), jobs, |i| {
+    let rows = crate::parallel::run_parallel(pts.len(), jobs, |i| {
         let r = run_point(sc, &pts[i])?;
         done(finished.fetch_add(1, Ordering::SeqCst) + 1);
         Ok(row(sc, &pts[i], &r))

@@ -289,9 +289,15 @@ fn ratio_brackets_are_percent_of_the_base() {
             }
         }
         let st = &row.stats;
+        // A count's min is printed whole, a time's or a size's with two decimals.
+        let min = if f.is_count() {
+            format!("{:.0}", st.min)
+        } else {
+            format!("{:.2}", st.min)
+        };
         let expected = match rp.min {
-            Some(x) => format!("min: {:.2} [{x:.1}%]", st.min),
-            None => format!("min: {:.2} [n/a]", st.min),
+            Some(x) => format!("min: {min} [{x:.1}%]"),
+            None => format!("min: {min} [n/a]"),
         };
         let block = format!("\n{}:\n", f.title);
         let at = ratio.find(&block).unwrap() + block.len();
@@ -577,4 +583,72 @@ fn soft_limit_machine_keys_are_accepted() {
         t("memory = \"64M\"")
     ));
     assert!(e.starts_with("t.toml:19: machine.iter_cost: "), "{e}");
+}
+
+/// A v2 run that sets no soft limit: its summary has no soft-limit line (the reclaim walks
+/// have a line of their own), no column that is `-` in every row, and a machine peak that
+/// no group's peak exceeds.
+#[test]
+fn run_summary_shows_only_what_the_run_used() {
+    let sc = scenario(
+        r#"name = "limited"
+[machine]
+memory = "128M"
+swap = "128M"
+[[cgroup]]
+path = "/"
+files = { "cgroup.subtree_control" = "+memory" }
+[[cgroup]]
+path = "/w"
+files = { "memory.max" = "16M" }
+[[task]]
+name = "w"
+cgroup = "/w"
+workload = "anon"
+args = ["32M", "--passes", "2"]
+[run]
+duration = "30s"
+until = "tasks"
+sample = "1s"
+"#,
+    );
+    let r = run_variant(&sc, "base", 1, false).unwrap();
+    let text = r.render();
+    assert!(!text.contains("soft-limit"), "{text}");
+    if r.reclaim.get("memcg_walk_steps").unwrap_or(0) > 0 {
+        assert!(text.contains("\nreclaim walks: "), "{text}");
+    }
+    let header = text.lines().find(|l| l.starts_with("cgroup ")).unwrap();
+    for col in ["usage", "peak", "pgfault", "high", "max"] {
+        assert!(header.split_whitespace().any(|c| c == col), "{header}");
+    }
+    let machine = r.cgroups.iter().find(|c| c.cgroup == MACHINE_ROW).unwrap();
+    let w = r.cgroups.iter().find(|c| c.cgroup == "/w").unwrap();
+    assert!(w.usage_peak.unwrap() <= machine.usage_peak.unwrap());
+    assert!(w.swap_peak.unwrap() <= machine.swap_peak.unwrap());
+    assert!(w.swap_peak.unwrap() > 0, "the task did not swap");
+    let sampled = r.series.max(MACHINE_ROW, "used").unwrap();
+    assert!(machine.usage_peak.unwrap() >= sampled);
+
+    // On cgroup v1 the `high` column (no such file) is left out.
+    let v1 = scenario(
+        r#"name = "v1"
+[machine]
+memory = "128M"
+cgroup = "v1"
+[[cgroup]]
+path = "/w"
+[[task]]
+name = "w"
+cgroup = "/w"
+workload = "anon"
+args = ["1M"]
+[run]
+duration = "2s"
+"#,
+    );
+    let text = run_variant(&v1, "base", 1, false).unwrap().render();
+    let header = text.lines().find(|l| l.starts_with("cgroup ")).unwrap();
+    assert!(!header.split_whitespace().any(|c| c == "high"), "{header}");
+    assert!(header.split_whitespace().any(|c| c == "max"), "{header}");
 }
