@@ -4,11 +4,25 @@
 //! runs python/tests (the Ray backend against a local Ray instance, and the examples).
 //!
 //! It needs python3 with venv and pip, and the network for the packages. When they are
-//! missing the test is skipped with a note, unless MEMCGSIM_PYTHON=1 (set by `.ci/run`), which
-//! makes their absence a failure.
+//! missing the test shows as ignored, with the reason and the set-up command, unless
+//! MEMCGSIM_PYTHON=1 (set by `.ci/run`), which makes their absence a failure. The file is its
+//! own test harness (libtest-mimic), since whether the test is skipped is known only when it
+//! runs. It prints how long each step took.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Instant;
+
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+
+fn main() {
+    let args = Arguments::from_args();
+    let trials = vec![Trial::ignorable_test(
+        "python_package_passes_its_tests",
+        python_package_passes_its_tests,
+    )];
+    libtest_mimic::run(&args, trials).exit();
+}
 
 /// What pytest needs beside the package: the builder, pyproject.toml's `test` extra, Ray for
 /// the Ray backend's test and matplotlib for the example's chart.
@@ -60,20 +74,25 @@ fn venv() -> Result<PathBuf, String> {
     Ok(dir)
 }
 
-#[test]
-fn python_package_passes_its_tests() {
+fn python_package_passes_its_tests() -> Result<Completion, Failed> {
     let required = std::env::var("MEMCGSIM_PYTHON").as_deref() == Ok("1");
+    let t = Instant::now();
     let dir = match venv() {
         Ok(d) => d,
         Err(why) => {
-            assert!(
-                !required,
-                "MEMCGSIM_PYTHON=1 but no Python environment: {why}"
-            );
-            eprintln!("Python tests skipped: {why}");
-            return;
+            if required {
+                return Err(format!("MEMCGSIM_PYTHON=1 but no Python environment: {why}").into());
+            }
+            let first = why.lines().next().unwrap_or_default();
+            return Ok(Completion::ignored_with(format!(
+                "Python tier skipped: {first}; set it up with `python/setup.sh`, run it with `MEMCGSIM_PYTHON=1 cargo test --release --test python`"
+            )));
         }
     };
+    eprintln!(
+        "python tier: virtual environment and packages ready in {:.0} s",
+        t.elapsed().as_secs_f64()
+    );
     // `pip install .`, as the README says, with the venv's maturin (no isolated build
     // environment to download again), its own target directory (this test's cargo holds
     // the workspace's) and the `pytest` profile, which compiles in about half the time.
@@ -86,6 +105,7 @@ fn python_package_passes_its_tests() {
         ),
     )
     .expect("PATH");
+    let t = Instant::now();
     run(
         Command::new(dir.join("bin/pip"))
             .args([
@@ -101,13 +121,21 @@ fn python_package_passes_its_tests() {
             .env("MATURIN_PEP517_ARGS", "--profile pytest")
             .env("PATH", &path),
         "pip install .",
-    )
-    .unwrap();
+    )?;
+    eprintln!(
+        "python tier: `pip install .` built the package in {:.0} s",
+        t.elapsed().as_secs_f64()
+    );
+    let t = Instant::now();
     run(
         Command::new(dir.join("bin/python"))
             .args(["-m", "pytest", "-q", "python/tests"])
             .env("MEMCGSIM_BIN", env!("CARGO_BIN_EXE_memcgsim")),
         "pytest python/tests",
-    )
-    .unwrap();
+    )?;
+    eprintln!(
+        "python tier: pytest passed in {:.0} s",
+        t.elapsed().as_secs_f64()
+    );
+    Ok(Completion::Completed)
 }
