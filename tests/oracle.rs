@@ -2,8 +2,9 @@
 //! (`memcgsim oracle`), and must agree on every expectation and compared value.
 //!
 //! It needs QEMU, busybox, gcc and an unpacked kernel (`oracle/setup.sh`). When they are
-//! missing its tests show as ignored, with the reason and the set-up command, unless
-//! MEMCGSIM_ORACLE=1 (set by `.ci/run`), which makes their absence a failure. The file is
+//! missing, or MEMCGSIM_FAST=1 asks for the fast tier alone, its tests show as ignored, with
+//! the reason and the set-up command, unless MEMCGSIM_ORACLE=1 (set by `.ci/run`), which
+//! makes their absence a failure. The file is
 //! its own test harness (libtest-mimic), since whether a test is skipped is known only when
 //! it runs.
 
@@ -15,6 +16,7 @@ use libtest_mimic::{Arguments, Completion, Failed, Trial};
 fn main() {
     let args = Arguments::from_args();
     let trials = vec![
+        Trial::test("agreeing_scripts_share_boots", agreeing_scripts_share_boots),
         Trial::ignorable_test("model_agrees_with_the_kernel", model_agrees_with_the_kernel),
         Trial::ignorable_test("guest_helper_self_test", guest_helper_self_test),
         Trial::ignorable_test(
@@ -71,7 +73,54 @@ const AGREEING: &[&str] = &[
     "tests/dirty/writer_limit.mcg",
 ];
 
+/// How the agreeing scripts share boots (this needs no guest): 10 boots for 26 scripts.
+/// A script that writes machine-wide state (a sysctl, a root cgroup limit, a PSI trigger on
+/// /proc/pressure) boots alone; one that reads it (the root's cgroup.stat or
+/// memory.pressure, /proc/vmstat) runs first in its boot.
+fn agreeing_scripts_share_boots() -> Result<(), Failed> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut trs = Vec::new();
+    for f in AGREEING {
+        let text = std::fs::read_to_string(root.join(f)).map_err(|e| format!("{f}: {e}"))?;
+        trs.push(memcgsim_oracle::translate::translate(&text).map_err(|e| format!("{f}: {e}"))?);
+    }
+    let refs: Vec<_> = trs.iter().collect();
+    let boots = memcgsim_oracle::plan(&refs, false);
+    let shown: Vec<Vec<&str>> = boots
+        .iter()
+        .map(|b| b.iter().map(|&i| AGREEING[i]).collect())
+        .collect();
+    let mut seen: Vec<usize> = boots.iter().flatten().copied().collect();
+    seen.sort();
+    assert_eq!(seen, (0..AGREEING.len()).collect::<Vec<_>>(), "{shown:#?}");
+    for b in &boots {
+        for (pos, &i) in b.iter().enumerate() {
+            let reach = trs[i].reach;
+            assert!(!reach.writes_machine || b.len() == 1, "{shown:#?}");
+            assert!(!reach.reads_machine || pos == 0, "{shown:#?}");
+        }
+    }
+    let reach = |f: &str| trs[AGREEING.iter().position(|a| *a == f).unwrap()].reach;
+    assert!(reach("tests/dirty/sysctl.mcg").writes_machine);
+    assert!(reach("tests/v1/memsw.mcg").writes_machine);
+    assert!(reach("tests/swap/readahead.mcg").writes_machine);
+    assert!(reach("tests/cgroup/dying.mcg").reads_machine);
+    assert!(reach("tests/psi/direct_reclaim.mcg").reads_machine);
+    assert_eq!(reach("tests/kmem/basic.mcg"), Default::default());
+    assert_eq!(boots.len(), 10, "{shown:#?}");
+    Ok(())
+}
+
+/// Why the tier is off though it could run: MEMCGSIM_FAST=1.
+fn fast() -> Option<String> {
+    (std::env::var("MEMCGSIM_FAST").as_deref() == Ok("1"))
+        .then(|| "MEMCGSIM_FAST=1 runs the fast tier alone".to_string())
+}
+
 fn oracle_ready() -> Result<(), String> {
+    if let Some(why) = fast() {
+        return Err(why);
+    }
     let out = Command::new(env!("CARGO_BIN_EXE_memcgsim"))
         .args(["oracle", "--help"])
         .output()
@@ -182,6 +231,9 @@ fn guest_helper_self_test() -> Result<Completion, Failed> {
 /// the Zipf sampler, and its default seed (the ready-file name after `--hold` is not hashed),
 /// against the workload's own generators. Bad arguments are refused by both.
 fn guest_access_draws_match_the_model() -> Result<Completion, Failed> {
+    if let Some(why) = fast() {
+        return skipped(&why);
+    }
     let dir = tempfile::tempdir().expect("a scratch directory");
     let bin = dir.path().join("mcgh");
     let built = Command::new("gcc")

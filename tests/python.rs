@@ -4,8 +4,8 @@
 //! runs python/tests (the Ray backend against a local Ray instance, and the examples).
 //!
 //! It needs python3 with venv and pip, and the network for the packages. When they are
-//! missing the test shows as ignored, with the reason and the set-up command, unless
-//! MEMCGSIM_PYTHON=1 (set by `.ci/run`), which makes their absence a failure. The file is its
+//! missing, or MEMCGSIM_FAST=1 asks for the fast tier alone, the test shows as ignored, with
+//! the reason and the set-up command, unless MEMCGSIM_PYTHON=1 (set by `.ci/run`), which makes their absence a failure. The file is its
 //! own test harness (libtest-mimic), since whether the test is skipped is known only when it
 //! runs. It prints how long each step took.
 
@@ -57,6 +57,9 @@ fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
 
 /// The virtual environment, with the packages installed.
 fn venv() -> Result<PathBuf, String> {
+    if std::env::var("MEMCGSIM_FAST").as_deref() == Ok("1") {
+        return Err("MEMCGSIM_FAST=1 runs the fast tier alone".into());
+    }
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-venv");
     let pip = dir.join("bin/pip");
     if !pip.is_file() {
