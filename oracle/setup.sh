@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One-time set-up for `memcgsim oracle`: installs QEMU, busybox, cpio and a static C
-# toolchain from Debian's packages, and unpacks Debian's linux-image-amd64 (Linux 6.1) into
+# One-time set-up for `memcgsim oracle`: installs QEMU, busybox, cpio, a static C
+# toolchain, e2fsprogs and fdisk (the guest's disks) from Debian's packages, and unpacks Debian's linux-image-amd64 (Linux 6.1) into
 # the oracle directory ($MEMCGSIM_ORACLE_DIR, default ~/.cache/memcgsim/oracle) without
 # installing it. It then extracts the uncompressed kernel (boot/vmlinux-VERSION) from the
 # bzImage: QEMU boots that ELF directly through its PVH entry point, which saves the
@@ -9,14 +9,15 @@
 #   oracle/setup.sh                 the default kernel, into DIR/linux (used by default)
 #   oracle/setup.sh PACKAGE         another Debian kernel package, into DIR/PACKAGE, e.g.
 #                                   linux-image-6.12.113+deb12-amd64-unsigned; then pass
-#                                   --kernel DIR/PACKAGE/boot/vmlinuz-* to memcgsim oracle
+#                                   --kernel DIR/PACKAGE/boot/vmlinux-* (or vmlinuz-*) to
+#                                   memcgsim oracle
 set -euo pipefail
 dir="${MEMCGSIM_ORACLE_DIR:-$HOME/.cache/memcgsim/oracle}"
 sudo=""
 [ "$(id -u)" = 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
-$sudo apt-get install -y -qq qemu-system-x86 busybox-static cpio gcc libc6-dev e2fsprogs util-linux xz-utils zstd bzip2 >/dev/null
+$sudo apt-get install -y -qq qemu-system-x86 busybox-static cpio gcc libc6-dev e2fsprogs util-linux fdisk xz-utils zstd bzip2 >/dev/null
 if [ $# -ge 1 ]; then
   pkg="$1"
   dest="$dir/$pkg"
