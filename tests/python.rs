@@ -70,7 +70,14 @@ fn venv() -> Result<PathBuf, String> {
     }
     run(
         Command::new(&pip)
-            .args(["install", "--quiet", "--disable-pip-version-check"])
+            // No .pyc files at install (Ray alone has thousands of modules); Python writes
+            // them for the modules it imports.
+            .args([
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-compile",
+            ])
             .args(PACKAGES),
         "pip install maturin pytest pandas ray matplotlib",
     )?;
