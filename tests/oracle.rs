@@ -18,6 +18,10 @@ fn main() {
     let trials = vec![
         Trial::test("agreeing_scripts_share_boots", agreeing_scripts_share_boots),
         Trial::ignorable_test("model_agrees_with_the_kernel", model_agrees_with_the_kernel),
+        Trial::ignorable_test(
+            "scripts_sharing_a_boot_start_clean",
+            scripts_sharing_a_boot_start_clean,
+        ),
         Trial::ignorable_test("guest_helper_self_test", guest_helper_self_test),
         Trial::ignorable_test(
             "guest_access_draws_match_the_model",
@@ -178,6 +182,37 @@ fn model_agrees_with_the_kernel() -> Result<Completion, Failed> {
             "no result for {s}:\n{stdout}"
         );
     }
+    Ok(Completion::Completed)
+}
+
+/// Two scripts in one boot: the first leaves a held task, a frozen cgroup, swapped pages and
+/// files behind (oracle/isolation/leave_behind.mcg); the second finds none of it on the
+/// kernel, as on the model where it runs alone (start_clean.mcg).
+fn scripts_sharing_a_boot_start_clean() -> Result<Completion, Failed> {
+    if let Err(why) = oracle_ready() {
+        return skipped(&why);
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_memcgsim"))
+        .args([
+            "oracle",
+            "oracle/isolation/leave_behind.mcg",
+            "oracle/isolation/start_clean.mcg",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run memcgsim oracle");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("booting Linux for 2 scripts"),
+        "the two scripts did not share a boot:\n{stderr}"
+    );
+    assert!(
+        out.status.success(),
+        "the second script saw what the first left (exit {:?}):\n{}\n{stderr}\n{stdout}",
+        out.status.code(),
+        disagreements(&stdout)
+    );
     Ok(Completion::Completed)
 }
 
