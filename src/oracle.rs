@@ -6,8 +6,9 @@ use memcgsim_oracle::{CompareOpts, GuestSetup, OracleOpts};
 
 use crate::OracleArgs;
 
-/// Run every script on the model and on the kernel; exit 0 if all agree, 1 if any disagrees,
-/// 2 if a script or the guest could not be run.
+/// Run every script on the model and on the kernel (several per boot where they cannot see
+/// each other); exit 0 if all agree, 1 if any disagrees, 2 if a script or the guest could
+/// not be run.
 pub fn run(args: &OracleArgs) -> i32 {
     let opts = OracleOpts {
         kernel: args.kernel.clone(),
@@ -36,18 +37,21 @@ pub fn run(args: &OracleArgs) -> i32 {
     };
     let mut worst = 0;
     let mut summary = Vec::new();
+    let mut scripts = Vec::new();
     for file in &args.files {
         let name = file.display().to_string();
-        let text = match std::fs::read_to_string(file) {
-            Ok(t) => t,
+        match std::fs::read_to_string(file) {
+            Ok(text) => scripts.push((name, text)),
             Err(e) => {
                 eprintln!("memcgsim: {name}: {e}");
                 worst = 2;
-                continue;
             }
-        };
-        let mut log = std::io::stderr();
-        match memcgsim_oracle::run_script(&setup, &name, &text, &opts, &mut log) {
+        }
+    }
+    let mut log = std::io::stderr();
+    let results = memcgsim_oracle::run_scripts(&setup, &scripts, &opts, &mut log);
+    for ((name, _), result) in scripts.into_iter().zip(results) {
+        match result {
             Ok(r) => {
                 println!(
                     "== {name}: model vs Linux {} ({}, {:.1} s)",

@@ -3,8 +3,8 @@
 //! drawn, the tables holding exactly the numbers `compare` prints, and a screenshot.
 //!
 //! The browser part needs Debian's `chromium` (scripts/setup-chromium.sh; $CHROMIUM names
-//! another binary). Without it that part is skipped with a note, unless MEMCGSIM_CHROMIUM=1
-//! (set by `.ci/run`), which makes its absence a failure.
+//! another binary). Without it, or with MEMCGSIM_FAST=1, that part is skipped with a note
+//! that `cargo test` shows, unless MEMCGSIM_CHROMIUM=1 (set by `.ci/run`), which makes its absence a failure.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -34,6 +34,9 @@ fn scratch(name: &str) -> PathBuf {
 
 /// The browser, or why there is none.
 fn chromium() -> Result<String, String> {
+    if std::env::var("MEMCGSIM_FAST").as_deref() == Ok("1") {
+        return Err("MEMCGSIM_FAST=1 runs the fast tier alone".into());
+    }
     let name = std::env::var("CHROMIUM").unwrap_or_else(|_| "chromium".into());
     match Command::new(&name).arg("--version").output() {
         Ok(o) if o.status.success() => Ok(name),
@@ -42,6 +45,17 @@ fn chromium() -> Result<String, String> {
             "{name}: {e} (scripts/setup-chromium.sh installs it)"
         )),
     }
+}
+
+/// Say that the browser part was skipped, with the set-up command, where `cargo test` shows
+/// it without --nocapture: the test harness captures print! and eprint!, not writes to the
+/// stderr handle.
+fn note_skip(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "note: browser check skipped: {why}; set it up with `scripts/setup-chromium.sh`, run it with `MEMCGSIM_CHROMIUM=1 cargo test --release --test html`"
+    );
 }
 
 /// Open a page headless: its DOM once loaded and its scripts have run (virtual time lets
@@ -330,7 +344,7 @@ fn compare_page_is_self_contained_deterministic_and_renders() {
                 std::env::var("MEMCGSIM_CHROMIUM").as_deref() != Ok("1"),
                 "MEMCGSIM_CHROMIUM=1 but no browser: {why}"
             );
-            eprintln!("browser check skipped: {why}");
+            note_skip(&why);
             return;
         }
     };
@@ -389,9 +403,12 @@ fn run_page_draws_the_runs_charts() {
     assert!(html.contains("oomd: kill /w/runaway"));
     check_y_axes(&html);
     check_order_and_contents(&html, "<pre id=\"report\">");
-    let Ok(browser) = chromium() else {
-        eprintln!("browser check skipped: no chromium");
-        return;
+    let browser = match chromium() {
+        Ok(b) => b,
+        Err(why) => {
+            note_skip(&why);
+            return;
+        }
     };
     let dom = open(&browser, &page, &d.join("run.png"));
     assert_eq!(attr(&dom, "body", "data-js-errors").as_deref(), Some("0"));

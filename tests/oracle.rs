@@ -2,11 +2,45 @@
 //! (`memcgsim oracle`), and must agree on every expectation and compared value.
 //!
 //! It needs QEMU, busybox, gcc and an unpacked kernel (`oracle/setup.sh`). When they are
-//! missing the tier is skipped with a note, unless MEMCGSIM_ORACLE=1 (set by `.ci/run`),
-//! which makes their absence a failure.
+//! missing, or MEMCGSIM_FAST=1 asks for the fast tier alone, its tests show as ignored, with
+//! the reason and the set-up command, unless MEMCGSIM_ORACLE=1 (set by `.ci/run`), which
+//! makes their absence a failure. The file is
+//! its own test harness (libtest-mimic), since whether a test is skipped is known only when
+//! it runs.
 
 use std::path::Path;
 use std::process::Command;
+
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+
+fn main() {
+    let args = Arguments::from_args();
+    let trials = vec![
+        Trial::test("agreeing_scripts_share_boots", agreeing_scripts_share_boots),
+        Trial::ignorable_test("model_agrees_with_the_kernel", model_agrees_with_the_kernel),
+        Trial::ignorable_test(
+            "scripts_sharing_a_boot_start_clean",
+            scripts_sharing_a_boot_start_clean,
+        ),
+        Trial::ignorable_test("guest_helper_self_test", guest_helper_self_test),
+        Trial::ignorable_test(
+            "guest_access_draws_match_the_model",
+            guest_access_draws_match_the_model,
+        ),
+    ];
+    libtest_mimic::run(&args, trials).exit();
+}
+
+/// A trial's result when the tier cannot run: a failure under MEMCGSIM_ORACLE=1, otherwise
+/// ignored with the reason and what to do.
+fn skipped(why: &str) -> Result<Completion, Failed> {
+    if std::env::var("MEMCGSIM_ORACLE").as_deref() == Ok("1") {
+        return Err(format!("MEMCGSIM_ORACLE=1 but the oracle cannot run: {why}").into());
+    }
+    Ok(Completion::ignored_with(format!(
+        "oracle tier skipped: {why}; set it up with `oracle/setup.sh`, run it with `MEMCGSIM_ORACLE=1 cargo test --release --test oracle`"
+    )))
+}
 
 /// Scripts the model and Linux 6.1 agree on, covering OOM events, memory.high, swap and
 /// reclaim, the oom.group kill, protection under limit reclaim, v1 limits, the cgroup core
@@ -43,7 +77,54 @@ const AGREEING: &[&str] = &[
     "tests/dirty/writer_limit.mcg",
 ];
 
+/// How the agreeing scripts share boots (this needs no guest): 10 boots for 26 scripts.
+/// A script that writes machine-wide state (a sysctl, a root cgroup limit, a PSI trigger on
+/// /proc/pressure) boots alone; one that reads it (the root's cgroup.stat or
+/// memory.pressure, /proc/vmstat) runs first in its boot.
+fn agreeing_scripts_share_boots() -> Result<(), Failed> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut trs = Vec::new();
+    for f in AGREEING {
+        let text = std::fs::read_to_string(root.join(f)).map_err(|e| format!("{f}: {e}"))?;
+        trs.push(memcgsim_oracle::translate::translate(&text).map_err(|e| format!("{f}: {e}"))?);
+    }
+    let refs: Vec<_> = trs.iter().collect();
+    let boots = memcgsim_oracle::plan(&refs, false);
+    let shown: Vec<Vec<&str>> = boots
+        .iter()
+        .map(|b| b.iter().map(|&i| AGREEING[i]).collect())
+        .collect();
+    let mut seen: Vec<usize> = boots.iter().flatten().copied().collect();
+    seen.sort();
+    assert_eq!(seen, (0..AGREEING.len()).collect::<Vec<_>>(), "{shown:#?}");
+    for b in &boots {
+        for (pos, &i) in b.iter().enumerate() {
+            let reach = trs[i].reach;
+            assert!(!reach.writes_machine || b.len() == 1, "{shown:#?}");
+            assert!(!reach.reads_machine || pos == 0, "{shown:#?}");
+        }
+    }
+    let reach = |f: &str| trs[AGREEING.iter().position(|a| *a == f).unwrap()].reach;
+    assert!(reach("tests/dirty/sysctl.mcg").writes_machine);
+    assert!(reach("tests/v1/memsw.mcg").writes_machine);
+    assert!(reach("tests/swap/readahead.mcg").writes_machine);
+    assert!(reach("tests/cgroup/dying.mcg").reads_machine);
+    assert!(reach("tests/psi/direct_reclaim.mcg").reads_machine);
+    assert_eq!(reach("tests/kmem/basic.mcg"), Default::default());
+    assert_eq!(boots.len(), 10, "{shown:#?}");
+    Ok(())
+}
+
+/// Why the tier is off though it could run: MEMCGSIM_FAST=1.
+fn fast() -> Option<String> {
+    (std::env::var("MEMCGSIM_FAST").as_deref() == Ok("1"))
+        .then(|| "MEMCGSIM_FAST=1 runs the fast tier alone".to_string())
+}
+
 fn oracle_ready() -> Result<(), String> {
+    if let Some(why) = fast() {
+        return Err(why);
+    }
     let out = Command::new(env!("CARGO_BIN_EXE_memcgsim"))
         .args(["oracle", "--help"])
         .output()
@@ -63,22 +144,16 @@ fn oracle_ready() -> Result<(), String> {
             })
             .unwrap_or(false);
         if !found {
-            return Err(format!("{tool} is not installed (run oracle/setup.sh)"));
+            return Err(format!("{tool} is not installed"));
         }
     }
     Ok(())
 }
 
-#[test]
-fn model_agrees_with_the_kernel() {
+fn model_agrees_with_the_kernel() -> Result<Completion, Failed> {
     let required = std::env::var("MEMCGSIM_ORACLE").as_deref() == Ok("1");
     if let Err(why) = oracle_ready() {
-        assert!(
-            !required,
-            "MEMCGSIM_ORACLE=1 but the oracle cannot run: {why}"
-        );
-        eprintln!("differential tier skipped: {why}");
-        return;
+        return skipped(&why);
     }
     // Every expectation must agree exactly. Printed values are compared with 25%: the kernel
     // itself varies between runs (reclaim_swap's swap.current ranged 24.9M..25.6M over
@@ -92,8 +167,7 @@ fn model_agrees_with_the_kernel() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     if !required && stderr.contains("not found") {
-        eprintln!("differential tier skipped: {stderr}");
-        return;
+        return skipped(stderr.trim());
     }
     assert!(
         out.status.success(),
@@ -108,6 +182,38 @@ fn model_agrees_with_the_kernel() {
             "no result for {s}:\n{stdout}"
         );
     }
+    Ok(Completion::Completed)
+}
+
+/// Two scripts in one boot: the first leaves a held task, a frozen cgroup, swapped pages and
+/// files behind (oracle/isolation/leave_behind.mcg); the second finds none of it on the
+/// kernel, as on the model where it runs alone (start_clean.mcg).
+fn scripts_sharing_a_boot_start_clean() -> Result<Completion, Failed> {
+    if let Err(why) = oracle_ready() {
+        return skipped(&why);
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_memcgsim"))
+        .args([
+            "oracle",
+            "oracle/isolation/leave_behind.mcg",
+            "oracle/isolation/start_clean.mcg",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run memcgsim oracle");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("booting Linux for 2 scripts"),
+        "the two scripts did not share a boot:\n{stderr}"
+    );
+    assert!(
+        out.status.success(),
+        "the second script saw what the first left (exit {:?}):\n{}\n{stderr}\n{stdout}",
+        out.status.code(),
+        disagreements(&stdout)
+    );
+    Ok(Completion::Completed)
 }
 
 /// The lines of a report that disagree, each under the header of its script, so that a log
@@ -137,16 +243,9 @@ fn disagreements(report: &str) -> String {
 /// The guest workload helper (oracle/guest/mcgh.c), built and exercised on the host: sizes,
 /// workloads (with the argument errors of dd, cat and tar, and their files in a scratch data
 /// directory), errno reporting, fd reads and the hold/ready protocol.
-#[test]
-fn guest_helper_self_test() {
-    let required = std::env::var("MEMCGSIM_ORACLE").as_deref() == Ok("1");
+fn guest_helper_self_test() -> Result<Completion, Failed> {
     if let Err(why) = oracle_ready() {
-        assert!(
-            !required,
-            "MEMCGSIM_ORACLE=1 but the oracle cannot run: {why}"
-        );
-        eprintln!("guest helper self-test skipped: {why}");
-        return;
+        return skipped(&why);
     }
     let out = Command::new("sh")
         .arg("oracle/guest/selftest.sh")
@@ -159,15 +258,17 @@ fn guest_helper_self_test() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    Ok(Completion::Completed)
 }
 
 /// The guest helper's `access` (oracle/guest/mcgh.c, built on the host) visits the model's
 /// pages in the model's order, bit for bit: its port of splitmix64, `below()`, `unit()` and
 /// the Zipf sampler, and its default seed (the ready-file name after `--hold` is not hashed),
 /// against the workload's own generators. Bad arguments are refused by both.
-#[test]
-fn guest_access_draws_match_the_model() {
-    let required = std::env::var("MEMCGSIM_ORACLE").as_deref() == Ok("1");
+fn guest_access_draws_match_the_model() -> Result<Completion, Failed> {
+    if let Some(why) = fast() {
+        return skipped(&why);
+    }
     let dir = tempfile::tempdir().expect("a scratch directory");
     let bin = dir.path().join("mcgh");
     let built = Command::new("gcc")
@@ -179,11 +280,7 @@ fn guest_access_draws_match_the_model() {
         .output();
     let built = match built {
         Ok(o) => o,
-        Err(e) => {
-            assert!(!required, "MEMCGSIM_ORACLE=1 but gcc cannot run: {e}");
-            eprintln!("access draw check skipped: gcc cannot run: {e}");
-            return;
-        }
+        Err(e) => return skipped(&format!("gcc cannot run: {e}")),
     };
     assert!(
         built.status.success(),
@@ -298,4 +395,5 @@ fn guest_access_draws_match_the_model() {
         .output()
         .expect("run mcgh");
     assert_eq!(hold_bad.status.code(), Some(2), "--hold=x");
+    Ok(Completion::Completed)
 }

@@ -14,7 +14,10 @@
  *   - control-file writes, mkdir and rmdir whose errno must be reported
  *     exactly (the shell only says "write error");
  *   - raw reads of an already-open file descriptor from offset 0;
- *   - waiting until a held workload is ready, or gone.
+ *   - waiting until a held workload is ready, or gone;
+ *   - running one script of a batch as a session: the script's shell and
+ *     everything it started, killed and reaped when the shell ends, so that
+ *     the next script starts with no process of the last.
  *
  * Every machine-readable line starts with "@@MCG " and is emitted with one
  * write(2), never through buffered stdio: the process may be SIGKILLed (by
@@ -37,6 +40,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <dirent.h>
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -238,7 +244,8 @@ static void usage(void)
         "       mcgh poll LINE FD TIMEOUT_MS\n"
         "       mcgh open LINE PATH\n"
         "       mcgh waitready NAME PID TIMEOUT_MS\n"
-        "       mcgh size SIZE\n";
+        "       mcgh size SIZE\n"
+        "       mcgh session SCRIPT\n";
 
     (void)write_all(2, text, sizeof(text) - 1);
 }
@@ -2096,6 +2103,88 @@ static int cmd_waitready(int argc, char **argv)
     return 0;
 }
 
+
+/* SIGKILL every process whose parent is this one; the number signalled. */
+static int kill_children(void)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    pid_t me = getpid();
+    int n = 0;
+
+    if (!d)
+        return 0;
+    while ((e = readdir(d)) != NULL) {
+        char path[64], buf[512];
+        char *close_paren;
+        long pid, ppid;
+        ssize_t got;
+        int fd;
+
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        pid = strtol(e->d_name, NULL, 10);
+        snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        got = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (got <= 0)
+            continue;
+        buf[got] = 0;
+        /* pid (comm) state ppid ...: comm may hold spaces and parentheses. */
+        close_paren = strrchr(buf, ')');
+        if (!close_paren || sscanf(close_paren + 1, " %*c %ld", &ppid) != 1)
+            continue;
+        if (ppid == me && kill((pid_t)pid, SIGKILL) == 0)
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* session SCRIPT: run `sh SCRIPT` as a child, this process being the
+ * subreaper of everything the script starts (orphans are re-parented here,
+ * not to init). When the shell exits, every remaining descendant is
+ * SIGKILLed and reaped, children first and then their re-parented
+ * children, until none is left: no task of one script outlives it, not even
+ * as a zombie. Exits with the shell's status (128+N if killed by signal N). */
+static int cmd_session(int argc, char **argv)
+{
+    pid_t sh;
+    int status = 0, rc;
+
+    if (argc != 3)
+        usage_exit("session needs SCRIPT", NULL);
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+        report_err("prctl(PR_SET_CHILD_SUBREAPER)", errno);
+        return 125;
+    }
+    sh = fork();
+    if (sh < 0) {
+        report_err("fork", errno);
+        return 125;
+    }
+    if (sh == 0) {
+        execl("/bin/sh", "sh", argv[2], (char *)NULL);
+        _exit(127);
+    }
+    while (waitpid(sh, &status, 0) < 0) {
+        if (errno != EINTR) {
+            report_err("waitpid", errno);
+            break;
+        }
+    }
+    rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    for (;;) {
+        kill_children();
+        if (waitpid(-1, NULL, 0) < 0 && errno == ECHILD)
+            break;
+    }
+    return rc;
+}
+
 /* mcgh poll LINE FD TIMEOUT_MS: poll() an inherited pressure fd for POLLPRI,
  * as an agent waits on its PSI trigger, and record what came first:
  * POLLERR (no trigger on the fd, or its cgroup is gone: the kernel sets
@@ -2186,6 +2275,8 @@ int main(int argc, char **argv)
         return cmd_size(argc, argv);
     if (strcmp(cmd, "poll") == 0)
         return cmd_poll(argc, argv);
+    if (strcmp(cmd, "session") == 0)
+        return cmd_session(argc, argv);
     if (strcmp(cmd, "access-draws") == 0)
         return cmd_access_draws(argc, argv);
     usage_exit("unknown command", cmd);

@@ -457,6 +457,25 @@ check "enter: bad arguments join nothing" "" "$(cat "$CG/cgroup.procs")"
 check_rc "enter: workload failure exits 1" 1 \
     sh -c 'ulimit -v 65536 && exec "$0" enter "$1" - -- anon 1G' "$BIN" "$CG"
 
+# ---------------------------------------------------------------- session
+# A script's background tasks and the orphans they leave are killed and reaped
+# when its shell ends; the status is the shell's.
+cat >"$T/sess.sh" <<EOS
+sleep 300 & echo \$! >"$T/sess.bg"
+sh -c 'sleep 300 & echo \$! >"$T/sess.orphan"'
+exit 3
+EOS
+check_rc "session: exits with the script's status" 3 "$BIN" session "$T/sess.sh"
+for f in sess.bg sess.orphan; do
+    p=$(cat "$T/$f" 2>/dev/null)
+    if [ -n "$p" ] && ! kill -0 "$p" 2>/dev/null; then
+        pass "session: $f task gone when the session returns"
+    else
+        fail "session: $f task gone when the session returns" "pid '$p' still there"
+    fi
+done
+check_rc "session: missing SCRIPT exits 2" 2 "$BIN" session
+
 # ---------------------------------------------------------------- summary
 echo "$((CHECKS - FAILS))/$CHECKS checks passed"
 [ "$FAILS" -eq 0 ]

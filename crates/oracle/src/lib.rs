@@ -4,7 +4,8 @@
 //! [`translate`] turns the script into a busybox shell script whose commands do the same
 //! things on the guest's cgroupfs and print machine-readable records; [`guest`] builds the
 //! initramfs and disks and boots the kernel; [`compare`] runs the model line by line and judges
-//! every `expect` on both sides with the script language's own judge.
+//! every `expect` on both sides with the script language's own judge. [`run_scripts`] runs
+//! several scripts per boot where they cannot see each other ([`plan`]).
 
 pub mod compare;
 pub mod guest;
@@ -131,24 +132,118 @@ pub fn run_script(
     opts: &OracleOpts,
     log: &mut dyn std::io::Write,
 ) -> Result<ScriptResult, String> {
-    let tr = translate::translate(text)?;
-    let (pre, post) = trace_shell(&opts.traces);
-    let shell = format!("{pre}{}{post}", tr.shell);
-    if opts.verbose {
-        let _ = writeln!(log, "--- guest script for {file}\n{shell}");
+    run_scripts(setup, &[(file.to_string(), text.to_string())], opts, log)
+        .pop()
+        .unwrap_or_else(|| Err("no result".into()))
+}
+
+/// Which scripts share a boot: lists of indexes into `scripts`, each list one boot, in the
+/// order they run. Scripts share a boot only when their guest machines are the same (memory,
+/// swap, CPUs, cgroup mount and sysctls) and none can see another: a script that writes
+/// machine-wide state (a sysctl, a root cgroup file) boots alone, a script that reads it
+/// (/proc/vmstat, /proc/pressure, the root's cgroup.stat) runs first in its boot, and the
+/// others, which touch only their own cgroups, fill the boots up to [`guest::MAX_BATCH`].
+/// With `alone` (histogram triggers outlive a script), every script boots alone.
+pub fn plan(scripts: &[&translate::Translation], alone: bool) -> Vec<Vec<usize>> {
+    let key = |t: &translate::Translation| {
+        format!(
+            "{} {} {} {}",
+            t.cfg.memory_bytes,
+            t.cfg.swap_bytes,
+            t.cfg.cpus,
+            translate::header(&t.cfg)
+        )
+    };
+    let mut boots: Vec<(String, Vec<usize>)> = Vec::new();
+    let mut open_boots: Vec<usize> = Vec::new(); // boots that may take more scripts
+    for (i, t) in scripts.iter().enumerate() {
+        if alone || t.reach.writes_machine {
+            boots.push((key(t), vec![i]));
+        } else if t.reach.reads_machine {
+            boots.push((key(t), vec![i]));
+            open_boots.push(boots.len() - 1);
+        }
     }
-    let run = setup.run(&tr.cfg, &shell)?;
-    if opts.verbose {
-        let _ = writeln!(log, "--- console\n{}", run.output);
+    for (i, t) in scripts.iter().enumerate() {
+        if alone || t.reach.writes_machine || t.reach.reads_machine {
+            continue;
+        }
+        let k = key(t);
+        let slot = open_boots
+            .iter()
+            .copied()
+            .find(|&b| boots[b].0 == k && boots[b].1.len() < guest::MAX_BATCH);
+        match slot {
+            Some(b) => boots[b].1.push(i),
+            None => {
+                boots.push((k, vec![i]));
+                open_boots.push(boots.len() - 1);
+            }
+        }
     }
-    let records = compare::parse_console(&run.output);
-    let report = compare::compare(file, &tr, &records, &opts.compare);
-    Ok(ScriptResult {
-        report,
-        kernel_release: run.kernel_release.unwrap_or_else(|| "?".into()),
-        guest_seconds: run.seconds,
-        traces: trace_tables(&run.output),
-    })
+    boots.into_iter().map(|(_, b)| b).collect()
+}
+
+/// Run scripts (file name, text) on the kernel, several per boot where [`plan`] allows, and
+/// compare each: one result per script, in order. Err: that script or its guest could not
+/// be run. A line per boot goes to `log`.
+pub fn run_scripts(
+    setup: &GuestSetup,
+    scripts: &[(String, String)],
+    opts: &OracleOpts,
+    log: &mut dyn std::io::Write,
+) -> Vec<Result<ScriptResult, String>> {
+    let mut results: Vec<Option<Result<ScriptResult, String>>> =
+        scripts.iter().map(|_| None).collect();
+    let mut ok = Vec::new(); // (index, translation, guest shell)
+    for (i, (file, text)) in scripts.iter().enumerate() {
+        match translate::translate(text) {
+            Ok(tr) => {
+                let (pre, post) = trace_shell(&opts.traces);
+                let shell = format!("{pre}{}{post}", tr.shell);
+                if opts.verbose {
+                    let _ = writeln!(log, "--- guest script for {file}\n{shell}");
+                }
+                ok.push((i, tr, shell));
+            }
+            Err(e) => results[i] = Some(Err(e)),
+        }
+    }
+    let trs: Vec<&translate::Translation> = ok.iter().map(|(_, t, _)| t).collect();
+    let boots = plan(&trs, !opts.traces.is_empty());
+    for boot in boots {
+        let names: Vec<&str> = boot.iter().map(|&b| scripts[ok[b].0].0.as_str()).collect();
+        let _ = writeln!(
+            log,
+            "memcgsim oracle: booting Linux for {} script{}: {}",
+            boot.len(),
+            if boot.len() == 1 { "" } else { "s" },
+            names.join(", ")
+        );
+        let shells: Vec<String> = boot.iter().map(|&b| ok[b].2.clone()).collect();
+        let runs = setup.run_batch(&ok[boot[0]].1.cfg, &shells);
+        for (&b, run) in boot.iter().zip(runs) {
+            let (i, tr, _) = &ok[b];
+            let file = &scripts[*i].0;
+            results[*i] = Some(run.map(|run| {
+                if opts.verbose {
+                    let _ = writeln!(log, "--- console of {file}\n{}", run.output);
+                }
+                let records = compare::parse_console(&run.output);
+                let report = compare::compare(file, tr, &records, &opts.compare);
+                ScriptResult {
+                    report,
+                    kernel_release: run.kernel_release.unwrap_or_else(|| "?".into()),
+                    guest_seconds: run.seconds,
+                    traces: trace_tables(&run.output),
+                }
+            }));
+        }
+    }
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err("not run".into())))
+        .collect()
 }
 
 #[cfg(test)]
@@ -296,6 +391,61 @@ mod tests {
             );
         }
         assert!(translate::translate("mkdir /A\nrun /A readonce --file .x\n").is_ok());
+    }
+
+    #[test]
+    fn scripts_share_a_boot_only_when_they_cannot_see_each_other() {
+        let own =
+            "machine memory=1G swap=0\nmkdir /A\necho 30M > /A/memory.max\ncat /A/memory.current\n";
+        let reads =
+            "machine memory=1G swap=0\nmkdir /A\nexpect /cgroup.stat:nr_dying_descendants >= 0\n";
+        let reads_proc = "machine memory=1G swap=0\nlet p = /proc/vmstat:pswpin\n";
+        let writes = "machine memory=1G swap=0\necho 10 > /proc/sys/vm/dirty_ratio\n";
+        let root_write = "machine memory=1G swap=0 cgroup=v1\nmkdir /A\necho 100M > /memory.memsw.limit_in_bytes\n";
+        let other_machine = "machine memory=512M swap=0\nmkdir /B\ncat /B/memory.current\n";
+        let v1 = "machine memory=1G swap=0 cgroup=v1\nmkdir /A\ncat /A/memory.usage_in_bytes\n";
+        let relative = "machine memory=1G swap=0\nmkdir /A\ncd /A\nmkdir B\nrun B anon 1M\ncat memory.current\n";
+        let tr = |s: &str| translate::translate(s).unwrap();
+        let r = |s: &str| tr(s).reach;
+        assert_eq!(r(own), translate::Reach::default());
+        assert_eq!(r(relative), translate::Reach::default());
+        assert!(r(reads).reads_machine && !r(reads).writes_machine);
+        assert!(r(reads_proc).reads_machine && !r(reads_proc).writes_machine);
+        assert!(r(writes).writes_machine);
+        assert!(r(root_write).writes_machine);
+        let all = [
+            own,
+            reads,
+            writes,
+            other_machine,
+            own,
+            reads_proc,
+            v1,
+            root_write,
+            relative,
+        ];
+        let trs: Vec<translate::Translation> = all.iter().map(|s| tr(s)).collect();
+        let refs: Vec<&translate::Translation> = trs.iter().collect();
+        // Writers boot alone; each reader starts a boot; the isolated scripts join the
+        // first boot of their machine (after its reader), or start one.
+        assert_eq!(
+            plan(&refs, false),
+            vec![
+                vec![1, 0, 4, 8],
+                vec![2],
+                vec![5],
+                vec![7],
+                vec![3],
+                vec![6]
+            ]
+        );
+        assert_eq!(plan(&refs, true).len(), all.len());
+        // A boot takes at most MAX_BATCH scripts.
+        let many: Vec<&translate::Translation> =
+            (0..guest::MAX_BATCH + 1).map(|_| &trs[0]).collect();
+        let p = plan(&many, false);
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[0].len(), guest::MAX_BATCH);
     }
 
     fn opts() -> CompareOpts {

@@ -83,6 +83,19 @@ pub struct Translation {
     pub cfg: MachineConfig,
     pub shell: String,
     pub lines: Vec<Line>,
+    /// What of the machine beyond its own cgroups the script touches, which decides whether
+    /// it can share a boot with other scripts.
+    pub reach: Reach,
+}
+
+/// Whether a script reads or writes state of the whole machine: a file of /proc or of the
+/// root cgroup (anything not under a cgroup the script makes itself). Counters there
+/// (/proc/vmstat, /proc/pressure, the root's cgroup.stat) add up over a boot, and settings
+/// (sysctls, root limits) outlive the script.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reach {
+    pub reads_machine: bool,
+    pub writes_machine: bool,
 }
 
 fn q(s: &str) -> String {
@@ -104,9 +117,24 @@ struct Ctx {
     cwd: String,
     fds: Vec<(String, u32)>,
     tasks: Vec<(String, bool)>,
+    /// Every absolute path used, and how.
+    touched: std::cell::RefCell<Vec<(String, Use)>>,
+}
+
+/// How a script uses a path.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Use {
+    Read,
+    Write,
+    /// mkdir: a cgroup of the script's own.
+    Make,
 }
 
 impl Ctx {
+    /// Note the use of an absolute path.
+    fn touch(&self, abs: &str, how: Use) {
+        self.touched.borrow_mut().push((abs.to_string(), how));
+    }
     fn abs(&self, p: &str) -> String {
         resolve(&self.cwd, p)
     }
@@ -121,8 +149,14 @@ impl Ctx {
     fn value_code(&self, v: &Value) -> Result<String, String> {
         Ok(match v {
             Value::Int(n) => n.to_string(),
-            Value::File(p) => format!("$(rdv {})", q(&gpath(&self.abs(p)))),
-            Value::Key(p, k) => format!("$(rdk {} {})", q(&gpath(&self.abs(p))), q(k)),
+            Value::File(p) => {
+                self.touch(&self.abs(p), Use::Read);
+                format!("$(rdv {})", q(&gpath(&self.abs(p))))
+            }
+            Value::Key(p, k) => {
+                self.touch(&self.abs(p), Use::Read);
+                format!("$(rdk {} {})", q(&gpath(&self.abs(p))), q(k))
+            }
             Value::Fd(name) => format!("$(/bin/mcgh fdread {} | rdfirst)", self.fd(name)?),
             Value::Var(name) => format!("${{v_{name}}}"),
         })
@@ -177,6 +211,7 @@ pub fn translate(text: &str) -> Result<Translation, String> {
         cwd: "/".into(),
         fds: Vec::new(),
         tasks: Vec::new(),
+        touched: Default::default(),
     };
     let mut next_fd = 3u32;
     let expanded = expand_script(text).map_err(|(n, e)| format!("line {n}: {e}"))?;
@@ -206,8 +241,14 @@ pub fn translate(text: &str) -> Result<Translation, String> {
                 "v_{name}={}; echo \"@@MCG L{n} OUT $v_{name}\"",
                 cx.arith_terms(terms)?
             ),
-            Command::Mkdir(p) => format!("/bin/mcgh mkdir {n} {}", q(&gpath(&cx.abs(p)))),
-            Command::Rmdir(p) => format!("/bin/mcgh rmdir {n} {}", q(&gpath(&cx.abs(p)))),
+            Command::Mkdir(p) => {
+                cx.touch(&cx.abs(p), Use::Make);
+                format!("/bin/mcgh mkdir {n} {}", q(&gpath(&cx.abs(p))))
+            }
+            Command::Rmdir(p) => {
+                cx.touch(&cx.abs(p), Use::Write);
+                format!("/bin/mcgh rmdir {n} {}", q(&gpath(&cx.abs(p))))
+            }
             Command::Cd(p) => {
                 cx.cwd = cx.abs(p);
                 String::new()
@@ -224,6 +265,7 @@ pub fn translate(text: &str) -> Result<Translation, String> {
                 target: Some(Target::Path(p)),
             } => {
                 let path = cx.abs(p);
+                cx.touch(&path, Use::Write);
                 let text = cx.arith(text)?;
                 let mut code = format!(
                     "/bin/mcgh write {n} {} \"{}\"",
@@ -255,10 +297,13 @@ pub fn translate(text: &str) -> Result<Translation, String> {
                 let mut code = String::from(": > /tmp/o; ok=1");
                 for t in targets {
                     match t {
-                        Target::Path(p) => code.push_str(&format!(
-                            "; cat {} >> /tmp/o 2>/dev/null || ok=0",
-                            q(&gpath(&cx.abs(p)))
-                        )),
+                        Target::Path(p) => {
+                            cx.touch(&cx.abs(p), Use::Read);
+                            code.push_str(&format!(
+                                "; cat {} >> /tmp/o 2>/dev/null || ok=0",
+                                q(&gpath(&cx.abs(p)))
+                            ))
+                        }
                         Target::Fd(name) => code.push_str(&format!(
                             "; /bin/mcgh fdread {} >> /tmp/o || ok=0",
                             cx.fd(name)?
@@ -280,6 +325,8 @@ pub fn translate(text: &str) -> Result<Translation, String> {
                 next_fd += 1;
                 cx.fds.retain(|(x, _)| x != name);
                 cx.fds.push((name.clone(), fd));
+                cx.touch(&cx.abs(path), Use::Write);
+                cx.touch(&cx.abs(path), Use::Read);
                 let g = q(&gpath(&cx.abs(path)));
                 format!("/bin/mcgh open {n} {g}; if ( exec {fd}<>{g} ) 2>/dev/null; then exec {fd}<>{g}; fi")
             }
@@ -300,6 +347,10 @@ pub fn translate(text: &str) -> Result<Translation, String> {
                     }
                 }
                 let adj = spec.oom_score_adj.to_string();
+                if cx.abs(&spec.cgroup) != "/" {
+                    // A task in the root cgroup touches nothing that outlives it.
+                    cx.touch(&cx.abs(&spec.cgroup), Use::Write);
+                }
                 let cg = q(&gpath(&cx.abs(&spec.cgroup)));
                 let var = shell_var(&name);
                 cx.tasks.retain(|(x, _)| x != &name);
@@ -372,7 +423,39 @@ pub fn translate(text: &str) -> Result<Translation, String> {
     let mut shell = String::from(PRELUDE);
     shell.push_str(&header(&cfg));
     shell.push_str(&body);
-    Ok(Translation { cfg, shell, lines })
+    let reach = reach(&cx.touched.into_inner());
+    Ok(Translation {
+        cfg,
+        shell,
+        lines,
+        reach,
+    })
+}
+
+/// The first component of an absolute path ("" for "/").
+fn top(abs: &str) -> &str {
+    abs.trim_start_matches('/').split('/').next().unwrap_or("")
+}
+
+/// What of the machine the paths reach: a path is the script's own if it lies under a
+/// top-level cgroup the script makes (mkdir /A, then /A/...), and the machine's otherwise.
+fn reach(touched: &[(String, Use)]) -> Reach {
+    let own: Vec<&str> = touched
+        .iter()
+        .filter(|(p, how)| *how == Use::Make && top(p) != "proc" && !top(p).is_empty())
+        .map(|(p, _)| top(p))
+        .collect();
+    let mut r = Reach::default();
+    for (p, how) in touched {
+        if own.contains(&top(p)) {
+            continue;
+        }
+        match how {
+            Use::Read => r.reads_machine = true,
+            Use::Write | Use::Make => r.writes_machine = true,
+        }
+    }
+    r
 }
 
 /// A shell variable name for a task name.
@@ -385,7 +468,7 @@ fn shell_var(name: &str) -> String {
 }
 
 /// Mount the cgroup hierarchy and apply the machine options.
-fn header(cfg: &MachineConfig) -> String {
+pub fn header(cfg: &MachineConfig) -> String {
     let mut h = String::new();
     h.push_str(&format!("mkdir -p {CG}\n"));
     match cfg.cgroup {
