@@ -72,7 +72,7 @@ struct OracleArgs {
     /// Count differences in keyed files (memory.stat, memory.events, ...) as disagreements
     #[arg(long)]
     strict: bool,
-    /// Seconds a guest run may take
+    /// Seconds each script may take on the guest (the first script of a boot counts the boot)
     #[arg(long, default_value_t = 900)]
     timeout: u64,
     /// Print the translated guest scripts and the guest console
