@@ -209,6 +209,11 @@ impl RunResult {
             ],
             &rows,
         ));
+        for t in &self.tasks {
+            if let Some(e) = &t.error {
+                let _ = writeln!(s, "{}: {e}", t.name);
+            }
+        }
         if !self.actions.is_empty() {
             s.push('\n');
             let shown = self.actions.len().min(MAX_ACTIONS_SHOWN);

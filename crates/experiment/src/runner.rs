@@ -177,6 +177,10 @@ pub struct TaskRecord {
     pub throttled_ns: u64,
     /// Time spent in direct reclaim (limit, high and global).
     pub reclaim_ns: u64,
+    /// Why the program gave up, as it says on its standard error (a mapping refused by the
+    /// overcommit check, ...); absent when it did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Everything one run produced.
@@ -550,6 +554,7 @@ fn fill_stats(rec: &mut TaskRecord, m: &Machine, pid: Pid, end_ns: u64) {
     rec.io_wait_ns = s.io_wait_ns;
     rec.throttled_ns = s.throttled_ns;
     rec.reclaim_ns = s.reclaim_ns;
+    rec.error = t.error.as_ref().map(|e| e.to_string());
     rec.end_ns = Some(end_ns);
     rec.elapsed_ns = end_ns.saturating_sub(rec.start_ns.unwrap_or(end_ns));
 }

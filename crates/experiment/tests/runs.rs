@@ -180,6 +180,49 @@ sample = "10ms"
 }
 
 #[test]
+fn a_task_refused_its_memory_says_why_in_the_summary() {
+    // 3G on a 1G machine without swap: the overcommit check refuses the mapping, and the
+    // program exits 1 after saying so, as the summary and summary.json must show.
+    let text = r#"name = "refused"
+[machine]
+memory = "1G"
+swap = "0"
+[[task]]
+name = "big"
+cgroup = "/"
+workload = "anon"
+args = ["3G"]
+[[task]]
+name = "fits"
+cgroup = "/"
+workload = "anon"
+args = ["1M"]
+[run]
+duration = "1s"
+sample = "10ms"
+"#;
+    let r = run_variant(&scenario(text), "base", 1, false).unwrap();
+    let big = r.tasks.iter().find(|t| t.task == "big").unwrap();
+    assert_eq!(big.outcome, "exit 1");
+    let why = big.error.as_deref().expect("the refusal is recorded");
+    assert!(
+        why.starts_with("cannot allocate 3.0G: more than RAM + swap"),
+        "{why}"
+    );
+    assert!(r
+        .tasks
+        .iter()
+        .find(|t| t.task == "fits")
+        .unwrap()
+        .error
+        .is_none());
+    let summary = r.render();
+    assert!(summary.contains(&format!("\nbig: {why}\n")), "{summary}");
+    let json = r.summary_json().unwrap();
+    assert_eq!(json.matches("\"error\"").count(), 1, "{json}");
+}
+
+#[test]
 fn a_holder_killed_later_is_reported_killed() {
     // h holds 6M of an 8M limit; late then needs 4M in the same group and the memcg OOM
     // killer takes the largest task, the holder.
