@@ -6,27 +6,9 @@
 use memcgsim_script::{run_script, Interpreter, EXIT_EXPECT_FAILED, EXIT_OK, EXIT_SCRIPT_ERROR};
 use proptest::prelude::*;
 
-struct Run {
-    status: i32,
-    out: String,
-    err: String,
-}
+mod common;
 
-fn run_with(mut interp: Interpreter, text: &str) -> Run {
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let status = interp.run(text, &mut out, &mut err);
-    Run {
-        status,
-        out: String::from_utf8(out).unwrap(),
-        err: String::from_utf8(err).unwrap(),
-    }
-}
-
-fn run(text: &str) -> Run {
-    let mut interp = Interpreter::new("t.mcg");
-    interp.set_check_invariants(true);
-    run_with(interp, text)
-}
+use common::{run, run_with};
 
 /// The message of the script error `text` stops with (its only stderr line).
 #[track_caller]
