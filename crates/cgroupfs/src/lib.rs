@@ -1214,10 +1214,12 @@ impl System {
     fn write_subtree_control(&mut self, i: usize, data: &str) -> Result<(), Errno> {
         let mut enable = None;
         for tok in data.split_whitespace() {
-            let (on, name) = match tok.split_at(1) {
-                ("+", n) => (true, n),
-                ("-", n) => (false, n),
-                _ => return Err(Errno::EINVAL),
+            let (on, name) = if let Some(n) = tok.strip_prefix('+') {
+                (true, n)
+            } else if let Some(n) = tok.strip_prefix('-') {
+                (false, n)
+            } else {
+                return Err(Errno::EINVAL);
             };
             if name != "memory" {
                 // Other controllers are not modelled.

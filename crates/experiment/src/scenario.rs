@@ -624,6 +624,10 @@ fn cgroup_path(s: &str) -> Result<String, &'static str> {
         return Err("it must be absolute, like /A/B");
     }
     let trimmed = s.trim_end_matches('/');
+    if trimmed.is_empty() {
+        // "//": the root, as "/".
+        return Ok("/".to_string());
+    }
     for part in trimmed[1..].split('/') {
         if part.is_empty() || part == "." || part == ".." {
             return Err("empty, '.' or '..' component");

@@ -113,13 +113,34 @@ pub fn read_trace(
     path: &str,
     format: TraceFormat,
     limit: Option<u64>,
-    mut visit: impl FnMut(TraceRecord),
+    visit: impl FnMut(TraceRecord),
 ) -> Result<u64, String> {
     let file = File::open(path).map_err(|e| format!("{path}: cannot open: {e}"))?;
+    if format == TraceFormat::OracleGeneral && limit.unwrap_or(u64::MAX) > MAX_RECORDS {
+        if let Ok(meta) = file.metadata() {
+            if meta.len() / ORACLE_GENERAL_RECORD as u64 > MAX_RECORDS {
+                return Err(too_many(path));
+            }
+        }
+    }
+    let r = BufReader::with_capacity(1 << 20, file);
+    read_trace_from(path, r, format, limit, visit)
+}
+
+/// [`read_trace`] over any reader; `path` names it in errors. A file's size is not known
+/// here, so an oracleGeneral trace of too many records fails when its record
+/// [`MAX_RECORDS`] + 1 is read rather than at once.
+pub fn read_trace_from(
+    path: &str,
+    reader: impl BufRead,
+    format: TraceFormat,
+    limit: Option<u64>,
+    mut visit: impl FnMut(TraceRecord),
+) -> Result<u64, String> {
     let limit = limit.unwrap_or(u64::MAX);
     match format {
-        TraceFormat::OracleGeneral => read_oracle_general(path, file, limit, &mut visit),
-        TraceFormat::Csv => read_csv(path, file, limit, &mut visit),
+        TraceFormat::OracleGeneral => read_oracle_general(path, reader, limit, &mut visit),
+        TraceFormat::Csv => read_csv(path, reader, limit, &mut visit),
     }
 }
 
@@ -129,17 +150,10 @@ fn too_many(path: &str) -> String {
 
 fn read_oracle_general(
     path: &str,
-    file: File,
+    mut r: impl BufRead,
     limit: u64,
     visit: &mut impl FnMut(TraceRecord),
 ) -> Result<u64, String> {
-    if let Ok(meta) = file.metadata() {
-        let records = meta.len() / ORACLE_GENERAL_RECORD as u64;
-        if limit > MAX_RECORDS && records > MAX_RECORDS {
-            return Err(too_many(path));
-        }
-    }
-    let mut r = BufReader::with_capacity(1 << 20, file);
     let mut buf = [0u8; ORACLE_GENERAL_RECORD];
     let mut n = 0u64;
     while n < limit {
@@ -177,11 +191,10 @@ fn read_oracle_general(
 
 fn read_csv(
     path: &str,
-    file: File,
+    mut r: impl BufRead,
     limit: u64,
     visit: &mut impl FnMut(TraceRecord),
 ) -> Result<u64, String> {
-    let mut r = BufReader::with_capacity(1 << 20, file);
     let mut line = String::new();
     let mut lineno = 0u64;
     let mut n = 0u64;
@@ -511,6 +524,37 @@ mod tests {
         assert_eq!(collect(&p, TraceFormat::Csv, Some(3)).unwrap().len(), 3);
         std::fs::remove_file(&p).unwrap();
         std::fs::remove_file(&p2).unwrap();
+    }
+
+    #[test]
+    fn readers_take_any_reader() {
+        let mut v = Vec::new();
+        let n = read_trace_from(
+            "mem.csv",
+            &b"t,id\n1,7\n2,8,0,r\n"[..],
+            TraceFormat::Csv,
+            None,
+            |r| v.push(r),
+        )
+        .unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(
+            (v[1].obj_id, v[1].size, v[1].op),
+            (8, 0, Some(TraceOp::Read))
+        );
+        let data = og(&[(1, 5, 4096, -1), (2, 6, 100, -1), (3, 7, 1, -1)]);
+        let n = read_trace_from(
+            "mem",
+            &data[..],
+            TraceFormat::OracleGeneral,
+            Some(2),
+            |_| {},
+        )
+        .unwrap();
+        assert_eq!(n, 2);
+        let e = read_trace_from("mem", &data[..30], TraceFormat::OracleGeneral, None, |_| {})
+            .unwrap_err();
+        assert_eq!(e, "mem: record 2: truncated (6 of 24 bytes)");
     }
 
     #[test]
