@@ -219,6 +219,7 @@ script_tests! {
     // cgroup core files.
     cgroup_core_files => "cgroup/core_files.mcg",
     cgroup_dying => "cgroup/dying.mcg",
+    cgroup_names => "cgroup/names.mcg",
     // Dirty memory.
     dirty_sysctl => "dirty/sysctl.mcg",
     // cgroup v1.

@@ -22,8 +22,11 @@ use memcgsim_model::{CgroupVersion, Machine, MemcgId, ROOT_MEMCG};
 pub use memcgsim_model::{Errno, MachineConfig, Pid, Program, TaskOutcome};
 pub use parse::{memparse, page_counter_memparse};
 
-/// The longest name of a directory entry, in bytes (NAME_MAX of include/uapi/linux/limits.h).
-pub const NAME_MAX: usize = 255;
+/// The size of the buffer a path is copied into, its NUL included (PATH_MAX of
+/// include/uapi/linux/limits.h): getname() refuses a longer path with ENAMETOOLONG. kernfs,
+/// and so cgroupfs, sets no limit of its own on one name: Linux 6.1 takes a 4000-byte cgroup
+/// name (checked with the oracle).
+pub const PATH_MAX: usize = 4096;
 
 /// psi_write()'s buffer: a /proc/pressure write is cut to this many bytes.
 const PSI_WRITE_MAX: usize = 32;
@@ -205,6 +208,9 @@ impl System {
     }
 
     fn split(path: &str) -> Result<Vec<&str>, Errno> {
+        if path.len() >= PATH_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
         if !path.starts_with('/') {
             return Err(Errno::ENOENT);
         }
@@ -264,12 +270,13 @@ impl System {
 
     /// Create a cgroup directory. `path` is absolute within the cgroupfs, e.g. "/A/B".
     ///
-    /// As Linux refuses it: a missing parent is ENOENT and a file on the way ENOTDIR; an
-    /// existing entry (a cgroup, a control file, `..`, /proc and what is in it) EEXIST; a
-    /// directory of /proc, which has no mkdir, EPERM. The name follows the VFS and
-    /// cgroup_mkdir(): more than [`NAME_MAX`] bytes is ENAMETOOLONG; a NUL, which no C
-    /// string can hold, or a newline, which would make /proc/PID/cgroup unparsable, is
-    /// EINVAL.
+    /// As Linux refuses it: a path of [`PATH_MAX`] bytes or more is ENAMETOOLONG (the model's
+    /// cgroupfs is mounted at `/`, Linux's usually at /sys/fs/cgroup, 14 bytes longer); a
+    /// missing parent is ENOENT and a file on the way ENOTDIR; an existing entry (a cgroup, a
+    /// control file, `..`, /proc and what is in it) EEXIST; a new name in a directory of
+    /// /proc ENOENT, as procfs's lookup answers before mkdir is tried. As cgroup_mkdir(): a
+    /// NUL, which no C string can hold, or a newline, which would make /proc/PID/cgroup
+    /// unparsable, is EINVAL.
     pub fn mkdir(&mut self, path: &str) -> Result<(), Errno> {
         let parts = Self::split(path)?;
         let Some((name, parent_parts)) = parts.split_last() else {
@@ -277,16 +284,13 @@ impl System {
         };
         let parent_path = format!("/{}", parent_parts.join("/"));
         let parent = self.resolve(&parent_path)?;
-        if name.len() > NAME_MAX {
-            return Err(Errno::ENAMETOOLONG);
-        }
         if *name == ".." || self.resolve(path).is_ok() {
             return Err(Errno::EEXIST);
         }
         let parent = match parent {
             Node::Dir(p) => p,
             Node::File(..) | Node::ProcFile(_) => return Err(Errno::ENOTDIR),
-            Node::ProcDir => return Err(Errno::EPERM),
+            Node::ProcDir => return Err(Errno::ENOENT),
         };
         if name.contains(['\0', '\n']) {
             return Err(Errno::EINVAL);
