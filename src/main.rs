@@ -13,6 +13,7 @@ mod bench;
 mod oracle;
 
 use clap::{Args, Parser, Subcommand};
+use memcgsim_model::text::strerror;
 use memcgsim_script::{
     is_exit_line, parse_line, run_shell_input, shell_line, Command, Interpreter, EXIT_SCRIPT_ERROR,
 };
@@ -197,15 +198,6 @@ fn main() -> ExitCode {
         Cmd::Sweep(args) => memcgsim_experiment::cli::sweep_cmd(&args),
     };
     ExitCode::from(status.clamp(0, 255) as u8)
-}
-
-/// The text of an I/O error without Rust's " (os error N)" suffix, as C's strerror gives it.
-fn strerror(e: &io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error ") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
 }
 
 fn cmd_script(args: &ScriptArgs) -> i32 {

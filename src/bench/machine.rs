@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use memcgsim_cgroupfs::{SpawnOpts, System, WaitResult};
+use memcgsim_model::text::strerror;
 use memcgsim_model::Stat;
 
 /// How long a measured task may run in virtual time.
@@ -60,7 +61,5 @@ pub fn rss_bytes() -> Option<u64> {
 /// `PATH: REASON` for a failed file operation, the reason as C's strerror gives it (without
 /// Rust's " (os error N)").
 pub fn file_error(path: &Path, e: &std::io::Error) -> String {
-    let s = e.to_string();
-    let reason = s.find(" (os error ").map_or(s.as_str(), |i| &s[..i]);
-    format!("{}: {reason}", path.display())
+    format!("{}: {}", path.display(), strerror(e))
 }

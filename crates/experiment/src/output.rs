@@ -20,6 +20,8 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use memcgsim_model::text::strerror;
+
 /// The marker file in every results folder: a header line, then the name of each file
 /// memcgsim wrote there, one per line.
 pub const MARKER: &str = ".memcgsim-results";
@@ -227,18 +229,9 @@ fn creatable(dir: &Path) -> Result<(), String> {
             format!(
                 "{shown}: cannot make a results folder there: creating a folder in {} fails: {}",
                 at.display(),
-                io_reason(&e)
+                strerror(&e)
             )
         })
-}
-
-/// An I/O error's reason without the `(os error N)` tail.
-fn io_reason(e: &io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
 }
 
 /// Check, before a long run, that results could be written to `dir` with `overwrite`: the

@@ -49,9 +49,25 @@ pub fn clip_words(message: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The text of an I/O error as C's strerror() gives it: Rust's ` (os error N)` left out.
+pub fn strerror(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn io_errors_read_as_strerror() {
+        let e = std::io::Error::from_raw_os_error(2);
+        assert_eq!(strerror(&e), "No such file or directory");
+        assert_eq!(strerror(&std::io::Error::other("plain")), "plain");
+    }
 
     #[test]
     fn short_tokens_are_whole() {

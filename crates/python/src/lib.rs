@@ -12,7 +12,7 @@ use std::io::Write;
 
 use memcgsim_cgroupfs::{Errno, TaskOutcome};
 use memcgsim_experiment::{load, run_variant};
-use memcgsim_model::text::clip_words;
+use memcgsim_model::text::{clip_words, strerror};
 use memcgsim_model::units::parse_duration_ns;
 use memcgsim_script::{Command, Interpreter, RunSpec};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
@@ -30,15 +30,6 @@ fn host_error(e: &std::io::Error, path: &str) -> PyErr {
     match e.raw_os_error() {
         Some(code) => PyOSError::new_err((code, strerror(e), path.to_string())),
         None => PyOSError::new_err(format!("{path}: {e}")),
-    }
-}
-
-/// An io::Error's text without Rust's ` (os error N)`.
-fn strerror(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error ") {
-        Some(i) => text[..i].to_string(),
-        None => text,
     }
 }
 
