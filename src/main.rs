@@ -73,6 +73,11 @@ struct OracleArgs {
     /// Count differences in keyed files (memory.stat, memory.events, ...) as disagreements
     #[arg(long)]
     strict: bool,
+    /// After each script's report, print a table of every value both sides read (single
+    /// values, each key of keyed files, `let`s, `expect` operands): model, kernel, the ratio
+    /// kernel/model, and a flag where they differ beyond --tolerance (and --slack for sizes)
+    #[arg(long)]
+    values: bool,
     /// Seconds each script may take on the guest (the first script of a boot counts the boot)
     #[arg(long, default_value_t = 900)]
     timeout: u64,

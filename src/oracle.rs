@@ -8,7 +8,8 @@ use crate::OracleArgs;
 
 /// Run every script on the model and on the kernel (several per boot where they cannot see
 /// each other); exit 0 if all agree, 1 if any disagrees, 2 if a script or the guest could
-/// not be run.
+/// not be run. With `--values`, each report is followed by its table of values (which does
+/// not change the exit status).
 pub fn run(args: &OracleArgs) -> i32 {
     let opts = OracleOpts {
         kernel: args.kernel.clone(),
@@ -60,6 +61,11 @@ pub fn run(args: &OracleArgs) -> i32 {
                     r.guest_seconds
                 );
                 print!("{}", r.report.text);
+                if args.values {
+                    // The table never changes the exit status: --strict decides whether keyed
+                    // files count, as without it.
+                    print!("\n{}", r.report.table.render(&opts.compare));
+                }
                 for (event, table) in &r.traces {
                     println!("-- trace {event} (Linux)\n{table}");
                 }

@@ -22,6 +22,10 @@ fn main() {
             "scripts_sharing_a_boot_start_clean",
             scripts_sharing_a_boot_start_clean,
         ),
+        Trial::ignorable_test(
+            "values_table_lists_what_both_sides_read",
+            values_table_lists_what_both_sides_read,
+        ),
         Trial::ignorable_test("guest_helper_self_test", guest_helper_self_test),
         Trial::ignorable_test(
             "guest_access_draws_match_the_model",
@@ -214,6 +218,114 @@ fn scripts_sharing_a_boot_start_clean() -> Result<Completion, Failed> {
         out.status.code(),
         disagreements(&stdout)
     );
+    Ok(Completion::Completed)
+}
+
+/// `memcgsim oracle --values` on an agreeing script: after the report, a table with a row
+/// for every value both sides read (single-value reads, each key of the memory.events it
+/// cats, each file operand of its expects), in script order, with the model's and the
+/// kernel's value, sizes also in binary units, the kernel/model ratio (`-` for 0 against 0)
+/// and the flag. The figures vary from run to run on the kernel; the rows and columns do
+/// not. The table does not change the exit status: the script agrees though one row (the
+/// events `low` of a group without memory.low) is beyond the tolerance on 6.1.
+fn values_table_lists_what_both_sides_read() -> Result<Completion, Failed> {
+    if let Err(why) = oracle_ready() {
+        return skipped(&why);
+    }
+    let script = "tests/selftests/low_recursiveprot.mcg";
+    let out = Command::new(env!("CARGO_BIN_EXE_memcgsim"))
+        .args(["oracle", "--values", "--tolerance", "25", script])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run memcgsim oracle");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "exit {:?}:\n{}\n{stderr}\n{stdout}",
+        out.status.code(),
+        disagreements(&stdout)
+    );
+    let table: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("-- values: "))
+        .collect();
+    assert!(
+        table.first().is_some_and(|l| l.starts_with(
+            "-- values: ratio = kernel/model; 'beyond' = differs by more than 25% (sizes: and by more than 1.0M)"
+        )),
+        "no values table:\n{stdout}"
+    );
+    let header: Vec<&str> = table[1].split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["line", "file", "key", "model", "kernel", "kernel/model"],
+        "{stdout}"
+    );
+    let rows: Vec<Vec<&str>> = table[2..]
+        .iter()
+        .take_while(|l| !l.contains(" values: "))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let summary = table[2 + rows.len()];
+    assert!(
+        summary.starts_with(&format!("{} values: ", rows.len())),
+        "{stdout}"
+    );
+    assert!(summary.contains("0 missing on the kernel"), "{stdout}");
+    let (t0, t1) = (
+        "/memcg_test_0/memcg_test_1",
+        "/memcg_test_0/memcg_test_1/child_memcg_",
+    );
+    let mut want: Vec<(u32, String, &str)> = vec![
+        (18, "/memcg_test_0/memory.low".into(), "-"),
+        (61, format!("{t0}/memory.current"), "-"),
+        (66, format!("{t0}/memory.current"), "-"),
+        (67, format!("{t1}0/memory.current"), "-"),
+        (68, format!("{t1}1/memory.current"), "-"),
+        (69, format!("{t1}3/memory.current"), "-"),
+        (70, format!("{t1}2/memory.current"), "-"),
+        (75, format!("{t0}/memory.current"), "-"),
+        (78, format!("{t1}0/memory.current"), "-"),
+        (79, format!("{t1}0/memory.current"), "-"),
+        (82, format!("{t1}0/memory.current"), "-"),
+        (86, format!("{t1}0/memory.events"), "oom"),
+        (87, format!("{t1}0/memory.events"), "low"),
+        (88, format!("{t1}1/memory.events"), "oom"),
+        (89, format!("{t1}1/memory.events"), "low"),
+        (90, format!("{t1}2/memory.events"), "oom"),
+    ];
+    for key in ["low", "high", "max", "oom", "oom_kill", "oom_group_kill"] {
+        want.push((93, format!("{t1}2/memory.events"), key));
+    }
+    want.push((94, format!("{t1}3/memory.events"), "oom"));
+    want.push((95, format!("{t1}3/memory.events"), "low"));
+    let got: Vec<(u32, String, &str)> = rows
+        .iter()
+        .map(|r| (r[0].parse().unwrap_or(0), r[1].to_string(), r[2]))
+        .collect();
+    assert_eq!(got, want, "{stdout}");
+    for r in &rows {
+        let line = r.join(" ");
+        let ratio = if r.last() == Some(&"beyond") {
+            r[r.len() - 2]
+        } else {
+            r[r.len() - 1]
+        };
+        assert!(
+            ratio == "-" || ratio == "inf" || ratio.parse::<f64>().is_ok(),
+            "no ratio in {line}"
+        );
+        // memory.current: the exact bytes, then in binary units (150.5M) on each side.
+        if r[1].ends_with("memory.current") && r[3] != "0" {
+            assert!(r.len() >= 7 && r[4].ends_with(['K', 'M']), "{line}");
+            assert!(r[6].ends_with(['K', 'M']), "{line}");
+        }
+        // The oom counts are 0 on both sides (the script's expects say so): no ratio.
+        if r[2] == "oom" {
+            assert_eq!(r[3..], ["0", "0", "-"], "{line}");
+        }
+    }
     Ok(Completion::Completed)
 }
 

@@ -1,13 +1,16 @@
 //! Side-by-side comparison of the model and the kernel, line by line: each `expect` judged on
-//! both (by the same judge), each `cat` compared value by value, run outcomes and errnos.
+//! both (by the same judge), each `cat` compared value by value, run outcomes and errnos. It
+//! also collects every value both sides read into the report's [`ValueTable`] (`--values`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use memcgsim_model::{Errno, TaskOutcome};
+use memcgsim_script::path::resolve;
 use memcgsim_script::{judge, operands, Command, Interpreter, PollWant, Target, Value};
 
 use crate::translate::{parse_kernel_value, Translation};
+use crate::values::{cat_rows, Missing, ValueRow, ValueTable};
 
 /// What the kernel run printed for one script line.
 #[derive(Default, Debug, Clone)]
@@ -84,6 +87,8 @@ pub struct Report {
     pub value_disagreements: usize,
     pub model_failures: usize,
     pub kernel_failures: usize,
+    /// Every value both sides read, for `--values`.
+    pub table: ValueTable,
 }
 
 impl Report {
@@ -100,6 +105,8 @@ pub enum Unit {
     Kib,
     /// Pages and events (/proc/vmstat, memory.events, memory.stat's event keys, failcnt).
     Count,
+    /// Microseconds: the stall totals of memory.pressure and /proc/pressure.
+    Micros,
 }
 
 /// The unit of a file's value, or of one key of a keyed file.
@@ -118,6 +125,13 @@ pub fn unit_of(path: &str, key: Option<&str>) -> Unit {
         || (path.contains("/proc/sys/") && !file.ends_with("_bytes"))
     {
         return Unit::Count;
+    }
+    if file.ends_with(".pressure") || path.starts_with("/proc/pressure/") {
+        // `some.total` is microseconds; `some.avg10` a percentage (in hundredths).
+        return match key {
+            Some(k) if k.contains(".avg") => Unit::Count,
+            _ => Unit::Micros,
+        };
     }
     if file.ends_with("stat") {
         if let Some(k) = key {
@@ -149,13 +163,14 @@ fn unit_of_value(
     }
 }
 
-fn within(a: i64, b: i64, opts: &CompareOpts, unit: Unit) -> bool {
+/// Whether two values agree: within the tolerance, or (sizes only) within the slack.
+pub(crate) fn within(a: i64, b: i64, opts: &CompareOpts, unit: Unit) -> bool {
     let d = (a as i128 - b as i128).unsigned_abs();
     let m = (a.unsigned_abs().max(b.unsigned_abs())) as f64;
     let slack = match unit {
         Unit::Bytes => opts.slack,
         Unit::Kib => opts.slack / 1024,
-        Unit::Count => 0,
+        Unit::Count | Unit::Micros => 0,
     };
     d <= slack as u128 || d as f64 <= m * opts.tolerance_pct / 100.0 + 0.5
 }
@@ -228,7 +243,12 @@ pub fn compare(
         value_disagreements: 0,
         model_failures: 0,
         kernel_failures: 0,
+        table: ValueTable::default(),
     };
+    // The script's working directory, and the absolute path of each open fd, for the paths
+    // of the values table.
+    let mut cwd = String::from("/");
+    let mut fd_abs: BTreeMap<String, String> = BTreeMap::new();
     let mut var_units: BTreeMap<String, Unit> = BTreeMap::new();
     let mut fd_files: BTreeMap<String, String> = BTreeMap::new();
     let mut k_last_fg: Option<(String, TaskOutcome)> = None;
@@ -251,6 +271,10 @@ pub fn compare(
         };
         if let Command::Open { name, path } = cmd {
             fd_files.insert(name.clone(), path.clone());
+            fd_abs.insert(name.clone(), resolve(&cwd, path));
+        }
+        if let Command::Cd(p) = cmd {
+            cwd = resolve(&cwd, p);
         }
         let mut out = Vec::new();
         let mut err = Vec::new();
@@ -369,6 +393,14 @@ pub fn compare(
                 var_units.insert(name.clone(), unit);
                 let kv = k.out.first().and_then(|s| parse_kernel_value(s).ok());
                 let mv = interp.var(name).unwrap_or(0);
+                r.table.rows.push(ValueRow {
+                    line: *n,
+                    file: format!("${name}"),
+                    key: String::new(),
+                    unit,
+                    model: mv,
+                    kernel: kv.ok_or(Missing::Unreadable),
+                });
                 let (m, kern, mark) = single_value(mv, kv, opts, unit, &mut r);
                 row(m, kern, mark, &mut r);
             }
@@ -388,6 +420,20 @@ pub fn compare(
                     },
                     _ => String::new(),
                 };
+                if let Command::Cat(targets) = cmd {
+                    let files: Vec<String> = targets
+                        .iter()
+                        .map(|t| match t {
+                            Target::Path(p) => resolve(&cwd, p),
+                            Target::Fd(f) => fd_abs.get(f).cloned().unwrap_or_default(),
+                        })
+                        .collect();
+                    // No output at all from the kernel: the line did not run there.
+                    let kernel_lines = (!k.catfail && !kl.is_empty()).then_some(kl.as_slice());
+                    let (rows, kernel_only) = cat_rows(*n, &files, &ml, kernel_lines);
+                    r.table.rows.extend(rows);
+                    r.table.kernel_only_keys += kernel_only;
+                }
                 if single {
                     let kv = kn.first().and_then(|x| x.1);
                     let unit = unit_of(&path, None);
@@ -442,6 +488,30 @@ pub fn compare(
                         },
                     })
                     .collect();
+                for (i, v) in operands(expr).iter().enumerate() {
+                    let (file, key) = match v {
+                        Value::File(p) => (resolve(&cwd, p), String::new()),
+                        Value::Key(p, key) => (resolve(&cwd, p), key.clone()),
+                        Value::Fd(f) => (fd_abs.get(f).cloned().unwrap_or_default(), String::new()),
+                        // Literals are not read; a variable's row is its `let`'s.
+                        Value::Int(_) | Value::Var(_) => continue,
+                    };
+                    let Some(Ok(mv)) = mvals.get(i) else { continue };
+                    let unit = unit_of_value(v, &var_units, &fd_files).unwrap_or(Unit::Count);
+                    let kernel = k
+                        .vals
+                        .get(&i)
+                        .and_then(|s| parse_kernel_value(s).ok())
+                        .ok_or(Missing::Unreadable);
+                    r.table.rows.push(ValueRow {
+                        line: *n,
+                        file,
+                        key,
+                        unit,
+                        model: *mv,
+                        kernel,
+                    });
+                }
                 let mfail = judge(
                     expr,
                     &mvals,

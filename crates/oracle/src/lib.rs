@@ -4,18 +4,21 @@
 //! [`translate`] turns the script into a busybox shell script whose commands do the same
 //! things on the guest's cgroupfs and print machine-readable records; [`guest`] builds the
 //! initramfs and disks and boots the kernel; [`compare`] runs the model line by line and judges
-//! every `expect` on both sides with the script language's own judge. [`run_scripts`] runs
+//! every `expect` on both sides with the script language's own judge, and collects every value
+//! both sides read into a table ([`values`], printed by `--values`). [`run_scripts`] runs
 //! several scripts per boot where they cannot see each other ([`plan`]).
 
 pub mod compare;
 pub mod guest;
 pub mod translate;
+pub mod values;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 pub use compare::{CompareOpts, Report};
 pub use guest::GuestSetup;
+pub use values::ValueTable;
 
 /// Options of `memcgsim oracle`.
 #[derive(Clone, Debug)]
@@ -479,5 +482,93 @@ mod tests {
         let console3 = console.replace("@@MCG L7 VAL 0 1\n", "@@MCG L7 VAL 0 ERR\n");
         let r = compare::compare("t.mcg", &tr, &compare::parse_console(&console3), &opts());
         assert_eq!(r.kernel_failures, 1);
+    }
+
+    #[test]
+    fn the_values_table_holds_every_value_both_sides_read() {
+        let script = "machine memory=256M swap=0 cgroup=v2\n\
+            mkdir /A\n\
+            echo 30M > /A/memory.max\n\
+            cd /A\n\
+            cat memory.max\n\
+            cat /A/memory.events\n\
+            let c = memory.current\n\
+            expect /A/memory.events:max == 0\n\
+            cat /A/memory.pressure\n\
+            cat /A/memory.current /A/memory.max\n\
+            cat /A/memory.stat\n";
+        let tr = translate::translate(script).unwrap();
+        // The kernel's records: memory.max as the model's, two `max` events where the model
+        // has none, 8K charged (a size within the slack), 1.5 ms of stall, an extra key in
+        // memory.events, and memory.stat unreadable.
+        let console = "@@MCG L2 ERRNO 0\n@@MCG L3 ERRNO 0\n@@MCG L5 OUT 31457280\n\
+            @@MCG L6 OUT low 0\n@@MCG L6 OUT high 0\n@@MCG L6 OUT max 2\n@@MCG L6 OUT oom 0\n\
+            @@MCG L6 OUT oom_kill 0\n@@MCG L6 OUT oom_group_kill 0\n@@MCG L6 OUT sock_throttled 0\n\
+            @@MCG L7 OUT 8192\n@@MCG L8 VAL 0 2\n\
+            @@MCG L9 OUT some avg10=0.00 avg60=0.00 avg300=0.00 total=1500\n\
+            @@MCG L9 OUT full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n\
+            @@MCG L10 OUT 0\n@@MCG L10 OUT 31457280\n@@MCG L11 CATFAIL\n";
+        let o = CompareOpts {
+            tolerance_pct: 10.0,
+            slack: 1 << 20,
+            strict: false,
+        };
+        let r = compare::compare("t.mcg", &tr, &compare::parse_console(console), &o);
+        // (line, file, key, model, kernel)
+        type Row<'a> = (usize, &'a str, &'a str, i64, Result<i64, values::Missing>);
+        let rows: Vec<Row> = r
+            .table
+            .rows
+            .iter()
+            .filter(|r| r.line != 11)
+            .map(|r| (r.line, r.file.as_str(), r.key.as_str(), r.model, r.kernel))
+            .collect();
+        assert_eq!(
+            rows,
+            vec![
+                (5, "/A/memory.max", "", 31457280, Ok(31457280)),
+                (6, "/A/memory.events", "low", 0, Ok(0)),
+                (6, "/A/memory.events", "high", 0, Ok(0)),
+                (6, "/A/memory.events", "max", 0, Ok(2)),
+                (6, "/A/memory.events", "oom", 0, Ok(0)),
+                (6, "/A/memory.events", "oom_kill", 0, Ok(0)),
+                (6, "/A/memory.events", "oom_group_kill", 0, Ok(0)),
+                (7, "$c", "", 0, Ok(8192)),
+                (8, "/A/memory.events", "max", 0, Ok(2)),
+                (9, "/A/memory.pressure", "some.total", 0, Ok(1500)),
+                (9, "/A/memory.pressure", "full.total", 0, Ok(0)),
+                (10, "/A/memory.current", "", 0, Ok(0)),
+                (10, "/A/memory.max", "", 31457280, Ok(31457280)),
+            ]
+        );
+        // Every memory.stat key of the model is there, missing on the kernel.
+        let stat: Vec<&values::ValueRow> = r.table.rows.iter().filter(|r| r.line == 11).collect();
+        assert!(stat.len() > 10, "{:?}", r.table);
+        assert!(stat.iter().any(|r| r.key == "anon"));
+        assert!(stat
+            .iter()
+            .all(|r| r.kernel == Err(values::Missing::Unreadable)));
+        assert_eq!(r.table.kernel_only_keys, 1);
+        // Flagged: the two `max` counts (no slack for counts), the stall time (none for
+        // times either) and every memory.stat row; not the 8K, within the slack.
+        assert_eq!(r.table.flagged(&o), 3 + stat.len());
+        let text = r.table.render(&o);
+        let line_of = |needle: &str| {
+            text.lines()
+                .find(|l| l.contains(needle))
+                .unwrap_or_else(|| panic!("no {needle} in\n{text}"))
+                .to_string()
+        };
+        assert!(line_of("$c").ends_with("inf"), "{text}");
+        assert!(line_of("some.total").ends_with("inf  beyond"), "{text}");
+        assert!(line_of("full.total").ends_with(" -"), "{text}");
+        assert!(line_of("oom_group_kill").ends_with(" -"), "{text}");
+        assert!(
+            text.contains("; 1 key only the kernel shows is not listed"),
+            "{text}"
+        );
+        // The values do not change the verdicts: only the expect on line 8 disagrees.
+        assert_eq!(r.expect_disagreements, 1, "{}", r.text);
+        assert_eq!(r.value_disagreements, 0, "{}", r.text);
     }
 }
