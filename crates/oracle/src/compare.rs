@@ -602,6 +602,19 @@ mod tests {
         assert_eq!(unit_of("/A/memory.limit_in_bytes", None), Unit::Bytes);
         assert_eq!(unit_of("/proc/sys/vm/page-cluster", None), Unit::Count);
         assert_eq!(unit_of("/proc/sys/vm/dirty_bytes", None), Unit::Bytes);
+        // Stall totals are times, the averages percentages: neither takes the byte slack.
+        assert_eq!(
+            unit_of("/A/memory.pressure", Some("some.total")),
+            Unit::Micros
+        );
+        assert_eq!(
+            unit_of("/proc/pressure/memory", Some("full.total")),
+            Unit::Micros
+        );
+        assert_eq!(
+            unit_of("/A/memory.pressure", Some("some.avg10")),
+            Unit::Count
+        );
 
         let opts = CompareOpts {
             tolerance_pct: 10.0,
@@ -615,6 +628,7 @@ mod tests {
         // kB: the slack divided by 1024.
         assert!(within(0, 1024, &opts, Unit::Kib));
         assert!(!within(0, 1025, &opts, Unit::Kib));
+        assert!(!within(0, 1024, &opts, Unit::Micros));
 
         let vars = BTreeMap::from([("steal".to_string(), Unit::Count)]);
         let fds = BTreeMap::from([("peak".to_string(), "/A/memory.peak".to_string())]);
