@@ -85,6 +85,8 @@ pub struct Report {
     pub expect_disagreements: usize,
     pub values: usize,
     pub value_disagreements: usize,
+    /// Writes and polls whose outcome (errno, poll result) differs between the two sides.
+    pub outcome_disagreements: usize,
     pub model_failures: usize,
     pub kernel_failures: usize,
     /// Every value both sides read, for `--values`.
@@ -93,7 +95,9 @@ pub struct Report {
 
 impl Report {
     pub fn agrees(&self) -> bool {
-        self.expect_disagreements == 0 && self.value_disagreements == 0
+        self.expect_disagreements == 0
+            && self.value_disagreements == 0
+            && self.outcome_disagreements == 0
     }
 }
 
@@ -241,6 +245,7 @@ pub fn compare(
         expect_disagreements: 0,
         values: 0,
         value_disagreements: 0,
+        outcome_disagreements: 0,
         model_failures: 0,
         kernel_failures: 0,
         table: ValueTable::default(),
@@ -338,7 +343,7 @@ pub fn compare(
                         "   <-- differs",
                         &mut r,
                     );
-                    r.value_disagreements += 1;
+                    r.outcome_disagreements += 1;
                 }
             }
             Command::Poll { .. } => {
@@ -347,7 +352,7 @@ pub fn compare(
                 let (ms, ks) = (word(interp.last_poll()), word(k.poll));
                 let mark = if ms == ks { "" } else { "   <-- differs" };
                 if ms != ks {
-                    r.value_disagreements += 1;
+                    r.outcome_disagreements += 1;
                 }
                 row(format!("poll: {ms}"), format!("poll: {ks}"), mark, &mut r);
             }
@@ -561,7 +566,7 @@ pub fn compare(
     }
     let _ = writeln!(
         r.text,
-        "\nexpects: {} ({} hold on the model, {} on the kernel), {} disagree; values: {} compared, {} beyond {}% (sizes: and {} B){}",
+        "\nexpects: {} ({} hold on the model, {} on the kernel), {} disagree; values: {} compared, {} beyond {}% (sizes: and {} B); writes and polls: {} differ{}",
         r.expects,
         r.expects - r.model_failures,
         r.expects - r.kernel_failures,
@@ -570,6 +575,7 @@ pub fn compare(
         r.value_disagreements,
         opts.tolerance_pct,
         opts.slack,
+        r.outcome_disagreements,
         if opts.strict { "" } else { " (keyed files shown, not counted; --strict counts them)" }
     );
     r
