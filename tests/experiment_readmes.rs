@@ -29,7 +29,7 @@
 //! a command compares the same output), in one scratch folder that links the repository's
 //! top-level folders, so `results/` lands there. The tier takes minutes, so its trials show
 //! as ignored unless `MEMCGSIM_EXPERIMENTS=1`; `MEMCGSIM_FAST=1` keeps them off.
-//! `UPDATE_EXPERIMENTS=1` (with `MEMCGSIM_EXPERIMENTS=1`) rewrites the outputs that differ,
+//! `UPDATE_EXPERIMENTS=1` runs them too, and rewrites the outputs that differ,
 //! keeping the patterns that still match; an excerpt that stops matching is rewritten with
 //! the whole output from where it stopped, to be trimmed by hand.
 
@@ -394,10 +394,11 @@ fn enabled() -> Result<(), String> {
     if std::env::var("MEMCGSIM_FAST").as_deref() == Ok("1") {
         return Err("MEMCGSIM_FAST=1 runs the fast tier alone".into());
     }
-    if std::env::var("MEMCGSIM_EXPERIMENTS").as_deref() != Ok("1") {
+    let on = |var: &str| std::env::var(var).as_deref() == Ok("1");
+    if !on("MEMCGSIM_EXPERIMENTS") && !on("UPDATE_EXPERIMENTS") {
         return Err("experiments tier (minutes of CPU) off; run it with \
              `MEMCGSIM_EXPERIMENTS=1 cargo test --release --test experiment_readmes`, \
-             add UPDATE_EXPERIMENTS=1 to rewrite the outputs that differ"
+             or with UPDATE_EXPERIMENTS=1 to rewrite the outputs that differ"
             .into());
     }
     Ok(())
@@ -470,7 +471,7 @@ fn run_readme(path: &std::path::Path) -> Result<Completion, Failed> {
         let _ = writeln!(failures, "(rewritten: {})", readme.name);
     } else if !failures.is_empty() {
         failures.push_str(
-            "(MEMCGSIM_EXPERIMENTS=1 UPDATE_EXPERIMENTS=1 cargo test --release --test \
+            "(UPDATE_EXPERIMENTS=1 cargo test --release --test \
              experiment_readmes rewrites the outputs)",
         );
     }
