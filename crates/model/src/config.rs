@@ -749,4 +749,19 @@ mod tests {
         assert!(c.set("swap_bandwidth", "0").is_ok());
         assert!(c.validate().unwrap_err().contains("swap_bandwidth"));
     }
+
+    #[test]
+    fn vma_readahead_is_a_switch_on_by_default() {
+        let mut c = MachineConfig::default();
+        assert!(c.swap_vma_ra);
+        assert!(MachineConfig::key_is_switch("swap_vma_ra"));
+        c.set("swap_vma_ra", "off").unwrap();
+        assert!(!c.swap_vma_ra);
+        c.set("swap_vma_ra", "on").unwrap();
+        assert!(c.swap_vma_ra);
+        assert!(c
+            .set("swap_vma_ra", "maybe")
+            .unwrap_err()
+            .contains("swap_vma_ra"));
+    }
 }
