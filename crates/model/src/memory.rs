@@ -1,6 +1,7 @@
 //! Anonymous memory: mm/memory.c (do_anonymous_page, do_swap_page), mm/swap_state.c (swap
 //! readahead into the swap cache: swapin_readahead() with swap_vma_readahead() on
-//! non-rotational swap, swap_cluster_readahead() on rotational), mm/rmap.c (unmapping a page
+//! non-rotational swap, swap_cluster_readahead() on rotational; vm_swap_full() and
+//! mem_cgroup_swap_full() for the swap cache reclaim gives up), mm/rmap.c (unmapping a page
 //! to a swap entry), mm/mlock.c (VM_LOCKED mappings put their pages on the unevictable
 //! list) and mm/mmu_gather.c (munmap and exit free their pages in the gather's batches, each
 //! uncharged together by release_pages()).
@@ -450,6 +451,53 @@ impl Machine {
             }
             read.push(crate::blkdev::swap_pos(off));
         }
+    }
+
+    /// vm_swap_full(): more than half the swap space is in use.
+    pub fn vm_swap_full(&self) -> bool {
+        u64::from(self.swap.nr_free()) * 2 < self.total_swap_pages
+    }
+
+    /// mem_cgroup_swap_full(): swap is considered full for a page of `memcg` when
+    /// vm_swap_full() says so or, on cgroup v2, when the group or an ancestor below the root
+    /// has used half its memory.swap.high or memory.swap.max.
+    pub fn mem_cgroup_swap_full(&self, memcg: MemcgId) -> bool {
+        if self.vm_swap_full() {
+            return true;
+        }
+        if self.is_v1() {
+            return false;
+        }
+        let mut at = Some(memcg);
+        while let Some(id) = at.filter(|&id| id != crate::memcontrol::ROOT_MEMCG) {
+            let c = self.swap_counter.get(id as usize);
+            if c.usage * 2 >= c.high || c.usage * 2 >= c.max {
+                return true;
+            }
+            at = self.memcg(id).parent;
+        }
+        false
+    }
+
+    /// shrink_folio_list()'s activate_locked for a swap-cache page: when swap is considered
+    /// full for its group (mem_cgroup_swap_full()) or the page is mlocked, folio_free_swap()
+    /// gives its slot up, unless the page is under writeback: a mapped page becomes a dirty
+    /// anon page without swap, whose slot and swap charge go.
+    pub(crate) fn activate_free_swap(&mut self, pfn: Pfn) {
+        let Some(slot) = self.swapcache_slot(pfn) else {
+            return;
+        };
+        let flags = self.frames.flags(pfn);
+        // A page in no PTE (read ahead, written out, or left by munmap during its write)
+        // stays for reclaim to free with its slot.
+        if flags & pf::WRITEBACK != 0 || flags & pf::MAPPED == 0 || self.swap.pte_held(slot) {
+            return;
+        }
+        if flags & pf::MLOCKED == 0 && !self.mem_cgroup_swap_full(self.frames.memcg(pfn)) {
+            return;
+        }
+        self.swapcache_del(pfn, slot);
+        self.frames.set(pfn, pf::DIRTY);
     }
 
     /// swap_use_vma_readahead(): swap readahead follows the faulting VMA's pages unless it is
