@@ -66,6 +66,7 @@ const AGREEING: &[&str] = &[
     "tests/kmem/memcg_deletion.mcg",
     "tests/kmem/percpu_basic.mcg",
     "tests/swap/readahead.mcg",
+    "tests/swap/vma_readahead.mcg",
     "tests/mm/zoneinfo.mcg",
     "tests/dirty/sysctl.mcg",
     "tests/psi/high_throttle.mcg",

@@ -199,6 +199,10 @@ script_tests! {
     kmem_percpu_basic => "kmem/percpu_basic.mcg",
     // Swap readahead and the swap cache.
     swap_readahead => "swap/readahead.mcg",
+    // Issue 38, items 5 and 6: VMA-based swap readahead, and the swap cache after a
+    // swap-out.
+    swap_vma_readahead => "swap/vma_readahead.mcg",
+    swap_swapcache => "swap/swapcache.mcg",
     // kswapd and the allocators on the same CPUs.
     swap_kswapd_split => "swap/kswapd_split.mcg",
     // One allocator: the run the oracle guest's swap disk is measured on.

@@ -239,6 +239,9 @@ pub struct MachineConfig {
     pub device: DeviceConfig,
     /// A separate swap device; None puts swap on `device`.
     pub swap_device: Option<DeviceConfig>,
+    /// /sys/kernel/mm/swap/vma_ra_enabled: swap readahead follows the faulting VMA
+    /// (swap_vma_readahead()) when the swap device is not rotational. Default on.
+    pub swap_vma_ra: bool,
     /// The file device's queue/read_ahead_kb: the largest file readahead window. Default
     /// 128 (VM_READAHEAD_PAGES).
     pub read_ahead_kb: u64,
@@ -275,6 +278,7 @@ impl Default for MachineConfig {
             base_bytes: None,
             device: DeviceConfig::profile("ssd").expect("a profile"),
             swap_device: None,
+            swap_vma_ra: true,
             read_ahead_kb: 128,
             costs: Costs {
                 hit_ns: 20,
@@ -458,6 +462,7 @@ impl MachineConfig {
         "swap_seek",
         "swap_queue_depth",
         "swap_sync",
+        "swap_vma_ra",
         "hit_cost",
         "fault_cost",
         "scan_cost",
@@ -472,7 +477,13 @@ impl MachineConfig {
     pub fn key_is_switch(key: &str) -> bool {
         matches!(
             key,
-            "recursiveprot" | "localevents" | "stock" | "root_memory" | "kmem" | "swap_sync"
+            "recursiveprot"
+                | "localevents"
+                | "stock"
+                | "root_memory"
+                | "kmem"
+                | "swap_sync"
+                | "swap_vma_ra"
         )
     }
 
@@ -601,6 +612,7 @@ impl MachineConfig {
                         None => self.device.synchronous_io = sync,
                     }
                 }
+                "swap_vma_ra" => self.swap_vma_ra = parse_bool(value)?,
                 "hit_cost" => self.costs.hit_ns = parse_duration_ns(value)?,
                 "fault_cost" => self.costs.minor_fault_ns = parse_duration_ns(value)?,
                 "scan_cost" => self.costs.scan_ns = parse_duration_ns(value)?,
@@ -736,5 +748,20 @@ mod tests {
         }
         assert!(c.set("swap_bandwidth", "0").is_ok());
         assert!(c.validate().unwrap_err().contains("swap_bandwidth"));
+    }
+
+    #[test]
+    fn vma_readahead_is_a_switch_on_by_default() {
+        let mut c = MachineConfig::default();
+        assert!(c.swap_vma_ra);
+        assert!(MachineConfig::key_is_switch("swap_vma_ra"));
+        c.set("swap_vma_ra", "off").unwrap();
+        assert!(!c.swap_vma_ra);
+        c.set("swap_vma_ra", "on").unwrap();
+        assert!(c.swap_vma_ra);
+        assert!(c
+            .set("swap_vma_ra", "maybe")
+            .unwrap_err()
+            .contains("swap_vma_ra"));
     }
 }

@@ -1,6 +1,7 @@
 //! Anonymous memory: mm/memory.c (do_anonymous_page, do_swap_page), mm/swap_state.c (swap
-//! readahead into the swap cache: swapin_readahead() with swap_cluster_readahead(); the
-//! swap_vma_readahead() of non-rotational swap is not modelled), mm/rmap.c (unmapping a page
+//! readahead into the swap cache: swapin_readahead() with swap_vma_readahead() on
+//! non-rotational swap, swap_cluster_readahead() on rotational; vm_swap_full() and
+//! mem_cgroup_swap_full() for the swap cache reclaim gives up), mm/rmap.c (unmapping a page
 //! to a swap entry), mm/mlock.c (VM_LOCKED mappings put their pages on the unevictable
 //! list) and mm/mmu_gather.c (munmap and exit free their pages in the gather's batches, each
 //! uncharged together by release_pages()).
@@ -23,6 +24,12 @@ pub const SWAP_PTE: u32 = 1 << 31;
 /// its VMA rmap, and its slot is in `SwapSpace::mapped_slot()`.
 pub const SWAPCACHE_MAPPING: u32 = u32::MAX - 1;
 
+/// PG_readahead of a swap-cache page read ahead and not yet faulted on. The kernel's
+/// PG_readahead is PG_reclaim's bit, and so is the model's: a swap-cache page carries
+/// PG_reclaim only under writeback, after pageout(), and a fault that finds such a page
+/// takes the mark for a readahead hit as 6.1 does.
+const PG_READAHEAD: u16 = pf::RECLAIM;
+
 /// MMU_GATHER_BUNDLE: the pages of the mmu_gather's on-stack batch.
 const MMU_GATHER_BUNDLE: usize = 8;
 /// MAX_GATHER_BATCH: the pages of each batch the gather allocates after it, (PAGE_SIZE less
@@ -44,6 +51,8 @@ pub struct VmaData {
     pub pt: Vec<u64>,
     /// PTE pages allocated.
     pub pt_pages: u64,
+    /// swap_readahead_info: swap_vma_readahead()'s state.
+    pub swap_ra: crate::swapfile::VmaSwapRa,
 }
 
 #[derive(Default)]
@@ -84,6 +93,7 @@ impl Machine {
             objcg: crate::kmem::ROOT_OBJCG,
             pt: vec![0; (npages as u64).div_ceil(crate::kmem::PTE_SPAN_PAGES * 64) as usize],
             pt_pages: 0,
+            swap_ra: Default::default(),
         });
         let t = self.task_mut(pid);
         t.vmas.push(id);
@@ -230,7 +240,10 @@ impl Machine {
     }
 
     /// A fault on a swap entry whose page is in the swap cache (swap_cache_get_folio() found
-    /// it: a minor fault, and a readahead hit). The write frees the swap cache
+    /// it: a minor fault). A page read ahead is a readahead hit: its PG_readahead mark goes,
+    /// and the hit counts for the VMA's next window (VMA readahead) or the next
+    /// swapin_nr_pages() (cluster readahead); with VMA readahead any hit moves the VMA's last
+    /// fault to this page. The write frees the swap cache
     /// (should_try_to_free_swap() with FAULT_FLAG_WRITE): slot and swap charge go, the page
     /// is mapped and dirty. A page whose write to the slot is still in flight cannot leave
     /// the swap cache (folio_free_swap() refuses it): it is mapped and keeps the slot.
@@ -239,7 +252,12 @@ impl Machine {
         let task_memcg = self.task(pid).memcg;
         self.mod_stat(task_memcg, Stat::Pgfault, 1);
         self.task_mut(pid).stats.minflt += 1;
-        self.swap.ra_hits += 1;
+        let readahead = self.frames.test_clear(pfn, PG_READAHEAD);
+        if self.swap_use_vma_readahead() {
+            self.vmas.v[vma as usize].swap_ra.cache_hit(idx, readahead);
+        } else if readahead {
+            self.swap.ra_hits += 1;
+        }
         let unused = self.swap.pte_put(slot);
         debug_assert!(!unused, "the swap cache holds the slot");
         self.task_mut(pid).swapents -= 1;
@@ -292,7 +310,9 @@ impl Machine {
             mapping: SWAPCACHE_MAPPING,
             index: slot,
         };
-        self.frames.set(pfn, pf::SWAPBACKED | pf::ONDISK);
+        // SetPageReadahead(): a fault that finds it counts a readahead hit.
+        self.frames
+            .set(pfn, pf::SWAPBACKED | pf::ONDISK | PG_READAHEAD);
         let shadow = self.swap.shadow(slot);
         if shadow != 0 {
             self.workingset_refault(pfn, shadow);
@@ -380,10 +400,120 @@ impl Machine {
         Ok(())
     }
 
+    /// swap_cluster_readahead() beside a fault on `slot`: the in-use slots not in the swap
+    /// cache of the window of swapin_nr_pages() slots aligned around it are read ahead, their
+    /// device positions added to `read`. The kernel's offset 0 is the swap header: slot s is
+    /// offset s + 1.
+    fn swap_cluster_readahead(&mut self, slot: SwapSlot, task_memcg: MemcgId, read: &mut Vec<u64>) {
+        let window = self.swap.swapin_nr_pages(slot + 1, self.page_cluster);
+        if window <= 1 {
+            return;
+        }
+        let mask = window - 1;
+        let offset = slot + 1;
+        let start = (offset & !mask).max(1);
+        let end = (offset | mask).min(self.swap.nr_slots());
+        for off in (start - 1)..end {
+            if off == slot || !self.swap.in_use(off) || self.swap.cached(off).is_some() {
+                continue;
+            }
+            if !self.swapin_readahead_page(off, task_memcg) {
+                break;
+            }
+            read.push(crate::blkdev::swap_pos(off));
+        }
+    }
+
+    /// swap_vma_readahead() beside a fault on page `idx` of `vma`: the pages of the VMA's
+    /// window (swap_ra_info()) whose PTEs hold swap entries not in the swap cache are read
+    /// ahead, their device positions added to `read`.
+    fn swap_vma_readahead(&mut self, vma: u32, idx: u32, task_memcg: MemcgId, read: &mut Vec<u64>) {
+        let page_cluster = self.page_cluster;
+        let v = &mut self.vmas.v[vma as usize];
+        let len = v.ptes.len() as u32;
+        let Some(window) = v.swap_ra.swap_ra_info(idx, len, page_cluster) else {
+            return;
+        };
+        for i in window {
+            if i == idx {
+                continue;
+            }
+            let pte = self.vmas.v[vma as usize].ptes[i as usize];
+            if pte & SWAP_PTE == 0 {
+                continue;
+            }
+            let off = pte & !SWAP_PTE;
+            if self.swap.cached(off).is_some() {
+                continue;
+            }
+            if !self.swapin_readahead_page(off, task_memcg) {
+                break;
+            }
+            read.push(crate::blkdev::swap_pos(off));
+        }
+    }
+
+    /// vm_swap_full(): more than half the swap space is in use.
+    pub fn vm_swap_full(&self) -> bool {
+        u64::from(self.swap.nr_free()) * 2 < self.total_swap_pages
+    }
+
+    /// mem_cgroup_swap_full(): swap is considered full for a page of `memcg` when
+    /// vm_swap_full() says so or, on cgroup v2, when the group or an ancestor below the root
+    /// has used half its memory.swap.high or memory.swap.max.
+    pub fn mem_cgroup_swap_full(&self, memcg: MemcgId) -> bool {
+        if self.vm_swap_full() {
+            return true;
+        }
+        if self.is_v1() {
+            return false;
+        }
+        let mut at = Some(memcg);
+        while let Some(id) = at.filter(|&id| id != crate::memcontrol::ROOT_MEMCG) {
+            let c = self.swap_counter.get(id as usize);
+            if c.usage * 2 >= c.high || c.usage * 2 >= c.max {
+                return true;
+            }
+            at = self.memcg(id).parent;
+        }
+        false
+    }
+
+    /// shrink_folio_list()'s activate_locked for a swap-cache page: when swap is considered
+    /// full for its group (mem_cgroup_swap_full()) or the page is mlocked, folio_free_swap()
+    /// gives its slot up, unless the page is under writeback: a mapped page becomes a dirty
+    /// anon page without swap, whose slot and swap charge go.
+    pub(crate) fn activate_free_swap(&mut self, pfn: Pfn) {
+        let Some(slot) = self.swapcache_slot(pfn) else {
+            return;
+        };
+        let flags = self.frames.flags(pfn);
+        // A page in no PTE (read ahead, written out, or left by munmap during its write)
+        // stays for reclaim to free with its slot.
+        if flags & pf::WRITEBACK != 0 || flags & pf::MAPPED == 0 || self.swap.pte_held(slot) {
+            return;
+        }
+        if flags & pf::MLOCKED == 0 && !self.mem_cgroup_swap_full(self.frames.memcg(pfn)) {
+            return;
+        }
+        self.swapcache_del(pfn, slot);
+        self.frames.set(pfn, pf::DIRTY);
+    }
+
+    /// swap_use_vma_readahead(): swap readahead follows the faulting VMA's pages unless it is
+    /// switched off (`swap_vma_ra=off`, /sys/kernel/mm/swap/vma_ra_enabled) or the swap
+    /// device is rotational (swapon counts it in nr_rotate_swap), where it reads the swap
+    /// device's cluster around the entry.
+    pub fn swap_use_vma_readahead(&self) -> bool {
+        self.cfg.swap_vma_ra && !self.cfg.swap_device_config().rotational
+    }
+
     /// do_swap_page(): a fault on a swap entry. A page found in the swap cache is mapped
-    /// (a minor fault); otherwise swapin_readahead() with swap_cluster_readahead(): the page
-    /// and the in-use slots of its aligned cluster of swapin_nr_pages() slots are read in
-    /// one request, the others staying in the swap cache (a major fault).
+    /// (a minor fault); otherwise swapin_readahead() reads the page and, in the same
+    /// request, the other pages of its readahead window into the swap cache (a major
+    /// fault): swap_vma_readahead()'s pages of the VMA around the fault whose PTEs hold swap
+    /// entries, or swap_cluster_readahead()'s in-use slots of the aligned cluster of
+    /// swapin_nr_pages() slots around the entry.
     fn do_swap_page(&mut self, pid: Pid, vma: u32, idx: u32, slot: SwapSlot) -> Result<(), Fault> {
         if let Some(pfn) = self.swap.cached(slot) {
             self.swapcache_fault(pid, vma, idx, slot, pfn);
@@ -396,24 +526,11 @@ impl Machine {
         self.task_mut(pid).stats.majflt += 1;
         let memcg = self.swapin_memcg(slot, task_memcg);
         let pfn = self.anon_fault_page(memcg, vma)?;
-        // The cluster around the entry, aligned to the window. The kernel's offset 0 is the
-        // swap header: slot s is offset s + 1.
-        let window = self.swap.swapin_nr_pages(slot + 1, self.page_cluster);
         let mut read = vec![crate::blkdev::swap_pos(slot)];
-        if window > 1 {
-            let mask = window - 1;
-            let offset = slot + 1;
-            let start = (offset & !mask).max(1);
-            let end = (offset | mask).min(self.swap.nr_slots());
-            for off in (start - 1)..end {
-                if off == slot || !self.swap.in_use(off) || self.swap.cached(off).is_some() {
-                    continue;
-                }
-                if !self.swapin_readahead_page(off, task_memcg) {
-                    break;
-                }
-                read.push(crate::blkdev::swap_pos(off));
-            }
+        if self.swap_use_vma_readahead() {
+            self.swap_vma_readahead(vma, idx, task_memcg, &mut read);
+        } else {
+            self.swap_cluster_readahead(slot, task_memcg, &mut read);
         }
         if self.task(pid).killed || !self.vmas.v[vma as usize].live {
             // The readahead's charge OOM-killed the faulting task.
@@ -697,7 +814,8 @@ mod tests {
         m.frames.drain_all_pages();
         let keep = m.zones.mark(top, Wmark::Min) + m.zones.zone[top].lowmem_reserve;
         assert_eq!(m.frames.free.zone_len(top), keep + 1);
-        // Readahead hits before: a window of 8 pages (page-cluster 3).
+        // A window of 8 pages (page-cluster 3): the VMA's first swap fault has one (zram is
+        // not rotational: VMA readahead), and so would cluster readahead after these hits.
         m.swap.ra_hits = 6;
         // The task's slice is used: its reclaim gives the CPU up after priority 12.
         let quantum = m.cfg.costs.quantum_ns;
@@ -723,6 +841,117 @@ mod tests {
             m.task(pid).reclaim_resume.is_some(),
             "for the next allocation"
         );
+        m.cur = None;
+    }
+
+    /// A machine with `keys` whose one group's task maps `pages` of anon memory, writes
+    /// them and has them all swapped out; returns the machine, the task and its VMA.
+    fn swapped_out(keys: &[(&str, &str)], pages: u32) -> (Machine, Pid, u32) {
+        let mut cfg = MachineConfig::default();
+        for (k, v) in [("memory", "64M"), ("swap", "64M")].iter().chain(keys) {
+            cfg.set(k, v).unwrap();
+        }
+        let mut m = Machine::new(cfg).unwrap();
+        m.check_invariants = true;
+        let a = m.memcg_create(ROOT_MEMCG).unwrap();
+        let pid = m.spawn(a, "idle".into(), 0, Box::new(Idle));
+        m.cur = Some(ExecCtx::new(Some(pid), 0, m.sched.clock));
+        let vma = m.mmap_anon(pid, pages, false);
+        for i in 0..pages {
+            m.touch_anon(pid, vma, i).unwrap();
+        }
+        for _ in 0..50 {
+            if m.vmas.v[vma as usize]
+                .ptes
+                .iter()
+                .all(|&p| p & SWAP_PTE != 0)
+            {
+                break;
+            }
+            m.try_to_free_mem_cgroup_pages(a, pages as u64, true, true, None);
+        }
+        assert!(m.vmas.v[vma as usize]
+            .ptes
+            .iter()
+            .all(|&p| p & SWAP_PTE != 0));
+        assert_eq!(m.global_stat(Stat::SwapCached), 0);
+        (m, pid, vma)
+    }
+
+    /// The pages of `vma` in the swap cache.
+    fn cached_pages(m: &Machine, vma: u32) -> Vec<u32> {
+        let v = &m.vmas.v[vma as usize];
+        (0..v.ptes.len() as u32)
+            .filter(|&i| {
+                let p = v.ptes[i as usize];
+                p & SWAP_PTE != 0 && m.swap.cached(p & !SWAP_PTE).is_some()
+            })
+            .collect()
+    }
+
+    /// 6.1 reads ahead by VMA unless vma_ra_enabled is off or a swap device is rotational.
+    #[test]
+    fn swap_readahead_follows_the_vma_on_non_rotational_swap() {
+        let vma_ra = |keys: &[(&str, &str)]| {
+            let mut cfg = MachineConfig::default();
+            for (k, v) in keys {
+                cfg.set(k, v).unwrap();
+            }
+            Machine::new(cfg).unwrap().swap_use_vma_readahead()
+        };
+        assert!(vma_ra(&[]));
+        assert!(vma_ra(&[("swap_disk", "zram")]));
+        assert!(!vma_ra(&[("swap_disk", "hdd")]));
+        assert!(!vma_ra(&[("disk", "hdd")]));
+        assert!(vma_ra(&[("disk", "hdd"), ("swap_disk", "nvme")]));
+        assert!(!vma_ra(&[("swap_seek", "5ms")]));
+        assert!(!vma_ra(&[("swap_vma_ra", "off")]));
+
+        let (mut m, pid, vma) = swapped_out(&[("swap_sync", "on")], 64);
+        // The VMA's first swap fault reads 8 pages around it: 3 before, 4 after.
+        let in0 = m.global_stat(Stat::Pswpin);
+        m.touch_anon(pid, vma, 10).unwrap();
+        assert_eq!(m.global_stat(Stat::Pswpin) - in0, 8);
+        assert_eq!(cached_pages(&m, vma), vec![7, 8, 9, 11, 12, 13, 14]);
+        assert_eq!(m.global_stat(Stat::SwapCached), 7);
+        // A fault on a page read ahead: minor, a hit, and the write frees its swap cache.
+        m.touch_anon(pid, vma, 11).unwrap();
+        assert_eq!(m.task(pid).stats.majflt, 1);
+        assert_eq!(m.task(pid).stats.minflt, 64 + 1);
+        assert_eq!(m.global_stat(Stat::SwapCached), 6);
+        // One hit: a window of 4 around the next fault, far away.
+        m.touch_anon(pid, vma, 40).unwrap();
+        assert_eq!(cached_pages(&m, vma), vec![7, 8, 9, 12, 13, 14, 39, 41, 42]);
+        // No hit since: half the last window, then one page.
+        m.touch_anon(pid, vma, 50).unwrap();
+        assert_eq!(cached_pages(&m, vma).len(), 10);
+        m.touch_anon(pid, vma, 60).unwrap();
+        assert_eq!(cached_pages(&m, vma).len(), 10);
+        assert_eq!(m.task(pid).stats.majflt, 4);
+        m.check().unwrap();
+        m.cur = None;
+    }
+
+    /// On rotational swap the window is the swap device's aligned cluster of slots, which
+    /// need not be the VMA's neighbours.
+    #[test]
+    fn rotational_swap_reads_the_cluster_of_slots() {
+        let (mut m, pid, vma) = swapped_out(&[("swap_disk", "hdd"), ("swap_sync", "on")], 64);
+        let slot = |m: &Machine, i: usize| m.vmas.v[vma as usize].ptes[i] & !SWAP_PTE;
+        let s = slot(&m, 10);
+        m.touch_anon(pid, vma, 10).unwrap();
+        // The first fault: 8 slots aligned around offset s + 1 (offset 0 is the header).
+        let lo = ((s + 1) & !7).max(1) - 1;
+        let read: Vec<u32> = cached_pages(&m, vma)
+            .iter()
+            .map(|&i| slot(&m, i as usize))
+            .collect();
+        assert!(!read.is_empty());
+        assert!(
+            read.iter().all(|&r| r >= lo && r < lo + 8 && r != s),
+            "{read:?} around {s}"
+        );
+        m.check().unwrap();
         m.cur = None;
     }
 

@@ -306,6 +306,52 @@ mod tests {
         assert!(m.stat_total(a, Stat::Pswpout) > out);
     }
 
+    /// activate_locked's folio_free_swap(): a mapped swap-cache page that reclaim activates
+    /// keeps its slot while swap has room, and gives it up once its group has used half of
+    /// memory.swap.max (mem_cgroup_swap_full()); never while its write is in flight.
+    #[test]
+    fn an_activated_swap_cache_page_gives_its_slot_up_when_swap_is_full() {
+        let (mut m, a, pid) = setup(false, 4096);
+        reclaim(&mut m, a, 32);
+        let wb = m.stat_total(a, Stat::Writeback);
+        assert!(wb > 0);
+        // Fault everything back while the writes are in flight: the pages written are mapped
+        // again and keep their slots.
+        let vma = m.task(pid).vmas[0];
+        m.cur = Some(crate::sched::ExecCtx::new(Some(pid), 0, m.sched.clock));
+        for idx in 0..4096 {
+            m.touch_anon(pid, vma, idx).unwrap();
+        }
+        m.cur = None;
+        let mapped: Vec<_> = (0..m.frames.meta.len() as u32)
+            .filter(|&p| m.swap.mapped_slot(p).is_some())
+            .collect();
+        assert_eq!(mapped.len() as u64, wb);
+        // Under writeback: kept, swap full or not.
+        let used = m.swap_counter.get(a as usize).usage;
+        assert!(m.swap_counter.set_max_checked(a as usize, used));
+        assert!(m.mem_cgroup_swap_full(a));
+        m.activate_free_swap(mapped[0]);
+        assert!(m.swap.mapped_slot(mapped[0]).is_some());
+        // The writes end. Swap has room: the slots stay.
+        m.run_until(m.sched.clock + 2_000_000_000, |_| false);
+        assert_eq!(m.stat_total(a, Stat::Writeback), 0);
+        assert!(m.swap_counter.set_max_checked(a as usize, 2 * used + 1));
+        assert!(!m.vm_swap_full() && !m.mem_cgroup_swap_full(a));
+        m.activate_free_swap(mapped[0]);
+        assert_eq!(m.stat_total(a, Stat::SwapCached), wb);
+        // Half of swap.max used: the page leaves the swap cache, dirty, with its slot's
+        // charge; the others keep theirs.
+        assert!(m.swap_counter.set_max_checked(a as usize, 2 * used));
+        assert!(m.mem_cgroup_swap_full(a));
+        m.activate_free_swap(mapped[0]);
+        assert!(m.swap.mapped_slot(mapped[0]).is_none());
+        assert!(m.frames.test(mapped[0], crate::page_cgroup::pf::DIRTY));
+        assert_eq!(m.stat_total(a, Stat::SwapCached), wb - 1);
+        assert_eq!(m.swap_counter.get(a as usize).usage, used - 1);
+        m.check().unwrap();
+    }
+
     #[test]
     fn pages_of_an_exiting_task_under_writeback_stay_until_reclaimed() {
         let (mut m, a, pid) = setup(false, 4096);

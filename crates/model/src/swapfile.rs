@@ -56,7 +56,8 @@ impl SwapSpace {
             mapped: Default::default(),
             free: (0..nr).rev().collect(),
             nr_cached: 0,
-            ra_hits: 0,
+            // swapin_readahead_hits starts at 4: the first fault reads a window of 8.
+            ra_hits: 4,
             ra_prev_offset: 0,
             ra_last_pages: 0,
         }
@@ -191,10 +192,10 @@ impl SwapSpace {
             .map(|(s, &p)| (s as SwapSlot, p))
     }
 
-    /// swapin_nr_pages(): the readahead window, in pages, for a fault on `offset` with
-    /// 2^`page_cluster` pages at most: hits + 2 rounded up to a power of two (at least 4)
-    /// after hits; without hits 2 for a fault next to the last one, else 1; never below half
-    /// the last window.
+    /// swapin_nr_pages(): the readahead window of swap_cluster_readahead(), in pages, for a
+    /// fault on `offset` with 2^`page_cluster` pages at most, from the readahead hits counted
+    /// since the last fault that read (swapin_readahead_hits), the offset of the last fault
+    /// without hits and the last window: [`ra_window()`].
     pub fn swapin_nr_pages(&mut self, offset: SwapSlot, page_cluster: u32) -> u32 {
         // 6.1 takes any page-cluster; `1 << page_cluster` is an int shift, whose count
         // x86-64 takes modulo 32.
@@ -203,27 +204,123 @@ impl SwapSpace {
             return 1;
         }
         let hits = std::mem::take(&mut self.ra_hits);
-        let mut pages = hits.saturating_add(2);
-        if pages == 2 {
-            let prev = self.ra_prev_offset;
-            if offset != prev.wrapping_add(1) && offset != prev.wrapping_sub(1) {
-                pages = 1;
-            }
-        } else {
-            let mut roundup = 4u32;
-            while roundup < pages {
-                roundup <<= 1;
-            }
-            pages = roundup;
-        }
-        pages = pages.min(max_pages);
-        pages = pages.max(self.ra_last_pages / 2);
+        let prev = self.ra_prev_offset;
+        let adjacent = offset == prev.wrapping_add(1) || offset == prev.wrapping_sub(1);
+        let pages = ra_window(adjacent, hits, max_pages, self.ra_last_pages);
         if hits == 0 {
             self.ra_prev_offset = offset;
         }
         self.ra_last_pages = pages;
         pages
     }
+}
+
+/// SWAP_RA_ORDER_CEILING (64-bit): VMA readahead reads at most 2^5 pages, whatever
+/// page-cluster says.
+const SWAP_RA_ORDER_CEILING: u32 = 5;
+/// SWAP_RA_HITS_MAX: the hits a VMA's readahead state counts up to (its low PAGE_SHIFT / 2
+/// bits).
+const SWAP_RA_HITS_MAX: u32 = (1 << 6) - 1;
+/// The pages a PTE page maps (PTRS_PER_PTE): VMA readahead stays within the faulting PTE's
+/// page table, as the model's VMAs start on a 2 MiB boundary (kmem.rs's page tables do too).
+const PTRS_PER_PTE: u32 = 512;
+
+/// struct vm_area_struct's swap_readahead_info for swap_vma_readahead(): the page of the last
+/// swap fault (or swap-cache hit), the last window and the readahead hits since. A VMA that
+/// never faulted on swap reads as 4 hits, no window and no last page (GET_SWAP_RA_VAL()), so
+/// its first window is 4 pages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VmaSwapRa {
+    /// The page index of the last fault in the VMA; None before the first.
+    addr: Option<u32>,
+    win: u32,
+    hits: u32,
+}
+
+impl VmaSwapRa {
+    fn load(&self) -> (Option<u32>, u32, u32) {
+        match self.addr {
+            Some(a) => (Some(a), self.win, self.hits),
+            None => (None, 0, 4),
+        }
+    }
+
+    /// swap_ra_info(): the window of a fault on page `idx` of a VMA of `len` pages, with
+    /// vm.page-cluster `page_cluster`. The window, from [`ra_window()`] with the VMA's hits,
+    /// its last window and whether `idx` is next to the last fault, is placed after `idx` for
+    /// a fault just after the last one, before it for one just before, else around it
+    /// ((window - 1) / 2 pages before it); then clipped to the VMA and to the PTE page of
+    /// `idx`.
+    /// The state keeps `idx` and the window, its hits start again from 0. Returns the pages
+    /// to look at, None for a window of one page (page-cluster 0 leaves the state alone).
+    pub fn swap_ra_info(
+        &mut self,
+        idx: u32,
+        len: u32,
+        page_cluster: u32,
+    ) -> Option<std::ops::Range<u32>> {
+        let max_win = 1u32 << page_cluster.min(SWAP_RA_ORDER_CEILING);
+        if max_win == 1 {
+            return None;
+        }
+        let (prev, prev_win, hits) = self.load();
+        let after = prev.is_some_and(|p| idx == p.wrapping_add(1));
+        let before = prev.is_some_and(|p| p == idx.wrapping_add(1));
+        let win = ra_window(after || before, hits, max_win, prev_win);
+        *self = VmaSwapRa {
+            addr: Some(idx),
+            win,
+            hits: 0,
+        };
+        if win == 1 {
+            return None;
+        }
+        let (f, w) = (i64::from(idx), i64::from(win));
+        let (lo, hi) = if after {
+            (f, f + w)
+        } else if before {
+            (f - w + 1, f + 1)
+        } else {
+            let left = (w - 1) / 2;
+            (f - left, f + w - left)
+        };
+        let pmd = i64::from(idx / PTRS_PER_PTE * PTRS_PER_PTE);
+        let start = lo.max(0).max(pmd);
+        let end = hi.min(i64::from(len)).min(pmd + i64::from(PTRS_PER_PTE));
+        Some(start as u32..end as u32)
+    }
+
+    /// A fault on page `idx` found its page in the swap cache (swap_cache_get_folio()): the
+    /// state takes `idx` as the last fault and, if the page was read ahead (PG_readahead, now
+    /// cleared), one more hit.
+    pub fn cache_hit(&mut self, idx: u32, readahead: bool) {
+        let (_, win, hits) = self.load();
+        *self = VmaSwapRa {
+            addr: Some(idx),
+            win,
+            hits: (hits + u32::from(readahead)).min(SWAP_RA_HITS_MAX),
+        };
+    }
+}
+
+/// __swapin_nr_pages(), the window heuristic both swap readaheads share: after `hits`
+/// readahead hits, hits + 2 rounded up to a power of two (at least 4); without hits 2 for a
+/// fault `adjacent` to the last one (the next or the previous offset, or page of the VMA),
+/// else 1; at most `max_pages`, and never below half the last window `prev_win`.
+pub fn ra_window(adjacent: bool, hits: u32, max_pages: u32, prev_win: u32) -> u32 {
+    let mut pages = hits.saturating_add(2);
+    if pages == 2 {
+        if !adjacent {
+            pages = 1;
+        }
+    } else {
+        let mut roundup = 4u32;
+        while roundup < pages {
+            roundup <<= 1;
+        }
+        pages = roundup;
+    }
+    pages.min(max_pages).max(prev_win / 2)
 }
 
 #[cfg(test)]
@@ -233,7 +330,11 @@ mod tests {
     #[test]
     fn the_window_grows_with_hits_and_shrinks_by_halves() {
         let mut s = SwapSpace::new(64);
-        // No hits, not adjacent to the last fault (0): one page.
+        // The first fault: 4 hits as the kernel starts with, 4 + 2 rounds up to 8.
+        assert_eq!(s.swapin_nr_pages(20, 3), 8);
+        assert_eq!(s.swapin_nr_pages(8, 3), 4);
+        assert_eq!(s.swapin_nr_pages(4, 3), 2);
+        // No hits, not adjacent to the last fault (4): one page.
         assert_eq!(s.swapin_nr_pages(10, 3), 1);
         // Adjacent to the last fault: two.
         assert_eq!(s.swapin_nr_pages(11, 3), 2);
@@ -251,6 +352,65 @@ mod tests {
         assert_eq!(s.swapin_nr_pages(61, 0), 1);
         s.ra_hits = 9;
         assert_eq!(s.swapin_nr_pages(62, 32), 1);
+    }
+
+    #[test]
+    fn the_vma_window_starts_at_eight_and_shrinks_on_random_faults() {
+        let mut ra = VmaSwapRa::default();
+        // A VMA's first fault: 4 hits as GET_SWAP_RA_VAL() reads an empty state, 4 + 2
+        // rounds up to 8, placed around the fault (3 before it).
+        assert_eq!(ra.swap_ra_info(1000, 4096, 3), Some(997..1005));
+        // Far from the last fault, no hits: not below half the last window.
+        assert_eq!(ra.swap_ra_info(3000, 4096, 3), Some(2999..3003));
+        assert_eq!(ra.swap_ra_info(100, 4096, 3), Some(100..102));
+        assert_eq!(ra.swap_ra_info(2000, 4096, 3), None);
+        assert_eq!(ra.swap_ra_info(50, 4096, 3), None);
+        // The next page: 2 pages from it on; the page before: 2 pages up to it.
+        assert_eq!(ra.swap_ra_info(51, 4096, 3), Some(51..53));
+        assert_eq!(ra.swap_ra_info(50, 4096, 3), Some(49..51));
+    }
+
+    #[test]
+    fn readahead_hits_grow_the_vma_window_up_to_the_ceiling() {
+        let mut ra = VmaSwapRa::default();
+        assert_eq!(ra.swap_ra_info(600, 4096, 3), Some(597..605));
+        // Three readahead hits and a hit on a page not read ahead; the last moves the
+        // state's page, so the next fault after it reads forward.
+        for i in [601, 602, 603] {
+            ra.cache_hit(i, true);
+        }
+        ra.cache_hit(604, false);
+        // 3 hits + 2 rounds up to 8, the most page-cluster 3 allows.
+        assert_eq!(ra.swap_ra_info(605, 4096, 3), Some(605..613));
+        // page-cluster 7 is capped at 2^5 = 32 pages: 40 hits ask for 64.
+        for i in 606..646 {
+            ra.cache_hit(i, true);
+        }
+        assert_eq!(ra.swap_ra_info(646, 4096, 7), Some(646..678));
+        // Hits count up to 63.
+        for i in 0..100 {
+            ra.cache_hit(700 + i, true);
+        }
+        assert_eq!(ra.load().2, 63);
+        // page-cluster 0: no readahead, and the state stays.
+        let before = ra;
+        assert_eq!(ra.swap_ra_info(10, 4096, 0), None);
+        assert_eq!(ra, before);
+    }
+
+    #[test]
+    fn the_vma_window_stays_in_the_vma_and_its_page_table() {
+        let mut ra = VmaSwapRa::default();
+        // The first pages of the VMA: nothing before page 0.
+        assert_eq!(ra.swap_ra_info(1, 10, 3), Some(0..6));
+        // The end of a 10-page VMA.
+        let mut ra = VmaSwapRa::default();
+        assert_eq!(ra.swap_ra_info(8, 10, 3), Some(5..10));
+        // Across a PTE page's boundary (512 pages): cut at it on both sides.
+        let mut ra = VmaSwapRa::default();
+        assert_eq!(ra.swap_ra_info(513, 4096, 3), Some(512..518));
+        let mut ra = VmaSwapRa::default();
+        assert_eq!(ra.swap_ra_info(510, 4096, 3), Some(507..512));
     }
 
     #[test]

@@ -1211,6 +1211,7 @@ impl Machine {
             match v {
                 Verdict::Freed => nr_reclaimed += 1,
                 Verdict::Activate => {
+                    self.activate_free_swap(pfn);
                     if !self.frames.test(pfn, pf::MLOCKED) {
                         self.frames.set(pfn, pf::ACTIVE);
                         nr_activate += 1;
