@@ -257,6 +257,10 @@ script_tests! {
     seed000_limit_tree => "seed000/limit_tree.mcg",
     seed000_limit_rework => "seed000/limit_rework.mcg",
     seed000_fallback_rework => "seed000/fallback_rework.mcg",
+    // Issue 38 item 7: thread stacks kept and reused by the C library.
+    kmem_thread_stacks => "kmem/thread_stacks.mcg",
+    // Issue 38 item 8: global direct reclaim under a fast allocator.
+    swap_direct_probe => "swap/direct_probe.mcg",
     // Script blocks (every, if/else, break, nested repeat, $now) driving small policies.
     script_blocks_policy => "script_blocks/policy.mcg",
     script_blocks_watchdog => "script_blocks/watchdog.mcg",
