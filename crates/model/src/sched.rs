@@ -840,6 +840,9 @@ mod tests {
         let (ipis, cheap) = run(2, "0");
         assert!(ipis > 0, "no remote flush on 2 CPUs");
         let (_, dear) = run(2, "1ms");
-        assert!(dear > cheap + 1_000_000, "kswapd CPU {cheap} ns, with 1 ms IPIs {dear} ns");
+        assert!(
+            dear > cheap + 1_000_000,
+            "kswapd CPU {cheap} ns, with 1 ms IPIs {dear} ns"
+        );
     }
 }

@@ -45,6 +45,12 @@
 //! quantum of CPU (cond_resched() once the tick sets need_resched). The frames it frees join
 //! the free lists when the clock reaches the CPU time at which it freed them.
 //!
+//! A batch that unmapped an anon page of a task running on another CPU at that moment ends
+//! with the TLB flush's IPI to that CPU (try_to_unmap() with TTU_BATCH_FLUSH, then
+//! arch_tlbbatch_flush()): the reclaimer spins for `ipi_cost`. A task's own pages, and those
+//! of tasks not on a CPU (lazy TLB), flush without a wait. Mapped file pages, whose mappers
+//! the model does not track, never wait.
+//!
 //! Simplifications (docs/FIDELITY.md): swap writes are asynchronous (page_io.rs) except on a
 //! SWP_SYNCHRONOUS_IO device; dirty file pages are never written from reclaim (the flusher
 //! cleans them, as in the newest kernels); too_many_isolated() is not modelled; no slab
