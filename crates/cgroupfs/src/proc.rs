@@ -290,6 +290,7 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
                     ("flusher_cpu_ns", m.writeback.flusher_cpu_ns),
                     ("isolated_throttles", m.reclaim_wait.isolated_throttles),
                     ("isolated_skips", m.reclaim_wait.isolated_skips),
+                    ("tlb_flush_ipis", m.reclaim_wait.tlb_flush_ipis),
                 ],
             );
         }

@@ -179,6 +179,10 @@ pub struct Costs {
     /// One memcg looked at by a reclaim walk (mem_cgroup_iter's step, the reference it
     /// takes, the soft-limit predicate or the protection check). Default 100 ns.
     pub memcg_iter_ns: u64,
+    /// A TLB-flush IPI's round trip: the time reclaim waits in arch_tlbbatch_flush() for the
+    /// other CPUs running the mm of a page it unmapped (flush_tlb_multi()). Not multiplied
+    /// by `cpu_scale`: it is the other CPU's latency in taking the interrupt. Default 2000 ns.
+    pub ipi_ns: u64,
 }
 
 /// Everything that defines a simulated machine.
@@ -291,6 +295,7 @@ impl Default for MachineConfig {
                 writepage_ns: 1_000,
                 quantum_ns: 1_000_000,
                 memcg_iter_ns: 100,
+                ipi_ns: 2000,
             },
             cpu_scale_milli: 1000,
         }
@@ -312,6 +317,7 @@ impl Costs {
             writepage_ns: f(self.writepage_ns),
             quantum_ns: self.quantum_ns,
             memcg_iter_ns: f(self.memcg_iter_ns),
+            ipi_ns: self.ipi_ns,
         }
     }
 }
@@ -465,11 +471,13 @@ impl MachineConfig {
         "swap_vma_ra",
         "hit_cost",
         "fault_cost",
+        "majfault_cost",
         "scan_cost",
         "pageout_cost",
         "writepage_cost",
         "quantum",
         "iter_cost",
+        "ipi_cost",
         "cpu_scale",
     ];
 
@@ -615,11 +623,13 @@ impl MachineConfig {
                 "swap_vma_ra" => self.swap_vma_ra = parse_bool(value)?,
                 "hit_cost" => self.costs.hit_ns = parse_duration_ns(value)?,
                 "fault_cost" => self.costs.minor_fault_ns = parse_duration_ns(value)?,
+                "majfault_cost" => self.costs.major_fault_ns = parse_duration_ns(value)?,
                 "scan_cost" => self.costs.scan_ns = parse_duration_ns(value)?,
                 "pageout_cost" => self.costs.pageout_ns = parse_duration_ns(value)?,
                 "writepage_cost" => self.costs.writepage_ns = parse_duration_ns(value)?,
                 "quantum" => self.costs.quantum_ns = parse_duration_ns(value)?,
                 "iter_cost" => self.costs.memcg_iter_ns = parse_duration_ns(value)?,
+                "ipi_cost" => self.costs.ipi_ns = parse_duration_ns(value)?,
                 "cpu_scale" => self.cpu_scale_milli = parse_scale_milli(value)?,
                 _ => {
                     return Err(format!(

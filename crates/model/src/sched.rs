@@ -130,6 +130,9 @@ pub struct Sched {
     seq: u64,
     /// When each CPU becomes free.
     pub cpu_free: Vec<u64>,
+    /// The task each CPU's current (or last) run belongs to, and when that run started
+    /// (None for kswapd and the flusher, kernel threads that borrow the last mm lazily).
+    pub cpu_task: Vec<Option<(Pid, u64)>>,
     /// Events processed so far.
     pub nr_events: u64,
     pub rq: RunQueue,
@@ -148,6 +151,7 @@ impl Sched {
             heap: BinaryHeap::new(),
             seq: 0,
             cpu_free: vec![0; cpus as usize],
+            cpu_task: vec![None; cpus as usize],
             nr_events: 0,
             rq: RunQueue::default(),
             sleeper_credit_ns: 6_000_000 * (1 + u64::from(cpus.clamp(1, 8).ilog2())) / 2,
@@ -357,6 +361,10 @@ impl Machine {
                 }
                 _ => {}
             }
+            self.sched.cpu_task[cpu as usize] = match ev {
+                Event::TaskRun(pid, _) => Some((pid, now)),
+                _ => None,
+            };
             let used = match ev {
                 Event::TaskRun(pid, _) => self.run_task(pid, cpu),
                 Event::Kswapd(_) => self.run_kswapd(cpu),
@@ -366,6 +374,18 @@ impl Machine {
             self.sched.cpu_free[cpu as usize] = now + used;
             *self.vruntime_mut(ev) += used;
         }
+    }
+
+    /// Is `pid` on a CPU other than the current context's at the current time (its mm
+    /// loaded and not lazy, so a TLB flush of its pages must interrupt that CPU)?
+    pub(crate) fn task_running_elsewhere(&self, pid: Pid) -> bool {
+        let (me, now) = (self.current_cpu(), self.now());
+        self.sched.cpu_task.iter().enumerate().any(|(cpu, run)| {
+            cpu != me
+                && run.is_some_and(|(p, start)| {
+                    p == pid && start <= now && now < self.sched.cpu_free[cpu]
+                })
+        })
     }
 
     /// One balance_pgdat() priority step of kswapd on `cpu`. Returns the CPU time used.
@@ -797,5 +817,32 @@ mod tests {
             "kswapd used {ks1} and {ks2} ns"
         );
         assert!(one > two + ks1 / 4, "1 CPU: {one} ns, 2 CPUs: {two} ns");
+    }
+
+    #[test]
+    fn kswapd_waits_for_the_tlb_flush_of_a_task_running_elsewhere() {
+        // kswapd unmaps pages of an allocator that runs on the other CPU: the batch's TLB
+        // flush interrupts that CPU and waits (ipi_cost). On one CPU the allocator is never
+        // running while kswapd is, and the flush stays local.
+        let run = |cpus, ipi: &str| {
+            let mut m = machine(cpus, "64M", "256M");
+            m.cfg.costs.ipi_ns = crate::units::parse_duration_ns(ipi).unwrap();
+            let t = Toucher {
+                pages: 40_000,
+                next: 0,
+                vma: None,
+            };
+            let pid = m.spawn(ROOT_MEMCG, "t".into(), 0, Box::new(t));
+            run_all(&mut m, &[pid]);
+            (m.reclaim_wait.tlb_flush_ipis, m.kswapd.cpu_ns)
+        };
+        assert_eq!(run(1, "1ms").0, 0);
+        let (ipis, cheap) = run(2, "0");
+        assert!(ipis > 0, "no remote flush on 2 CPUs");
+        let (_, dear) = run(2, "1ms");
+        assert!(
+            dear > cheap + 1_000_000,
+            "kswapd CPU {cheap} ns, with 1 ms IPIs {dear} ns"
+        );
     }
 }

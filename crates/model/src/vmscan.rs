@@ -45,6 +45,12 @@
 //! quantum of CPU (cond_resched() once the tick sets need_resched). The frames it frees join
 //! the free lists when the clock reaches the CPU time at which it freed them.
 //!
+//! A batch that unmapped an anon page of a task running on another CPU at that moment ends
+//! with the TLB flush's IPI to that CPU (try_to_unmap() with TTU_BATCH_FLUSH, then
+//! arch_tlbbatch_flush()): the reclaimer spins for `ipi_cost`. A task's own pages, and those
+//! of tasks not on a CPU (lazy TLB), flush without a wait. Mapped file pages, whose mappers
+//! the model does not track, never wait.
+//!
 //! Simplifications (docs/FIDELITY.md): swap writes are asynchronous (page_io.rs) except on a
 //! SWP_SYNCHRONOUS_IO device; dirty file pages are never written from reclaim (the flusher
 //! cleans them, as in the newest kernels); too_many_isolated() is not modelled; no slab
@@ -114,6 +120,9 @@ pub struct ScanControl {
     pub may_block: bool,
     /// The sleep reclaim asked for; reclaim stops at once when it is set.
     pub throttle: Option<Wait>,
+    /// The batch's deferred TLB flush (tlbflush_unmap_batch) must reach another CPU: a page
+    /// it unmapped belongs to a task running there.
+    pub tlb_flush_remote: bool,
 }
 
 /// Why a reclaimer sleeps: enum vmscan_throttle_state, and folio_wait_writeback().
@@ -176,6 +185,8 @@ pub struct ReclaimWait {
     /// after one (/proc/memcgsim/reclaim).
     pub isolated_throttles: u64,
     pub isolated_skips: u64,
+    /// Reclaim batches whose TLB flush waited for another CPU (/proc/memcgsim/reclaim).
+    pub tlb_flush_ipis: u64,
 }
 
 impl ScanControl {
@@ -212,6 +223,7 @@ impl ScanControl {
             nr_ref_keep: 0,
             may_block: false,
             throttle: None,
+            tlb_flush_remote: false,
         }
     }
 }
@@ -1229,6 +1241,13 @@ impl Machine {
         if nr_activate > 0 {
             self.mod_stat(memcg, Stat::Pgactivate, nr_activate);
         }
+        if std::mem::take(&mut sc.tlb_flush_remote) {
+            // try_to_unmap_flush_dirty() before the writes, or try_to_unmap_flush() at the
+            // batch's end: arch_tlbbatch_flush() interrupts the CPUs that run the pages'
+            // mm and waits for them (the local CPU and lazy ones flush without a wait).
+            self.spend_cpu(self.cfg.costs.ipi_ns);
+            self.reclaim_wait.tlb_flush_ipis += 1;
+        }
         let nr_pageout = pageout.len() as u64;
         if nr_pageout > 0 {
             self.spend_cpu(nr_pageout * self.cfg.costs.pageout_ns);
@@ -1494,6 +1513,12 @@ impl Machine {
             }
         };
         if flags & pf::MAPPED != 0 {
+            // try_to_unmap() with TTU_BATCH_FLUSH: the TLB flush waits for the batch's end,
+            // and reaches the CPUs in the mm's cpumask.
+            let task = self.vmas.v[self.frames.meta[pfn as usize].map.mapping as usize].owner;
+            if !sc.tlb_flush_remote && self.task_running_elsewhere(task) {
+                sc.tlb_flush_remote = true;
+            }
             self.unmap_anon_to_swap(pfn, slot);
         }
         if self.frames.test(pfn, pf::DIRTY) {

@@ -2,6 +2,11 @@
 //! test_kmem.c does: `dcache` (alloc_dcache(): lookups of names that do not exist, each
 //! leaving a negative dentry) and `threads` (pthread_create() of N threads, each with a
 //! kernel stack, a task_struct and an 8 MiB user stack of which one page is touched).
+//!
+//! The user stacks are glibc's (nptl/allocate_stack.c): a joined thread's stack goes into
+//! the process's stack cache rather than back to the kernel, and the next pthread_create()
+//! takes the most recently cached stack, whose touched page is still mapped; the cache keeps
+//! at most 40 MiB of stacks (stack_cache_maxsize) and unmaps the oldest beyond that.
 
 use memcgsim_model::{Fault, Program, Step, TaskCtx, Vma};
 
@@ -25,6 +30,8 @@ pub(crate) const THREADS_SPEC: Spec = Spec {
 const LOOKUPS_PER_STEP: u64 = 1024;
 /// A thread's user stack: glibc's default 8 MiB plus the guard page.
 const THREAD_STACK_PAGES: u64 = 8 * 256 + 1;
+/// glibc's stack_cache_maxsize: 40 MiB of cached stacks, guard pages included.
+const STACK_CACHE_MAX_PAGES: u64 = 40 * 256;
 
 fn count(
     name: &'static str,
@@ -55,6 +62,7 @@ pub(crate) fn build_threads(args: &[String]) -> Result<Box<dyn Program>, String>
         done: 0,
         hold,
         stack: None,
+        cache: Vec::new(),
     }))
 }
 
@@ -90,6 +98,29 @@ pub struct Threads {
     hold: bool,
     /// The user stack of the thread being created.
     stack: Option<Vma>,
+    /// glibc's stack cache: stacks of joined threads, oldest first.
+    cache: Vec<Vma>,
+}
+
+impl Threads {
+    /// get_cached_stack(): the most recently cached stack (they all have the default size),
+    /// or a new mapping.
+    fn allocate_stack(&mut self, cx: &mut TaskCtx<'_>) -> Result<Vma, Fault> {
+        if let Some(v) = self.cache.pop() {
+            return Ok(v);
+        }
+        cx.mmap_anon(THREAD_STACK_PAGES, false)
+    }
+
+    /// queue_stack(): a joined thread's stack joins the cache; beyond stack_cache_maxsize
+    /// the oldest cached stacks are unmapped (free_stacks()).
+    fn release_stack(&mut self, cx: &mut TaskCtx<'_>, vma: Vma) {
+        self.cache.push(vma);
+        while self.cache.len() as u64 * THREAD_STACK_PAGES > STACK_CACHE_MAX_PAGES {
+            let old = self.cache.remove(0);
+            cx.munmap(old);
+        }
+    }
 }
 
 impl Program for Threads {
@@ -101,7 +132,7 @@ impl Program for Threads {
         while self.done < self.n {
             let vma = match self.stack {
                 Some(v) => v,
-                None => match cx.mmap_anon(THREAD_STACK_PAGES, false) {
+                None => match self.allocate_stack(cx) {
                     Ok(v) => {
                         self.stack = Some(v);
                         v
@@ -109,7 +140,8 @@ impl Program for Threads {
                     Err(f) => return mmap_fail(f),
                 },
             };
-            // The new thread's first stack page (its descriptor and TLS sit at the top).
+            // The new thread's first stack page (its descriptor and TLS sit at the top): a
+            // fault for a new stack, a hit for a cached one.
             if let Err(f) = cx.touch(vma, THREAD_STACK_PAGES - 1) {
                 return fault_step(f);
             }
@@ -122,9 +154,9 @@ impl Program for Threads {
             self.stack = None;
             self.done += 1;
             if !self.hold {
-                // The thread exits at once and is joined.
+                // The thread exits at once and is joined; its stack goes to the cache.
                 cx.exit_thread();
-                cx.munmap(vma);
+                self.release_stack(cx, vma);
             }
             if !cx.has_time() {
                 return Step::Continue;

@@ -231,6 +231,21 @@ fn pagetest_touches_every_page_each_pass() {
 }
 
 #[test]
+fn threads_reuse_cached_stacks() {
+    // Joined threads hand their stacks to glibc's cache, so the next thread's stack page is
+    // already there: one fault for 50 threads, and the mappings stay (one cached stack).
+    let mut s = machine("256M");
+    let pid = start(&mut s, "/a", "threads 50");
+    s.wait(pid, false, 3600 * SEC).unwrap();
+    assert_eq!(stat(&mut s, "/a/memory.stat", "pgfault"), 1);
+    // Held threads each need a stack of their own.
+    let mut s = machine("256M");
+    run(&mut s, "threads 50 --hold");
+    assert_eq!(stat(&mut s, "/a/memory.stat", "pgfault"), 50);
+    assert_eq!(stat(&mut s, "/a/memory.stat", "anon"), 50 * PAGE);
+}
+
+#[test]
 fn fault_bench_faults_every_iteration() {
     // Write mode: one page, mapped and written 5 times; it is dirtied once (the flusher
     // does not run in between) and never stays mapped.
