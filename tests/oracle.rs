@@ -82,9 +82,12 @@ const AGREEING: &[&str] = &[
     "tests/dirty/cat_limit.mcg",
     "tests/dirty/beside_dd.mcg",
     "tests/dirty/writer_limit.mcg",
+    "tests/kmem/pagecache_dd.mcg",
+    "tests/kmem/pagecache_read.mcg",
+    "tests/kmem/pagecache_tar.mcg",
 ];
 
-/// How the agreeing scripts share boots (this needs no guest): 11 boots for 27 scripts.
+/// How the agreeing scripts share boots (this needs no guest): 11 boots for 30 scripts.
 /// A script that writes machine-wide state (a sysctl, a root cgroup limit, a PSI trigger on
 /// /proc/pressure) boots alone; one that reads it (the root's cgroup.stat or
 /// memory.pressure, /proc/vmstat) runs first in its boot.

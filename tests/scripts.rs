@@ -214,6 +214,12 @@ script_tests! {
     kmem_dead_cgroups => "kmem/dead_cgroups.mcg",
     kmem_memcg_deletion => "kmem/memcg_deletion.mcg",
     kmem_percpu_basic => "kmem/percpu_basic.mcg",
+    // Issue 38, item 1: the kernel memory that comes with the page cache.
+    kmem_pagecache_dd => "kmem/pagecache_dd.mcg",
+    kmem_pagecache_read => "kmem/pagecache_read.mcg",
+    kmem_pagecache_tar => "kmem/pagecache_tar.mcg",
+    kmem_pagecache_limit => "kmem/pagecache_limit.mcg",
+    kmem_pagecache_shadow => "kmem/pagecache_shadow.mcg",
     // Swap readahead and the swap cache.
     swap_readahead => "swap/readahead.mcg",
     // Issue 38, items 5 and 6: VMA-based swap readahead, and the swap cache after a

@@ -236,6 +236,7 @@ impl Machine {
         self.check_soft_limit()?;
         self.check_stats_scheme()?;
         self.check_tasks()?;
+        self.check_page_cache_xarrays()?;
         let n = self.memcgs.len();
         let nr_frames = self.frames.nr_frames() as usize;
         let mut seen = vec![false; nr_frames];

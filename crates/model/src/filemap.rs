@@ -6,6 +6,12 @@
 //! Truncation (mm/truncate.c) drops pages a folio_batch of 15 at a time, each batch
 //! uncharged together when released.
 //!
+//! The kernel memory of the cache (charged through kmem.rs): each file's xarray keeps its
+//! nodes (`XaNodes`: one per 64 slots holding a page or a shadow entry, and the nodes above
+//! them), allocated when an entry goes into an empty range and freed when the range empties
+//! (truncation, or the shadow-node shrinker dropping a leaf's shadow entries); a page written
+//! (write(), or a write fault) carries a buffer head until it leaves the cache.
+//!
 //! Shared read-only file mappings (executables and libraries; mm/filemap.c filemap_fault()
 //! and filemap_map_pages(), mm/memory.c): a fault on a missing page reads around it
 //! (do_sync_mmap_readahead(): a window of read_ahead_kb centred on the page) and is a major
@@ -24,6 +30,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::kmem::ObjcgId;
 use crate::machine::Machine;
 use crate::memcontrol::MemcgId;
 use crate::page_cgroup::{pf, PageMap, Pfn, MAPPING_FILE_BIT, NO_MAPPING};
@@ -36,6 +43,8 @@ use crate::stat::Stat;
 const PRESENT: u64 = 1 << 62;
 const ONDISK: u64 = 1 << 61;
 const SHADOW_TAG: u64 = 1 << 63;
+/// A resident page with buffer heads attached (PG_private): bit 60, free in a present entry.
+const BUFFERS: u64 = 1 << 60;
 /// PAGEVEC_SIZE: the folios of one folio_batch.
 const PAGEVEC_SIZE: usize = 15;
 
@@ -56,6 +65,8 @@ pub struct File {
     pub wb: crate::memcontrol::MemcgId,
     /// The obj_cgroup its inode and dentry are charged to (kmem.rs).
     pub inode_objcg: Option<crate::kmem::ObjcgId>,
+    /// The nodes of the file's xarray (`i_pages`), charged as kernel memory.
+    pub xa: XaNodes,
     /// Windows of asynchronous readahead whose reads may be in flight (readahead.rs).
     pub ra_pending: Vec<crate::readahead::PendingRead>,
     /// Live shared mappings of the file, and how many of them are VM_EXEC.
@@ -66,6 +77,126 @@ pub struct File {
 /// The frame of a resident page-cache entry.
 pub(crate) fn resident(e: u64) -> Option<Pfn> {
     (e & PRESENT != 0).then_some((e & 0xffff_ffff) as Pfn)
+}
+
+/// XA_CHUNK_SHIFT: a node of a file's xarray has 64 slots.
+pub const XA_CHUNK_SHIFT: u32 = 6;
+/// Levels of nodes kept: 64^6 slots, more than any file the model holds.
+pub const XA_LEVELS: usize = 6;
+/// `XaNodes::owner` of a node that does not exist.
+pub(crate) const NO_NODE: ObjcgId = ObjcgId::MAX;
+/// `XaNodes::owner` of a node that exists but could not be charged (no frame was free).
+pub(crate) const UNCHARGED_NODE: ObjcgId = ObjcgId::MAX - 1;
+
+/// The nodes of a file's page-cache xarray (lib/xarray.c): at each level, a node of 64 slots
+/// for every range that holds an entry (a page or a shadow entry), up to the height the
+/// largest index needs; a lone entry at index 0 lives in the root, without a node. Nodes
+/// are charged as kernel memory (kmem.rs); a leaf holding only shadow entries is on its
+/// memcg's shadow-node list (workingset.c's `shadow_nodes`).
+#[derive(Clone, Debug, Default)]
+pub struct XaNodes {
+    /// Per level, per node position: slots in use (entries at level 0, child nodes above).
+    used: [Vec<u8>; XA_LEVELS],
+    /// Per level, per node position: the obj_cgroup the node is charged to, or NO_NODE.
+    owner: [Vec<ObjcgId>; XA_LEVELS],
+    /// Shadow entries of each leaf.
+    shadows: Vec<u8>,
+    /// Each leaf's key on its memcg's shadow-node list (0: not on it).
+    pub(crate) lru: Vec<u64>,
+    /// The last leaf position holding an entry.
+    max_leaf: Option<u64>,
+    /// Levels of nodes in the tree.
+    height: u8,
+    /// Nodes in the tree.
+    pub nodes: u64,
+}
+
+/// The levels of an xarray whose last entry is in leaf position `max_leaf`, with `used0`
+/// entries in leaf 0 and slot 0 in use or not: none for a lone entry at index 0 (it lives in
+/// the root), else as many as the largest index needs.
+fn xa_height(max_leaf: Option<u64>, used0: u8, slot0: bool) -> u8 {
+    match max_leaf {
+        None => 0,
+        Some(0) if used0 == 1 && slot0 => 0,
+        Some(0) => 1,
+        Some(m) => {
+            let mut h = 2;
+            let mut x = m >> XA_CHUNK_SHIFT;
+            while x > 0 {
+                x >>= XA_CHUNK_SHIFT;
+                h += 1;
+            }
+            h
+        }
+    }
+}
+
+impl XaNodes {
+    /// How many nodes an entry stored in the empty slot `idx` adds (xas_create()), with
+    /// slot 0 in use (`slot0`) or not: the nodes on its path that do not exist yet, and
+    /// those the tree's growth puts above the entries it already has.
+    pub(crate) fn insert_cost(&self, idx: u64, slot0: bool) -> u64 {
+        let leaf = idx >> XA_CHUNK_SHIFT;
+        let used = |l: usize, g: u64| self.used[l].get(g as usize).copied().unwrap_or(0);
+        let max_leaf = Some(self.max_leaf.map_or(leaf, |m| m.max(leaf)));
+        let used0 = used(0, 0) + u8::from(leaf == 0);
+        let height = usize::from(xa_height(max_leaf, used0, slot0 || idx == 0));
+        let old = usize::from(self.height);
+        let mut n = 0;
+        for l in 0..height {
+            let g = leaf >> (XA_CHUNK_SHIFT * l as u32);
+            if l >= old || used(l, g) == 0 {
+                n += 1;
+            }
+            if g != 0 && l >= old && used(l, 0) > 0 {
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// The obj_cgroup leaf `leaf` is charged to, if it exists.
+    pub(crate) fn leaf_owner(&self, leaf: u64) -> Option<ObjcgId> {
+        self.owner[0]
+            .get(leaf as usize)
+            .copied()
+            .filter(|&o| o != NO_NODE)
+    }
+
+    /// Every existing node's owner (for the invariant checks and tests).
+    pub fn owners(&self) -> impl Iterator<Item = ObjcgId> + '_ {
+        self.owner
+            .iter()
+            .flat_map(|v| v.iter().copied())
+            .filter(|&o| o != NO_NODE)
+    }
+
+    /// The nodes an xarray holding entries at `indices` (ascending) has: the reference the
+    /// incremental count is checked against.
+    pub fn nodes_for(indices: impl Iterator<Item = u64> + Clone) -> u64 {
+        let Some(max) = indices.clone().last() else {
+            return 0;
+        };
+        if max == 0 {
+            return 0;
+        }
+        let mut height = 1;
+        while max >> (XA_CHUNK_SHIFT * height) > 0 {
+            height += 1;
+        }
+        let mut last = [u64::MAX; XA_LEVELS];
+        let mut n = 0;
+        for i in indices {
+            for (l, seen) in last.iter_mut().enumerate().take(height as usize) {
+                let g = i >> (XA_CHUNK_SHIFT * (l as u32 + 1));
+                if *seen != g {
+                    *seen = g;
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
 }
 
 #[derive(Default)]
@@ -96,6 +227,7 @@ impl Machine {
             dirtied_when: None,
             wb: 0,
             inode_objcg: None,
+            xa: XaNodes::default(),
             ra_pending: Vec::new(),
             mappers: 0,
             exec_mappers: 0,
@@ -128,6 +260,9 @@ impl Machine {
                     self.free_page_list(&batch);
                     batch.clear();
                 }
+            } else if e & SHADOW_TAG != 0 {
+                self.files.v[f as usize].entries[idx as usize] = 0;
+                self.xa_update(f, idx, -1, -1, crate::kmem::ROOT_OBJCG);
             }
         }
         self.free_page_list(&batch);
@@ -164,9 +299,11 @@ impl Machine {
             // Truncation waits for writeback; the model ends it at once.
             self.end_page_writeback(pfn, false);
         }
+        self.file_free_buffers(pfn);
         let file = &mut self.files.v[f];
         file.entries[m.index as usize] = 0;
         file.nrpages -= 1;
+        self.xa_update(f as u32, u64::from(m.index), -1, 0, crate::kmem::ROOT_OBJCG);
         self.mod_stat(memcg, Stat::File, -1);
         memcg
     }
@@ -221,9 +358,62 @@ impl Machine {
         }
         self.spend_cpu(self.cfg.costs.minor_fault_ns);
         let memcg = self.task(pid).memcg;
+        self.xa_prepay(f, idx, memcg)?;
         // If the task dies meanwhile the page is still inserted: it belongs to the file.
-        let pfn = self.alloc_charged_page(memcg)?;
-        Ok((pfn, self.file_insert(f, idx, pfn, memcg)))
+        let pfn = match self.alloc_charged_page(memcg) {
+            Ok(pfn) => pfn,
+            Err(e) => {
+                self.kmem_settle_prepaid(crate::kmem::Prepaid::Nodes);
+                return Err(e);
+            }
+        };
+        let ondisk = self.file_insert(f, idx, pfn, memcg);
+        self.kmem_settle_prepaid(crate::kmem::Prepaid::Nodes);
+        Ok((pfn, ondisk))
+    }
+
+    /// Charge ahead, with the reclaim a charge may do, the xarray nodes that inserting a
+    /// page of `memcg` at `idx` will add (xas_nomem() before the store): the insertion
+    /// itself then changes nothing the charge's reclaim could reach.
+    pub(crate) fn xa_prepay(
+        &mut self,
+        f: u32,
+        idx: u64,
+        memcg: MemcgId,
+    ) -> Result<(), crate::memcontrol::ChargeError> {
+        let file = &self.files.v[f as usize];
+        let nodes = if file.entries.get(idx as usize).is_some_and(|&e| xa_entry(e)) {
+            0
+        } else {
+            let slot0 = file.entries.first().is_some_and(|&e| xa_entry(e));
+            file.xa.insert_cost(idx, slot0)
+        };
+        let objcg = self.memcg_objcg(memcg);
+        self.kmem_prepay(
+            crate::kmem::Prepaid::Nodes,
+            objcg,
+            nodes * crate::kmem::XA_NODE_BYTES,
+        )
+    }
+
+    /// Charge ahead the buffer head a write of page `idx` will attach, to the memcg of the
+    /// page if it is cached, else to the writer's.
+    fn buffers_prepay(&mut self, pid: Pid, f: u32, idx: u64) -> Result<(), Fault> {
+        let e = self.files.v[f as usize].entries[idx as usize];
+        if e & PRESENT != 0 && e & BUFFERS != 0 {
+            return Ok(());
+        }
+        let memcg = match resident(e) {
+            Some(pfn) => self.frames.memcg(pfn),
+            None => self.task(pid).memcg,
+        };
+        let objcg = self.memcg_objcg(memcg);
+        self.kmem_prepay(
+            crate::kmem::Prepaid::Buffers,
+            objcg,
+            crate::kmem::BUFFER_HEAD_BYTES,
+        )?;
+        Ok(())
     }
 
     /// filemap_add_folio(): a new page charged to `memcg` goes in at `idx`, on the inactive
@@ -248,6 +438,9 @@ impl Machine {
         let file = &mut self.files.v[f as usize];
         file.entries[idx as usize] = PRESENT | ondisk | pfn as u64;
         file.nrpages += 1;
+        let shadow = e & SHADOW_TAG != 0;
+        let objcg = self.memcg_objcg(memcg);
+        self.xa_update(f, idx, i32::from(!shadow), -i32::from(shadow), objcg);
         ondisk != 0
     }
 
@@ -310,7 +503,13 @@ impl Machine {
         if idx >= self.files.v[f as usize].size {
             self.file_truncate(f, idx + 1);
         }
-        let pfn = self.file_get_page(pid, f, idx, true)?;
+        self.buffers_prepay(pid, f, idx)?;
+        let pfn = self.file_get_page(pid, f, idx, true);
+        if let Ok(pfn) = pfn {
+            self.file_attach_buffers(pfn);
+        }
+        self.kmem_settle_prepaid(crate::kmem::Prepaid::Buffers);
+        let pfn = pfn?;
         self.mark_page_accessed(pfn);
         if !self.frames.test(pfn, pf::DIRTY) {
             self.account_dirty(pfn);
@@ -333,11 +532,19 @@ impl Machine {
         if idx >= self.files.v[f as usize].size {
             return Err(Fault::Segv);
         }
+        if write {
+            self.buffers_prepay(pid, f, idx)?;
+        }
         let task_memcg = self.task(pid).memcg;
         self.mod_stat(task_memcg, Stat::Pgfault, 1);
         self.task_mut(pid).stats.minflt += 1;
         // A store of one byte: the rest of the page must be read in, as for a read.
-        let pfn = self.file_get_page(pid, f, idx, false)?;
+        let pfn = self.file_get_page(pid, f, idx, false);
+        if let (Ok(pfn), true) = (pfn, write) {
+            self.file_attach_buffers(pfn);
+        }
+        self.kmem_settle_prepaid(crate::kmem::Prepaid::Buffers);
+        let pfn = pfn?;
         self.mark_page_accessed(pfn);
         let memcg = self.frames.memcg(pfn);
         self.mod_stat(memcg, Stat::FileMapped, 1);
@@ -360,11 +567,17 @@ impl Machine {
         let m = self.frames.meta[pfn as usize].map;
         let f = (m.mapping & !MAPPING_FILE_BIT) as usize;
         let memcg = self.frames.memcg(pfn);
+        self.file_free_buffers(pfn);
         let file = &mut self.files.v[f];
         let ondisk = file.entries[m.index as usize] & ONDISK;
         debug_assert!(shadow & (PRESENT | ONDISK) == 0);
         file.entries[m.index as usize] = shadow | ondisk;
         file.nrpages -= 1;
+        if shadow & SHADOW_TAG != 0 {
+            self.xa_update(f as u32, u64::from(m.index), 0, 1, crate::kmem::ROOT_OBJCG);
+        } else {
+            self.xa_update(f as u32, u64::from(m.index), -1, 0, crate::kmem::ROOT_OBJCG);
+        }
         self.mod_stat(memcg, Stat::File, -1);
         memcg
     }
@@ -375,6 +588,234 @@ impl Machine {
         let f = (m.mapping & !MAPPING_FILE_BIT) as usize;
         self.files.v[f].entries[m.index as usize] |= ONDISK;
         self.frames.set(pfn, pf::ONDISK);
+    }
+}
+
+/// An entry of the page cache's xarray: a page or a shadow entry.
+fn xa_entry(e: u64) -> bool {
+    e & (PRESENT | SHADOW_TAG) != 0
+}
+
+impl Machine {
+    /// The entries of one leaf of file `f`'s xarray changed (`entries` already holds the new
+    /// state): `d_used` entries more (or fewer) in the leaf of `idx`, `d_shadows` shadow
+    /// entries. Nodes the tree gains are charged to `objcg` (xas_nomem() with the mapping's
+    /// __GFP_ACCOUNT, charged to the inserting task's memcg); nodes it loses are uncharged
+    /// (xas_delete_node(), xas_shrink()). The leaf joins or leaves its memcg's shadow-node
+    /// list as it comes to hold only shadow entries or not (workingset_update_node()).
+    pub(crate) fn xa_update(
+        &mut self,
+        f: u32,
+        idx: u64,
+        d_used: i32,
+        d_shadows: i32,
+        objcg: ObjcgId,
+    ) {
+        let leaf = idx >> XA_CHUNK_SHIFT;
+        let file = &mut self.files.v[f as usize];
+        let slot0 = file.entries.first().is_some_and(|&e| xa_entry(e));
+        let xa = &mut file.xa;
+        for l in 0..XA_LEVELS {
+            let pos = (leaf >> (XA_CHUNK_SHIFT * l as u32)) as usize;
+            if xa.used[l].len() <= pos {
+                xa.used[l].resize(pos + 1, 0);
+                xa.owner[l].resize(pos + 1, NO_NODE);
+            }
+        }
+        if xa.shadows.len() <= leaf as usize {
+            xa.shadows.resize(leaf as usize + 1, 0);
+            xa.lru.resize(leaf as usize + 1, 0);
+        }
+        let sh = &mut xa.shadows[leaf as usize];
+        *sh = (i32::from(*sh) + d_shadows) as u8;
+        let mut flipped = false;
+        if d_used != 0 {
+            let mut delta = d_used;
+            for l in 0..XA_LEVELS {
+                if delta == 0 {
+                    break;
+                }
+                let pos = (leaf >> (XA_CHUNK_SHIFT * l as u32)) as usize;
+                let before = xa.used[l][pos];
+                let after = i32::from(before) + delta;
+                debug_assert!((0..=64).contains(&after), "xarray slot count {after}");
+                xa.used[l][pos] = after as u8;
+                delta = match (before, after) {
+                    (0, a) if a > 0 => 1,
+                    (b, 0) if b > 0 => -1,
+                    _ => 0,
+                };
+                flipped |= delta != 0;
+            }
+            if d_used > 0 {
+                xa.max_leaf = Some(xa.max_leaf.map_or(leaf, |m| m.max(leaf)));
+            } else if xa.max_leaf == Some(leaf) && xa.used[0][leaf as usize] == 0 {
+                xa.max_leaf = (0..leaf).rev().find(|&p| xa.used[0][p as usize] > 0);
+            }
+        }
+        let height = xa_height(xa.max_leaf, xa.used[0][0], slot0);
+        let old_height = xa.height;
+        xa.height = height;
+        if flipped || height != old_height {
+            // Only the nodes on the path of `idx`, and those of the left edge (position 0)
+            // when the height moved, can appear or go.
+            let mut create: Vec<(usize, usize)> = Vec::new();
+            let mut free: Vec<(usize, usize)> = Vec::new();
+            for l in 0..XA_LEVELS {
+                let path = (leaf >> (XA_CHUNK_SHIFT * l as u32)) as usize;
+                for g in [path, 0] {
+                    if g == 0 && path != 0 && height == old_height {
+                        continue;
+                    }
+                    let should = (l as u8) < height && xa.used[l][g] > 0;
+                    let exists = xa.owner[l][g] != NO_NODE;
+                    if should && !exists && !create.contains(&(l, g)) {
+                        create.push((l, g));
+                    } else if !should && exists && !free.contains(&(l, g)) {
+                        free.push((l, g));
+                    }
+                }
+            }
+            for (l, g) in free {
+                if l == 0 && self.files.v[f as usize].xa.lru[g] != 0 {
+                    self.shadow_lru_del(f, g as u64);
+                }
+                let xa = &mut self.files.v[f as usize].xa;
+                let owner = std::mem::replace(&mut xa.owner[l][g], NO_NODE);
+                xa.nodes -= 1;
+                self.xa_node_uncharge(owner);
+            }
+            for (l, g) in create {
+                let owner = self.xa_node_charge(objcg);
+                let xa = &mut self.files.v[f as usize].xa;
+                xa.owner[l][g] = owner;
+                xa.nodes += 1;
+            }
+        }
+        for lf in [leaf, 0] {
+            let xa = &self.files.v[f as usize].xa;
+            let i = lf as usize;
+            let on =
+                xa.owner[0][i] != NO_NODE && xa.used[0][i] > 0 && xa.shadows[i] == xa.used[0][i];
+            let cur = xa.lru[i] != 0;
+            if on && !cur {
+                self.shadow_lru_add(f, lf);
+            } else if !on && cur {
+                self.shadow_lru_del(f, lf);
+            }
+            if leaf == 0 {
+                break;
+            }
+        }
+    }
+
+    /// The shadow-node shrinker frees leaf `leaf` of file `f`, which holds only shadow
+    /// entries and is already off its list (shadow_lru_isolate()): its entries go, then the
+    /// node and the ancestors it leaves empty. Returns how many entries it held.
+    pub(crate) fn xa_free_shadow_leaf(&mut self, f: u32, leaf: u64) -> u64 {
+        let file = &mut self.files.v[f as usize];
+        let start = (leaf << XA_CHUNK_SHIFT) as usize;
+        let end = (start + (1 << XA_CHUNK_SHIFT)).min(file.entries.len());
+        let mut n = 0;
+        for e in &mut file.entries[start..end] {
+            if *e & SHADOW_TAG != 0 {
+                *e &= ONDISK;
+                n += 1;
+            }
+        }
+        debug_assert_eq!(
+            u64::from(file.xa.used[0][leaf as usize]),
+            n,
+            "a shadow node holds only shadow entries"
+        );
+        self.xa_update(
+            f,
+            start as u64,
+            -(n as i32),
+            -(n as i32),
+            crate::kmem::ROOT_OBJCG,
+        );
+        n
+    }
+
+    /// block_write_begin() / block_page_mkwrite() on ext4 with 4K blocks: a page written
+    /// gets one buffer head if it has none, charged to the page's memcg (alloc_page_buffers()
+    /// under set_active_memcg(), __GFP_ACCOUNT | __GFP_NOFAIL).
+    fn file_attach_buffers(&mut self, pfn: Pfn) {
+        let m = self.frames.meta[pfn as usize].map;
+        let f = (m.mapping & !MAPPING_FILE_BIT) as usize;
+        if self.files.v[f].entries[m.index as usize] & BUFFERS != 0 {
+            return;
+        }
+        let memcg = self.frames.memcg(pfn);
+        if self.buffers_charge(memcg) {
+            self.files.v[f].entries[m.index as usize] |= BUFFERS;
+        }
+    }
+
+    /// try_to_free_buffers() / block_invalidate_folio(): the page's buffer head goes as the
+    /// page leaves the cache.
+    fn file_free_buffers(&mut self, pfn: Pfn) {
+        let m = self.frames.meta[pfn as usize].map;
+        let f = (m.mapping & !MAPPING_FILE_BIT) as usize;
+        let e = &mut self.files.v[f].entries[m.index as usize];
+        if *e & BUFFERS != 0 {
+            *e &= !BUFFERS;
+            let memcg = self.frames.memcg(pfn);
+            self.buffers_uncharge(memcg);
+        }
+    }
+}
+
+impl Machine {
+    /// Invariants of the page cache's xarrays (Machine::check): each file's node count is
+    /// what its entries need, every node has an owner, and the shadow-node lists hold
+    /// exactly the leaves whose entries are all shadow entries, on the list of the memcg
+    /// each is charged to.
+    pub(crate) fn check_page_cache_xarrays(&self) -> Result<(), String> {
+        let mut listed = 0usize;
+        for (fi, file) in self.files.v.iter().enumerate() {
+            let xa = &file.xa;
+            let indices =
+                (0..file.entries.len() as u64).filter(|&i| xa_entry(file.entries[i as usize]));
+            let want = XaNodes::nodes_for(indices);
+            if xa.nodes != want || xa.owners().count() as u64 != want {
+                return Err(format!(
+                    "file {fi}: {} xarray nodes ({} owned), its entries need {want}",
+                    xa.nodes,
+                    xa.owners().count()
+                ));
+            }
+            for (leaf, &key) in xa.lru.iter().enumerate() {
+                let start = leaf << XA_CHUNK_SHIFT;
+                let end = (start + (1 << XA_CHUNK_SHIFT)).min(file.entries.len());
+                let slots = file.entries.get(start..end).unwrap_or(&[]);
+                let used = slots.iter().filter(|&&e| xa_entry(e)).count();
+                let shadows = slots.iter().filter(|&&e| e & SHADOW_TAG != 0).count();
+                let node = xa.leaf_owner(leaf as u64);
+                let should = node.is_some() && used > 0 && shadows == used;
+                if should != (key != 0) {
+                    return Err(format!(
+                        "file {fi} leaf {leaf}: {shadows} of {used} entries shadows, listed {}",
+                        key != 0
+                    ));
+                }
+                if let (Some(owner), true) = (node, key != 0) {
+                    let m = self.xa_node_memcg(owner) as usize;
+                    if self.memcgs[m].kmem.shadow_lru.get(&key) != Some(&(fi as u32, leaf as u64)) {
+                        return Err(format!("file {fi} leaf {leaf}: not on memcg {m}'s list"));
+                    }
+                    listed += 1;
+                }
+            }
+        }
+        let total: usize = self.memcgs.iter().map(|m| m.kmem.shadow_lru.len()).sum();
+        if total != listed {
+            return Err(format!(
+                "shadow-node lists hold {total} leaves, the files {listed}"
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -590,6 +1031,128 @@ mod tests {
             assert_eq!(m.stat_total(a, Stat::ActiveFile), 0);
             assert_eq!(m.stat_total(a, Stat::InactiveFile), 64);
         }
+    }
+
+    /// Writes `pages` pages of file "w" in order, then holds.
+    struct Writer {
+        pages: u64,
+        next: u64,
+    }
+
+    impl Program for Writer {
+        fn name(&self) -> &str {
+            "writer"
+        }
+        fn step(&mut self, cx: &mut TaskCtx<'_>) -> Step {
+            let f = cx.open("w");
+            let end = (self.next + 256).min(self.pages);
+            while self.next < end {
+                if cx.write(f, self.next).is_err() {
+                    return Step::Continue;
+                }
+                self.next += 1;
+            }
+            if self.next < self.pages {
+                Step::Continue
+            } else {
+                Step::Hold
+            }
+        }
+    }
+
+    #[test]
+    fn xarray_nodes_for_entries() {
+        use super::XaNodes;
+        assert_eq!(XaNodes::nodes_for([].into_iter()), 0);
+        // A lone entry at index 0 lives in the root.
+        assert_eq!(XaNodes::nodes_for([0].into_iter()), 0);
+        assert_eq!(XaNodes::nodes_for([0, 1].into_iter()), 1);
+        assert_eq!(XaNodes::nodes_for([5].into_iter()), 1);
+        // A leaf for 64-127 under a root node.
+        assert_eq!(XaNodes::nodes_for([64].into_iter()), 2);
+        // Three levels: two leaves, two level-1 nodes, the root.
+        assert_eq!(XaNodes::nodes_for([0, 262_143].into_iter()), 5);
+        assert_eq!(XaNodes::nodes_for(0..262_144), 4096 + 64 + 1);
+    }
+
+    /// A writer of 256M under memory.max 16M: the group's slab is its file's inode, a buffer
+    /// head per resident page and the xarray's nodes, which shadow entries keep alive until
+    /// the shadow-node shrinker frees those beyond one per 8 pages of the group; a
+    /// truncation frees the rest.
+    #[test]
+    fn page_cache_kernel_memory_follows_the_cache() {
+        use crate::kmem::{BUFFER_HEAD_BYTES, FILE_SLAB_BYTES, XA_NODE_BYTES};
+        let mut cfg = MachineConfig::default();
+        cfg.set("memory", "256M").unwrap();
+        let mut m = Machine::new(cfg).unwrap();
+        let a = m.memcg_create(ROOT_MEMCG).unwrap();
+        m.write_memory_max(a, 4096);
+        let pages = 65_536;
+        let pid = m.spawn(a, "writer".into(), 0, Box::new(Writer { pages, next: 0 }));
+        m.run_until(600_000_000_000, |m| m.task(pid).state == TaskState::Holding);
+        assert_eq!(m.task(pid).state, TaskState::Holding);
+        m.check().unwrap();
+        let f = m.files.by_name["w"];
+        let file = &m.files.v[f as usize];
+        let slab = m.stat_local(a, Stat::SlabReclaimableB);
+        let expect =
+            FILE_SLAB_BYTES + file.nrpages * BUFFER_HEAD_BYTES + file.xa.nodes * XA_NODE_BYTES;
+        assert_eq!(slab, expect);
+        // 1,024 leaves were filled; the shrinker freed the shadow-only ones beyond its limit.
+        let reclaimed = m.stat_local(a, Stat::WorkingsetNodereclaim);
+        assert!(
+            reclaimed > 0,
+            "shadow nodes reclaimed: {reclaimed}, {} listed, {} in all, {} nodes",
+            m.memcgs[a as usize].kmem.shadow_lru.len(),
+            m.kmem.shadow_nodes_reclaimed,
+            file.xa.nodes
+        );
+        assert_eq!(reclaimed, m.kmem.shadow_nodes_reclaimed);
+        let listed = m.memcgs[a as usize].kmem.shadow_lru.len() as u64;
+        let own = m.stat_local(a, Stat::InactiveFile)
+            + m.stat_local(a, Stat::ActiveFile)
+            + slab / crate::PAGE_SIZE;
+        assert!(listed <= own / 8 + 256, "{listed} listed, {own} pages");
+        assert!(file.xa.nodes < 1024 + 16 + 1);
+        // The memory.max holds the kernel memory too: it is charged ahead, with reclaim.
+        assert!(m.memory.get(a as usize).watermark <= 4096);
+        m.file_truncate(f, 0);
+        m.check().unwrap();
+        assert_eq!(m.files.v[f as usize].xa.nodes, 0);
+        assert_eq!(m.stat_local(a, Stat::SlabReclaimableB), FILE_SLAB_BYTES);
+        assert!(m.memcgs[a as usize].kmem.shadow_lru.is_empty());
+    }
+
+    #[test]
+    fn shadow_nodes_go_to_the_parent_at_offline() {
+        let mut cfg = MachineConfig::default();
+        cfg.set("memory", "256M").unwrap();
+        let mut m = Machine::new(cfg).unwrap();
+        let p = m.memcg_create(ROOT_MEMCG).unwrap();
+        let a = m.memcg_create(p).unwrap();
+        m.write_memory_max(a, 2048);
+        let pid = m.spawn(
+            a,
+            "writer".into(),
+            0,
+            Box::new(Writer {
+                pages: 16_384,
+                next: 0,
+            }),
+        );
+        m.run_until(600_000_000_000, |m| m.task(pid).state == TaskState::Holding);
+        m.exit_task(pid, crate::TaskOutcome::Exited(0));
+        let listed = m.memcgs[a as usize].kmem.shadow_lru.len();
+        assert!(listed > 0);
+        m.memcg_offline(a).unwrap();
+        m.check().unwrap();
+        assert!(m.memcgs[a as usize].kmem.shadow_lru.is_empty());
+        assert_eq!(m.memcgs[p as usize].kmem.shadow_lru.len(), listed);
+        // The nodes now charge the parent, and go from it.
+        let f = m.files.by_name["w"];
+        m.file_truncate(f, 0);
+        m.check().unwrap();
+        assert!(m.memcgs[p as usize].kmem.shadow_lru.is_empty());
     }
 
     #[test]

@@ -22,6 +22,14 @@
 //!   dentries of failed lookups on a per-memcg list_lru, which the memcg-aware dcache
 //!   shrinker (shrink_slab() in mm/vmscan.c, do_shrink_slab() with DEFAULT_SEEKS) frees in
 //!   reclaim; the dentries of files are not shrunk (a simplification).
+//! - Slab that comes with the page cache (filemap.rs): the nodes of each file's xarray
+//!   (radix_tree_node, charged to the task that inserts a page, freed when their range
+//!   empties) and a buffer head per page written through ext4 (charged to the page's memcg,
+//!   freed with the page by try_to_free_buffers() or truncation), both SLAB_RECLAIM_ACCOUNT.
+//!   Shadow entries keep their leaves alive; leaves holding only shadow entries are on their
+//!   memcg's shadow-node list, which the shadow shrinker (mm/workingset.c) trims to one node
+//!   per 8 pages of the group in reclaim's shrink_slab(). ext4's extent status cache is not
+//!   accounted in 6.1 and is not modelled.
 //! - The memory a machine never gives to cgroups: MemTotal below RAM by the kernel's
 //!   reservations (`reserved=`), and the memory the base system (init, shell, the kernel's own
 //!   caches) holds outside any group (`base=`), both unreclaimable.
@@ -32,7 +40,7 @@
 //! `kmem=off` is the kernel's `cgroup.memory=nokmem`: the objects exist and take memory, but
 //! are charged to no group.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::machine::Machine;
 use crate::memcontrol::{ChargeError, MemcgId, ROOT_MEMCG};
@@ -47,8 +55,15 @@ pub const THREAD_STACK_BYTES: u64 = 16 * 1024;
 pub const THREAD_SLAB_BYTES: u64 = 9_096 - VMA_SLAB_BYTES;
 /// An anonymous mapping's vm_area_struct, anon_vma and anon_vma_chain.
 pub const VMA_SLAB_BYTES: u64 = 360;
-/// A file's inode and dentry (ext4): 6.1 charges about 2,056 bytes per file created.
-pub const FILE_SLAB_BYTES: u64 = 2_056;
+/// A file's inode and dentry (ext4_inode_cache, 1,192 bytes, and dentry, 192 bytes, each with
+/// its obj_cgroup pointer): 1,400 bytes per file created. What 6.1 charges per page of the
+/// file comes on top (XA_NODE_BYTES, BUFFER_HEAD_BYTES).
+pub const FILE_SLAB_BYTES: u64 = 1_400;
+/// A node of a file's page-cache xarray (radix_tree_node: a 584-byte slab object, with the
+/// obj_cgroup pointer each accounted object carries).
+pub const XA_NODE_BYTES: u64 = 592;
+/// A buffer head (buffer_head: 104 bytes, with its obj_cgroup pointer).
+pub const BUFFER_HEAD_BYTES: u64 = 112;
 /// A negative dentry with the long external name of test_kmem.c's lookups: 336 bytes.
 pub const NEG_DENTRY_BYTES: u64 = 336;
 /// Per-CPU memory of one memcg, per possible CPU (6.1: 7,136 bytes with 2 CPUs).
@@ -125,6 +140,21 @@ pub struct Kmem {
     pub base_pages: u64,
     /// Negative dentries shrunk, over the run.
     pub dentries_shrunk: u64,
+    /// The last key given to a leaf on a shadow-node list (keys grow with the time a leaf
+    /// joins, so each list is in its order).
+    pub shadow_seq: u64,
+    /// Shadow-only xarray leaves the shadow-node shrinker freed, over the run.
+    pub shadow_nodes_reclaimed: u64,
+    /// Page-cache slab charged ahead of the change that allocates it (kmem_prepay()), by
+    /// `Prepaid`: the obj_cgroup and the bytes not yet taken.
+    pub prepaid: [Option<(ObjcgId, u64)>; 2],
+}
+
+/// What page-cache slab is charged ahead: an insertion's xarray nodes, a write's buffer head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prepaid {
+    Nodes = 0,
+    Buffers = 1,
 }
 
 /// The node items of `Kmem::node`.
@@ -144,6 +174,10 @@ pub struct MemcgKmem {
     pub dentry_lru: VecDeque<(ObjcgId, u64)>,
     /// The obj_cgroup its per-CPU memory was charged to (the parent's at creation).
     pub percpu_objcg: Option<ObjcgId>,
+    /// Its part of the shadow-node list_lru (mm/workingset.c `shadow_nodes`): xarray leaves
+    /// holding only shadow entries, charged to its obj_cgroups, by key (oldest first) to
+    /// (file, leaf position).
+    pub shadow_lru: BTreeMap<u64, (u32, u64)>,
 }
 
 impl MemcgKmem {
@@ -184,6 +218,7 @@ impl Machine {
             objcg: id,
             dentry_lru: VecDeque::new(),
             percpu_objcg: None,
+            shadow_lru: BTreeMap::new(),
         };
     }
 
@@ -357,6 +392,11 @@ impl Machine {
             self.memsw.drop_local(i, pages);
             self.kmem.counter.drop_local(i, pages);
         }
+        let mut shadow = std::mem::take(&mut self.memcgs[memcg as usize].kmem.shadow_lru);
+        self.memcgs[parent as usize]
+            .kmem
+            .shadow_lru
+            .append(&mut shadow);
         let lru = std::mem::take(&mut self.memcgs[memcg as usize].kmem.dentry_lru);
         let plru = &mut self.memcgs[parent as usize].kmem.dentry_lru;
         for run in lru {
@@ -420,6 +460,11 @@ impl Machine {
     /// frees them; returns the pages this released, which reclaim counts as reclaimed
     /// (reclaim_state->reclaimed_slab).
     pub(crate) fn shrink_slab(&mut self, memcg: MemcgId, priority: i32) -> u64 {
+        self.shrink_dcache(memcg, priority) + self.shrink_shadow_nodes(memcg)
+    }
+
+    /// The dcache shrinker's part of shrink_slab().
+    fn shrink_dcache(&mut self, memcg: MemcgId, priority: i32) -> u64 {
         let freeable = self.memcgs[memcg as usize].kmem.nr_dentries();
         if freeable == 0 {
             return 0;
@@ -453,6 +498,184 @@ impl Machine {
             self.spend_cpu(k * self.cfg.costs.scan_ns);
         }
         before.saturating_sub(self.kmem.frames.len() as u64)
+    }
+
+    /// count_shadow_nodes() (mm/workingset.c): the shadow-only leaves of `memcg`'s list
+    /// beyond what its memory justifies, one node per 8 pages of its own LRU pages and slab
+    /// (pages >> (XA_CHUNK_SHIFT - 3)). With kmem=off the list is not per memcg and the
+    /// limit is the node's pages. Simplified: the count reads the statistics as they stand
+    /// (6.1 flushes them first).
+    pub fn count_shadow_nodes(&self, memcg: MemcgId) -> u64 {
+        let nodes = self.memcgs[memcg as usize].kmem.shadow_lru.len() as u64;
+        if nodes == 0 {
+            return 0;
+        }
+        let pages = if self.cfg.kmem {
+            let lru: u64 = [
+                Stat::InactiveAnon,
+                Stat::ActiveAnon,
+                Stat::InactiveFile,
+                Stat::ActiveFile,
+                Stat::Unevictable,
+            ]
+            .iter()
+            .map(|&s| self.stat_view_local(memcg, s))
+            .sum();
+            let slab = self.stat_view_local(memcg, Stat::SlabReclaimableB)
+                + self.stat_view_local(memcg, Stat::SlabUnreclaimableB);
+            lru + slab / crate::PAGE_SIZE
+        } else {
+            self.totalram_pages
+        };
+        nodes.saturating_sub(pages >> (crate::filemap::XA_CHUNK_SHIFT - 3))
+    }
+
+    /// The shadow-node shrinker (workingset.c, seeks 0: do_shrink_slab() scans half of what
+    /// count_shadow_nodes() reports, SHRINK_BATCH at a time, the rest deferred and not kept):
+    /// the oldest leaves of `memcg`'s list lose their shadow entries and are freed, with the
+    /// ancestors they leave empty (shadow_lru_isolate(), WORKINGSET_NODERECLAIM). Returns the
+    /// pages this released.
+    fn shrink_shadow_nodes(&mut self, memcg: MemcgId) -> u64 {
+        let freeable = self.count_shadow_nodes(memcg);
+        let total_scan = freeable / 2;
+        let mut to_scan = if total_scan >= freeable {
+            freeable
+        } else {
+            total_scan - total_scan % SHRINK_BATCH
+        };
+        if to_scan == 0 {
+            return 0;
+        }
+        let before = self.kmem.frames.len() as u64;
+        while to_scan > 0 {
+            let Some((_, (f, leaf))) = self.memcgs[memcg as usize].kmem.shadow_lru.pop_first()
+            else {
+                break;
+            };
+            let xa = &mut self.files.v[f as usize].xa;
+            xa.lru[leaf as usize] = 0;
+            let owner = xa.leaf_owner(leaf);
+            let node_memcg = owner.map_or(ROOT_MEMCG, |o| self.xa_node_memcg(o));
+            self.xa_free_shadow_leaf(f, leaf);
+            self.mod_stat(node_memcg, Stat::WorkingsetNodereclaim, 1);
+            self.kmem.shadow_nodes_reclaimed += 1;
+            to_scan -= 1;
+            self.spend_cpu(self.cfg.costs.scan_ns);
+        }
+        before.saturating_sub(self.kmem.frames.len() as u64)
+    }
+
+    /// The memcg whose shadow-node list a leaf charged to `owner` is on.
+    pub(crate) fn xa_node_memcg(&self, owner: ObjcgId) -> MemcgId {
+        if owner == crate::filemap::UNCHARGED_NODE {
+            ROOT_MEMCG
+        } else {
+            self.objcg_memcg(owner)
+        }
+    }
+
+    /// An xarray leaf of file `f` comes to hold only shadow entries: it joins the list of
+    /// the memcg it is charged to, as the newest (list_lru_add()).
+    pub(crate) fn shadow_lru_add(&mut self, f: u32, leaf: u64) {
+        let Some(owner) = self.files.v[f as usize].xa.leaf_owner(leaf) else {
+            return;
+        };
+        let memcg = self.xa_node_memcg(owner);
+        self.kmem.shadow_seq += 1;
+        let key = self.kmem.shadow_seq;
+        self.memcgs[memcg as usize]
+            .kmem
+            .shadow_lru
+            .insert(key, (f, leaf));
+        self.files.v[f as usize].xa.lru[leaf as usize] = key;
+    }
+
+    /// The leaf holds a page again, or goes: off its list (list_lru_del()).
+    pub(crate) fn shadow_lru_del(&mut self, f: u32, leaf: u64) {
+        let xa = &mut self.files.v[f as usize].xa;
+        let key = std::mem::replace(&mut xa.lru[leaf as usize], 0);
+        let Some(owner) = xa.leaf_owner(leaf) else {
+            return;
+        };
+        let memcg = self.xa_node_memcg(owner);
+        let gone = self.memcgs[memcg as usize].kmem.shadow_lru.remove(&key);
+        debug_assert!(gone.is_some(), "a listed leaf is on its memcg's list");
+    }
+
+    /// Charge `bytes` of page-cache slab of `kind` to `objcg` ahead of the change that
+    /// allocates the objects (obj_cgroup_charge() with reclaim, before the xarray store or
+    /// the write): what the change then allocates takes from it, and
+    /// kmem_settle_prepaid() gives back what it did not take.
+    pub(crate) fn kmem_prepay(
+        &mut self,
+        kind: Prepaid,
+        objcg: ObjcgId,
+        bytes: u64,
+    ) -> Result<(), ChargeError> {
+        debug_assert!(self.kmem.prepaid[kind as usize].is_none());
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.kmem_charge(objcg, KmemKind::SlabReclaimable, bytes, false)?;
+        self.kmem.prepaid[kind as usize] = Some((objcg, bytes));
+        Ok(())
+    }
+
+    /// Take `bytes` charged ahead to `objcg`, if they are there.
+    fn take_prepaid(&mut self, kind: Prepaid, objcg: ObjcgId, bytes: u64) -> bool {
+        match &mut self.kmem.prepaid[kind as usize] {
+            Some((o, b)) if *o == objcg && *b >= bytes => {
+                *b -= bytes;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Uncharge what was charged ahead and not taken.
+    pub(crate) fn kmem_settle_prepaid(&mut self, kind: Prepaid) {
+        if let Some((objcg, bytes)) = self.kmem.prepaid[kind as usize].take() {
+            if bytes > 0 {
+                self.kmem_uncharge(objcg, KmemKind::SlabReclaimable, bytes);
+            }
+        }
+    }
+
+    /// A new xarray node charged to `objcg`, from what was charged ahead or else at once past
+    /// the limits; returns its owner (UNCHARGED_NODE when no frame is left for it: the model
+    /// still counts the node).
+    pub(crate) fn xa_node_charge(&mut self, objcg: ObjcgId) -> ObjcgId {
+        if self.take_prepaid(Prepaid::Nodes, objcg, XA_NODE_BYTES) {
+            return objcg;
+        }
+        match self.kmem_charge(objcg, KmemKind::SlabReclaimable, XA_NODE_BYTES, true) {
+            Ok(()) => objcg,
+            Err(_) => crate::filemap::UNCHARGED_NODE,
+        }
+    }
+
+    /// An xarray node charged to `owner` is freed.
+    pub(crate) fn xa_node_uncharge(&mut self, owner: ObjcgId) {
+        if owner != crate::filemap::UNCHARGED_NODE {
+            self.kmem_uncharge(owner, KmemKind::SlabReclaimable, XA_NODE_BYTES);
+        }
+    }
+
+    /// A page charged to `memcg` gets its buffer head, charged to the same memcg; false
+    /// when no frame is left for it (the page then goes without).
+    pub(crate) fn buffers_charge(&mut self, memcg: MemcgId) -> bool {
+        let objcg = self.memcg_objcg(memcg);
+        if self.take_prepaid(Prepaid::Buffers, objcg, BUFFER_HEAD_BYTES) {
+            return true;
+        }
+        self.kmem_charge(objcg, KmemKind::SlabReclaimable, BUFFER_HEAD_BYTES, true)
+            .is_ok()
+    }
+
+    /// The buffer head of a page charged to `memcg` is freed.
+    pub(crate) fn buffers_uncharge(&mut self, memcg: MemcgId) {
+        let objcg = self.memcg_objcg(memcg);
+        self.kmem_uncharge(objcg, KmemKind::SlabReclaimable, BUFFER_HEAD_BYTES);
     }
 
     /// A thread's kernel stack and task_struct (dup_task_struct()).

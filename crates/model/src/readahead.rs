@@ -249,10 +249,14 @@ impl Machine {
         // The allocation, charge and page-cache insertion a miss costs, paid here ahead.
         self.spend_cpu(self.cfg.costs.minor_fault_ns);
         self.gfp_noretry = true;
-        let got = self.alloc_charged_page(memcg);
+        let got = self
+            .xa_prepay(f, idx, memcg)
+            .map_err(crate::program::Fault::from)
+            .and_then(|()| self.alloc_charged_page(memcg));
         self.gfp_noretry = false;
-        let pfn = got.ok()?;
-        Some(self.file_insert(f, idx, pfn, memcg))
+        let ondisk = got.map(|pfn| self.file_insert(f, idx, pfn, memcg));
+        self.kmem_settle_prepaid(crate::kmem::Prepaid::Nodes);
+        ondisk.ok()
     }
 }
 
