@@ -129,3 +129,42 @@ pub mod lru {
         }
     }
 }
+
+/// The reclaim events the node's own counters (vm_event_states, /proc/vmstat) keep apart
+/// from the memcg's: 6.1 counts the first five only for global reclaim (`if
+/// (!cgroup_reclaim(sc)) __count_vm_events(...)` in shrink_inactive_list() and
+/// shrink_active_list()), while the memcg's memory.stat counts every reclaim of the group;
+/// the anon/file split exists only here (no memcg item), for every reclaim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum NodeEvent {
+    PgscanKswapd = 0,
+    PgscanDirect,
+    PgstealKswapd,
+    PgstealDirect,
+    Pgrefill,
+    PgscanAnon,
+    PgscanFile,
+    PgstealAnon,
+    PgstealFile,
+}
+
+pub const NR_NODE_EVENTS: usize = NodeEvent::PgstealFile as usize + 1;
+
+/// The node's counts of the [`NodeEvent`]s since boot.
+#[derive(Clone, Debug, Default)]
+pub struct NodeEvents {
+    pub ev: [u64; NR_NODE_EVENTS],
+}
+
+impl NodeEvents {
+    #[inline]
+    pub fn count(&mut self, item: NodeEvent, n: u64) {
+        self.ev[item as usize] += n;
+    }
+
+    #[inline]
+    pub fn get(&self, item: NodeEvent) -> u64 {
+        self.ev[item as usize]
+    }
+}
