@@ -825,7 +825,7 @@ impl Machine {
     /// the effective protection an earlier reclaim from an ancestor left it
     /// (mem_cgroup_calculate_protection() does not update the target's): a proactive or
     /// limit reclaim of a group that an ancestor's reclaim found protected skips it and
-    /// reclaims nothing. 6.3 ("mm: memcg: fix stale protection of reclaim target memcg")
+    /// reclaims nothing. 6.2 ("mm: memcg: fix stale protection of reclaim target memcg")
     /// made the target unprotected; get_scan_count()'s mem_cgroup_protection() already
     /// ignored it in 6.1.
     fn memcg_unprotected(memcg: MemcgId) -> bool {
