@@ -244,6 +244,7 @@ script_tests! {
     // reclaim, failcnt, activations).
     vmstat_cgroup_reclaim => "vmstat/cgroup_reclaim.mcg",
     vmstat_activate => "vmstat/activate.mcg",
+    vmstat_events => "vmstat/events.mcg",
     v1_failcnt_ltp => "v1/failcnt_ltp.mcg",
     // Seed 001's per-memcg dirty limits (dirty=seed001; never merged, no oracle).
     seed001_files => "seed001/files.mcg",
