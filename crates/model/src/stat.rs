@@ -5,6 +5,10 @@
 //! These are the exact counters: every update is applied at once to the memcg's local counter
 //! and to the hierarchical counter of the memcg and each ancestor. What readers see goes
 //! through the statistics scheme (rstat.rs).
+//!
+//! The node keeps reclaim's scan, steal and refill events apart ([`NodeEvents`]): 6.1 counts
+//! them in /proc/vmstat for global reclaim only, while the memcgs' counters have every
+//! reclaim.
 
 /// A page-state item (in pages) or an event counter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
