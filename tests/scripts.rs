@@ -267,6 +267,12 @@ script_tests! {
     dirty_cat_limit => "dirty/cat_limit.mcg",
     dirty_beside_dd => "dirty/beside_dd.mcg",
     dirty_writer_limit => "dirty/writer_limit.mcg",
+    // Issue 38, items 2-4: counters as 6.1 keeps them (global vmstat without cgroup
+    // reclaim, failcnt, activations).
+    vmstat_cgroup_reclaim => "vmstat/cgroup_reclaim.mcg",
+    vmstat_activate => "vmstat/activate.mcg",
+    vmstat_events => "vmstat/events.mcg",
+    v1_failcnt_ltp => "v1/failcnt_ltp.mcg",
     // Seed 001's per-memcg dirty limits (dirty=seed001; never merged, no oracle).
     seed001_files => "seed001/files.mcg",
     seed001_held => "seed001/held.mcg",

@@ -1,5 +1,6 @@
 //! /proc files: meminfo (fs/proc/meminfo.c), uptime (virtual time since boot), vmstat (mm/vmstat.c, the subset of items the
-//! model produces, in kernel order), zoneinfo (zoneinfo_show_print() in mm/vmstat.c, with the
+//! model produces, in kernel order; reclaim's pgscan/pgsteal/pgrefill from the node's own
+//! counters, which count global reclaim only, as 6.1's do), zoneinfo (zoneinfo_show_print() in mm/vmstat.c, with the
 //! same subset of node items), and the vm sysctls swappiness, page-cluster,
 //! min_free_kbytes and watermark_scale_factor (the last two read-only), the dirty sysctls of
 //! mm/page-writeback.c (dirty_ratio, dirty_bytes, dirty_background_ratio,
@@ -12,6 +13,7 @@
 
 use std::fmt::Write;
 
+use memcgsim_model::stat::NodeEvent;
 use memcgsim_model::vmscan::ShrinkInactiveHist;
 use memcgsim_model::{Errno, Stat, PAGE_SIZE};
 
@@ -164,6 +166,9 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
             kb(&mut s, "DirectMap1G", 0);
         }
         "vmstat" => {
+            // Reclaim's scan and steal counts are the node's own (global reclaim only, as
+            // 6.1 counts them), not the root memcg's, which has every reclaim.
+            let ne = |item| m.node_events.get(item);
             let zone_items: [(&str, u64); 8] = [
                 ("nr_free_pages", m.nr_free_pages()),
                 ("nr_zone_inactive_anon", g(Stat::InactiveAnon)),
@@ -186,8 +191,8 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
                 ("pgdeactivate", g(Stat::Pgdeactivate)),
                 ("pgfault", g(Stat::Pgfault)),
                 ("pgmajfault", g(Stat::Pgmajfault)),
-                ("pgrefill", g(Stat::Pgrefill)),
-                ("pgsteal_kswapd", g(Stat::PgstealKswapd)),
+                ("pgrefill", ne(NodeEvent::Pgrefill)),
+                ("pgsteal_kswapd", ne(NodeEvent::PgstealKswapd)),
             ];
             let (node, kernel) = node_items(m);
             for (k, v) in zone_items
@@ -199,9 +204,13 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
                 let _ = writeln!(s, "{k} {v}");
             }
             for (k, v) in [
-                ("pgsteal_direct", g(Stat::PgstealDirect)),
-                ("pgscan_kswapd", g(Stat::PgscanKswapd)),
-                ("pgscan_direct", g(Stat::PgscanDirect)),
+                ("pgsteal_direct", ne(NodeEvent::PgstealDirect)),
+                ("pgscan_kswapd", ne(NodeEvent::PgscanKswapd)),
+                ("pgscan_direct", ne(NodeEvent::PgscanDirect)),
+                ("pgscan_anon", ne(NodeEvent::PgscanAnon)),
+                ("pgscan_file", ne(NodeEvent::PgscanFile)),
+                ("pgsteal_anon", ne(NodeEvent::PgstealAnon)),
+                ("pgsteal_file", ne(NodeEvent::PgstealFile)),
                 ("pgrotated", g(Stat::Pgrotated)),
                 ("oom_kill", g(Stat::OomKill)),
                 // ALLOCSTALL counts at the allocation's highest zone: ZONE_MOVABLE for

@@ -4,6 +4,7 @@
 mod common;
 
 use common::{machine, spawn, vmstat};
+use memcgsim_cgroupfs::System;
 
 #[test]
 fn the_histogram_adds_up_to_pgscan_and_pgsteal() {
@@ -46,9 +47,32 @@ fn the_histogram_adds_up_to_pgscan_and_pgsteal() {
     }
     assert_eq!(sum[0][0], vmstat(&mut sys, "pgscan_kswapd"));
     assert_eq!(sum[0][1], vmstat(&mut sys, "pgsteal_kswapd"));
-    // B's limit reclaim is memcg reclaim; global direct reclaim counts with it in pgscan_direct.
-    assert_eq!(sum[1][0] + sum[2][0], vmstat(&mut sys, "pgscan_direct"));
-    assert_eq!(sum[1][1] + sum[2][1], vmstat(&mut sys, "pgsteal_direct"));
+    // B's limit reclaim is memcg reclaim: /proc/vmstat's direct counts are global reclaim's
+    // alone, as 6.1 counts them; the anon/file split counts every reclaim.
+    assert_eq!(sum[1][0], vmstat(&mut sys, "pgscan_direct"));
+    assert_eq!(sum[1][1], vmstat(&mut sys, "pgsteal_direct"));
+    let all: [u64; 2] = [0, 1].map(|i| sum.iter().map(|r| r[i]).sum());
+    assert_eq!(
+        all[0],
+        vmstat(&mut sys, "pgscan_anon") + vmstat(&mut sys, "pgscan_file")
+    );
+    assert_eq!(
+        all[1],
+        vmstat(&mut sys, "pgsteal_anon") + vmstat(&mut sys, "pgsteal_file")
+    );
+    // B's memory.stat has its limit reclaim in its direct counts, with what global
+    // reclaim took from it.
+    let b_stat = sys.read("/B/memory.stat").unwrap();
+    let b = |k: &str| -> u64 {
+        b_stat
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{k} ")))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(b("pgscan_direct") >= sum[2][0], "{b_stat}");
+    assert!(b("pgsteal_direct") >= sum[2][1], "{b_stat}");
     assert!(sum[2][1] > 0, "B's limit reclaim is in the memcg rows");
     assert!(sum[0][1] > 0, "A's overcommit woke kswapd");
 }
@@ -85,4 +109,66 @@ fn allocstall_counts_every_pass_of_direct_reclaim() {
     // The low events count the second passes that reclaimed from the protected group.
     let events = sys.read("/P/memory.events").unwrap();
     assert!(events.contains("low "), "{events}");
+}
+
+/// PGREFILL, PGSCAN_* and PGSTEAL_* of limit reclaim stay out of /proc/vmstat (6.1's
+/// `if (!cgroup_reclaim(sc))`), while the group's memory.stat counts them; global reclaim
+/// counts in both.
+#[test]
+fn limit_reclaim_stays_out_of_the_node_counters() {
+    let mut sys = machine(&[("memory", "256M"), ("swap", "512M"), ("cpus", "2")]);
+    sys.mkdir("/A").unwrap();
+    sys.write("/A/memory.max", "20M").unwrap();
+    // Page cache read twice is activated, so limit reclaim ages the active file list.
+    let pid = spawn(
+        &mut sys,
+        "/A",
+        "access",
+        &[
+            "16M",
+            "--file",
+            "f",
+            "--read-only",
+            "--pattern",
+            "seq",
+            "--count",
+            "8192",
+        ],
+    );
+    sys.wait(pid, false, u64::MAX).unwrap();
+    let pid = spawn(&mut sys, "/A", "anon", &["40M"]);
+    sys.wait(pid, false, u64::MAX).unwrap();
+    let stat = |sys: &mut System, g: &str, k: &str| -> u64 {
+        let text = sys.read(&format!("{g}/memory.stat")).unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{k} ")))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(stat(&mut sys, "/A", "pgrefill") > 0);
+    assert!(stat(&mut sys, "/A", "pgscan_direct") > 0);
+    assert!(stat(&mut sys, "/A", "pgsteal_direct") > 0);
+    for k in [
+        "pgrefill",
+        "pgscan_direct",
+        "pgsteal_direct",
+        "pgscan_kswapd",
+    ] {
+        assert_eq!(vmstat(&mut sys, k), 0, "{k}");
+    }
+    assert_eq!(
+        vmstat(&mut sys, "pgscan_anon") + vmstat(&mut sys, "pgscan_file"),
+        stat(&mut sys, "/A", "pgscan")
+    );
+    // Global reclaim: a group without a limit overcommits the machine.
+    sys.mkdir("/B").unwrap();
+    let pid = spawn(&mut sys, "/B", "anon", &["300M"]);
+    sys.wait(pid, false, u64::MAX).unwrap();
+    let node = vmstat(&mut sys, "pgscan_direct") + vmstat(&mut sys, "pgscan_kswapd");
+    let b = stat(&mut sys, "/B", "pgscan");
+    assert!(b > 0);
+    assert!(node >= b, "{node} < {b}");
+    let node_steal = vmstat(&mut sys, "pgsteal_direct") + vmstat(&mut sys, "pgsteal_kswapd");
+    assert!(node_steal >= stat(&mut sys, "/B", "pgsteal"));
 }

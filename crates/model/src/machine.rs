@@ -73,6 +73,8 @@ pub struct Machine {
     pub shrink_inactive_hist: crate::vmscan::ShrinkInactiveHist,
     /// The statistics scheme's machine-wide state (rstat.rs).
     pub rstat: crate::rstat::Rstat,
+    /// The node's reclaim event counters that /proc/vmstat shows apart from the memcgs'.
+    pub node_events: crate::stat::NodeEvents,
     /// Dying memcgs with nothing left, to be freed between events.
     pub dying_release: Vec<crate::memcontrol::MemcgId>,
     /// Kernel memory: obj_cgroups, kernel frames, node counters (kmem.rs).
@@ -132,6 +134,7 @@ impl Machine {
             soft_stats: Default::default(),
             shrink_inactive_hist: Default::default(),
             rstat: crate::rstat::Rstat::new(cfg.stats, cfg.cpus as usize),
+            node_events: Default::default(),
             dying_release: Vec::new(),
             kmem: Default::default(),
             psi: crate::psi::Psi::new(cfg.cpus, 0),

@@ -161,6 +161,11 @@ struct ChargeLoop {
     nr_retries: u32,
     drained: bool,
     passed_oom: bool,
+    /// MEMCG_RECLAIM_MAY_SWAP of reclaim_options: cleared by a failure over memory+swap
+    /// and kept off for the rest of the charge (not kept across a sleep in reclaim).
+    may_swap: bool,
+    /// The last failed charge failed on the memory+swap counter (v1), not on memory.
+    over_memsw: bool,
     /// Resuming after a sleep in reclaim: what that reclaim reclaimed.
     resumed: Option<u64>,
 }
@@ -610,6 +615,8 @@ impl Machine {
             nr_retries: MAX_RECLAIM_RETRIES,
             drained: false,
             passed_oom: false,
+            may_swap: true,
+            over_memsw: false,
             resumed: None,
         };
         if let Some(pid) = self.current_pid() {
@@ -636,7 +643,7 @@ impl Machine {
             if use_stock && self.consume_stock(cpu, memcg, nr) {
                 return Ok(());
             }
-            let mut may_swap = true;
+            lp.over_memsw = false;
             let over: MemcgId = if v1 {
                 match self.memsw.try_charge(memcg as usize, batch) {
                     Ok(()) => match self.memory.try_charge(memcg as usize, batch) {
@@ -650,8 +657,14 @@ impl Machine {
                         }
                     },
                     Err(f) => {
-                        // Over the memory+swap limit: swapping would not help.
-                        may_swap = false;
+                        // Over the memory+swap limit: swapping would not help. The flag
+                        // stays off for the rest of this charge (6.1 clears
+                        // MEMCG_RECLAIM_MAY_SWAP in reclaim_options, which no retry sets
+                        // again): after a failed batch over memsw, the retry of the single
+                        // page that fails on memory reclaims without swap, and its OOM
+                        // comes at once.
+                        lp.may_swap = false;
+                        lp.over_memsw = true;
                         f as MemcgId
                     }
                 }
@@ -668,7 +681,7 @@ impl Machine {
                 batch = nr;
                 continue;
             }
-            if let Some(r) = self.charge_slowpath(over, nr, may_swap, &mut lp) {
+            if let Some(r) = self.charge_slowpath(over, nr, lp.may_swap, &mut lp) {
                 return r;
             }
         }
@@ -685,7 +698,8 @@ impl Machine {
         lp: &mut ChargeLoop,
     ) -> Option<Result<(), ChargeError>> {
         if self.current_is_dying() {
-            // A killed task does not reclaim; the fault fails and the task exits.
+            // A killed task has exited at its kill (the model's oom_reaper and exit are
+            // immediate): it does not reclaim; the fault fails and the task exits.
             return Some(Err(ChargeError::Killed));
         }
         let reclaimed = match lp.resumed.take() {
@@ -740,6 +754,7 @@ impl Machine {
         }
         if self.mem_cgroup_out_of_memory(over, nr) {
             if self.current_is_dying() {
+                self.victim_retries(over, lp.over_memsw);
                 return Some(Err(ChargeError::Killed));
             }
             lp.passed_oom = true;
@@ -747,6 +762,28 @@ impl Machine {
             return None;
         }
         Some(Err(ChargeError::NoMem))
+    }
+
+    /// The OOM victim's own charge after its kill. In 6.1 the loop goes on (passed_oom,
+    /// MAX_RECLAIM_RETRIES again) until `passed_oom && task_is_dying()` ends it: 1 + 16 more
+    /// passes, each a failed page_counter_try_charge() at the level over its limit (its
+    /// failcnt), a `max` event and a reclaim. The victim's pages are still charged then:
+    /// the oom_reaper cannot take them while the faulting victim holds its mmap_lock, and
+    /// the reclaims find nothing, as the 17 before the kill did. The model's victim has
+    /// exited at the kill (its reaper is immediate), so what those passes leave is counted
+    /// here: the failures on the counter that failed (`memsw`: the memory+swap one) and
+    /// the events.
+    fn victim_retries(&mut self, over: MemcgId, memsw: bool) {
+        let passes = 1 + MAX_RECLAIM_RETRIES as u64;
+        let counter = if memsw {
+            &mut self.memsw
+        } else {
+            &mut self.memory
+        };
+        counter.get_mut(over as usize).failcnt += passes;
+        for _ in 0..passes {
+            self.memcg_memory_event(over, MemcgEvent::Max);
+        }
     }
 
     fn done_restock(&mut self, memcg: MemcgId, nr: u64, batch: u64, cpu: usize) {

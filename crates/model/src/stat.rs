@@ -5,6 +5,10 @@
 //! These are the exact counters: every update is applied at once to the memcg's local counter
 //! and to the hierarchical counter of the memcg and each ancestor. What readers see goes
 //! through the statistics scheme (rstat.rs).
+//!
+//! The node keeps reclaim's scan, steal and refill events apart ([`NodeEvents`]): 6.1 counts
+//! them in /proc/vmstat for global reclaim only, while the memcgs' counters have every
+//! reclaim.
 
 /// A page-state item (in pages) or an event counter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,5 +131,44 @@ pub mod lru {
             3 => super::Stat::ActiveFile,
             _ => super::Stat::Unevictable,
         }
+    }
+}
+
+/// The reclaim events the node's own counters (vm_event_states, /proc/vmstat) keep apart
+/// from the memcg's: 6.1 counts the first five only for global reclaim (`if
+/// (!cgroup_reclaim(sc)) __count_vm_events(...)` in shrink_inactive_list() and
+/// shrink_active_list()), while the memcg's memory.stat counts every reclaim of the group;
+/// the anon/file split exists only here (no memcg item), for every reclaim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum NodeEvent {
+    PgscanKswapd = 0,
+    PgscanDirect,
+    PgstealKswapd,
+    PgstealDirect,
+    Pgrefill,
+    PgscanAnon,
+    PgscanFile,
+    PgstealAnon,
+    PgstealFile,
+}
+
+pub const NR_NODE_EVENTS: usize = NodeEvent::PgstealFile as usize + 1;
+
+/// The node's counts of the [`NodeEvent`]s since boot.
+#[derive(Clone, Debug, Default)]
+pub struct NodeEvents {
+    pub ev: [u64; NR_NODE_EVENTS],
+}
+
+impl NodeEvents {
+    #[inline]
+    pub fn count(&mut self, item: NodeEvent, n: u64) {
+        self.ev[item as usize] += n;
+    }
+
+    #[inline]
+    pub fn get(&self, item: NodeEvent) -> u64 {
+        self.ev[item as usize]
     }
 }

@@ -60,7 +60,7 @@ use crate::config::SoftLimitPolicy;
 use crate::machine::Machine;
 use crate::memcontrol::{IterVisit, MemcgEvent, MemcgId, ROOT_MEMCG};
 use crate::page_cgroup::{pf, Pfn, MAPPING_FILE_BIT, NIL};
-use crate::stat::{lru, Stat};
+use crate::stat::{lru, NodeEvent, Stat};
 use crate::swap::NID0;
 
 pub const SWAP_CLUSTER_MAX: u64 = 32;
@@ -832,9 +832,16 @@ impl Machine {
         st.ns += spent;
     }
 
-    /// mem_cgroup_unprotected(): the root and the reclaim target are never protected.
-    fn memcg_unprotected(target: MemcgId, memcg: MemcgId) -> bool {
-        memcg == ROOT_MEMCG || memcg == target
+    /// !mem_cgroup_supports_protection(): only the root is never protected. 6.1's
+    /// mem_cgroup_below_min() and mem_cgroup_below_low() test the reclaim target too, with
+    /// the effective protection an earlier reclaim from an ancestor left it
+    /// (mem_cgroup_calculate_protection() does not update the target's): a proactive or
+    /// limit reclaim of a group that an ancestor's reclaim found protected skips it and
+    /// reclaims nothing. 6.2 ("mm: memcg: fix stale protection of reclaim target memcg")
+    /// made the target unprotected; get_scan_count()'s mem_cgroup_protection() already
+    /// ignored it in 6.1.
+    fn memcg_unprotected(memcg: MemcgId) -> bool {
+        memcg == ROOT_MEMCG
     }
 
     /// shrink_node_memcgs(): a pre-order walk of the target's subtree, every group or (the
@@ -875,7 +882,7 @@ impl Machine {
         let recursive = self.cfg.recursive_prot;
         self.memory
             .calculate_protection(sc.target as usize, memcg as usize, recursive);
-        if !Self::memcg_unprotected(sc.target, memcg) {
+        if !Self::memcg_unprotected(memcg) {
             let c = self.memory.get(memcg as usize);
             if c.emin >= c.usage {
                 return false;
@@ -1126,6 +1133,10 @@ impl Machine {
         if taken == 0 {
             return;
         }
+        // PGREFILL: the node counts it for global reclaim only, the memcg always.
+        if !sc.cgroup_reclaim {
+            self.node_events.count(NodeEvent::Pgrefill, taken);
+        }
         self.mod_stat(memcg, Stat::Pgrefill, taken as i64);
         self.spend_cpu(taken * self.cfg.costs.scan_ns);
         let mut nr_deactivate = 0i64;
@@ -1145,7 +1156,6 @@ impl Machine {
         // Every page goes back, in the order taken, to the list its flags now select.
         self.lru_add_batch(memcg, &pages);
         self.mod_stat(memcg, Stat::Pgdeactivate, nr_deactivate);
-        let _ = sc;
     }
 
     /// shrink_inactive_list() with shrink_folio_list()'s per-page decisions.
@@ -1193,15 +1203,23 @@ impl Machine {
         if file {
             sc.nr_file_taken += taken;
         }
-        self.mod_stat(
-            memcg,
-            if sc.kswapd {
-                Stat::PgscanKswapd
-            } else {
-                Stat::PgscanDirect
-            },
-            taken as i64,
-        );
+        // PGSCAN_KSWAPD/DIRECT: the node counts global reclaim only, the memcg every
+        // reclaim; PGSCAN_ANON/FILE (node only) every reclaim.
+        let (item, node_item) = if sc.kswapd {
+            (Stat::PgscanKswapd, NodeEvent::PgscanKswapd)
+        } else {
+            (Stat::PgscanDirect, NodeEvent::PgscanDirect)
+        };
+        if !sc.cgroup_reclaim {
+            self.node_events.count(node_item, taken);
+        }
+        self.mod_stat(memcg, item, taken as i64);
+        let split = if file {
+            NodeEvent::PgscanFile
+        } else {
+            NodeEvent::PgscanAnon
+        };
+        self.node_events.count(split, taken);
         sc.nr_scanned += taken;
         self.spend_cpu(taken * self.cfg.costs.scan_ns);
         let mut nr_reclaimed = 0u64;
@@ -1267,15 +1285,22 @@ impl Machine {
             }
         }
         self.spend_cpu(nr_reclaimed * self.cfg.costs.reclaim_ns);
-        self.mod_stat(
-            memcg,
-            if sc.kswapd {
-                Stat::PgstealKswapd
-            } else {
-                Stat::PgstealDirect
-            },
-            nr_reclaimed as i64,
-        );
+        // PGSTEAL_*: counted as PGSCAN_* above.
+        let (item, node_item) = if sc.kswapd {
+            (Stat::PgstealKswapd, NodeEvent::PgstealKswapd)
+        } else {
+            (Stat::PgstealDirect, NodeEvent::PgstealDirect)
+        };
+        if !sc.cgroup_reclaim {
+            self.node_events.count(node_item, nr_reclaimed);
+        }
+        self.mod_stat(memcg, item, nr_reclaimed as i64);
+        let split = if file {
+            NodeEvent::PgstealFile
+        } else {
+            NodeEvent::PgstealAnon
+        };
+        self.node_events.count(split, nr_reclaimed);
         self.lru_note_cost(memcg, file, nr_pageout, 0);
         let kind = if sc.kswapd {
             0

@@ -337,6 +337,11 @@ impl Program for PageCache {
                 Err(Fault::Killed | Fault::Blocked) => return Step::Continue,
                 Err(Fault::Segv) => return Step::Exit(1),
             }
+            // Each read() of a page returns to user space, where memory.high work that its
+            // charges queued runs (mem_cgroup_handle_over_high()).
+            if cx.return_to_user().is_err() {
+                return Step::Continue;
+            }
             if !cx.has_time() {
                 break;
             }
