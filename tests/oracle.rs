@@ -113,7 +113,7 @@ const AGREEING: &[&str] = &[
 //   the per-CPU charge stock), which the model does not hold, so `memory.current == 0`
 //   holds only on the model.
 
-/// How the agreeing scripts share boots (this needs no guest): 14 boots for 39 scripts.
+/// How the agreeing scripts share boots (this needs no guest): 14 boots for 44 scripts.
 /// A script that writes machine-wide state (a sysctl, a root cgroup limit, a PSI trigger on
 /// /proc/pressure) boots alone; one that reads it (the root's cgroup.stat or
 /// memory.pressure, /proc/vmstat) runs first in its boot.
