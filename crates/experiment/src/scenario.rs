@@ -811,8 +811,13 @@ fn machine_example(key: &str) -> &'static str {
         "lru" => "split",
         "shrink_lruvec" => "3.11",
         "softlimit" => "tree",
-        "disk_latency" | "hit_cost" | "fault_cost" | "scan_cost" | "pageout_cost" | "quantum"
-        | "iter_cost" => "100us",
+        "dirty" => "seed001",
+        "stats" => "rstat",
+        "page_cgroup" => "radix",
+        "reserved" | "base" => "64M",
+        "cpu_scale" => "24",
+        "disk_latency" | "hit_cost" | "fault_cost" | "majfault_cost" | "scan_cost"
+        | "pageout_cost" | "writepage_cost" | "quantum" | "iter_cost" | "ipi_cost" => "100us",
         _ => "4",
     }
 }
@@ -1751,6 +1756,21 @@ fn check_sweep(sc: &Scenario) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_machine_key_has_an_example_the_machine_takes() {
+        for key in MachineConfig::KEYS {
+            if MachineConfig::key_is_switch(key) {
+                continue;
+            }
+            let example = machine_example(key);
+            let mut cfg = MachineConfig::default();
+            assert!(
+                cfg.set(key, example).is_ok(),
+                "{key}: the example \"{example}\" is refused"
+            );
+        }
+    }
 
     #[test]
     fn a_script_given_as_a_scenario_is_named_as_such() {

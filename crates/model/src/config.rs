@@ -495,7 +495,6 @@ impl MachineConfig {
         )
     }
 
-    /// Apply one `key=value` setting of a `machine` line.
     /// The swap device's configuration to change: a separate one, made from the file
     /// device's when there was none.
     fn swap_device_mut(&mut self) -> &mut DeviceConfig {
@@ -507,6 +506,7 @@ impl MachineConfig {
         self.swap_device.as_ref().unwrap_or(&self.device)
     }
 
+    /// Apply one `key=value` setting of a `machine` line.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         let r: Result<(), String> = (|| {
             match key {
