@@ -158,6 +158,25 @@ fn fast() -> Option<String> {
         .then(|| "MEMCGSIM_FAST=1 runs the fast tier alone".to_string())
 }
 
+/// Run `memcgsim oracle ARGS` from the project's root: its exit status, stdout and stderr.
+fn run_oracle<I, S>(args: I) -> (std::process::ExitStatus, String, String)
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let out = Command::new(env!("CARGO_BIN_EXE_memcgsim"))
+        .arg("oracle")
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run memcgsim oracle");
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 fn oracle_ready() -> Result<(), String> {
     if let Some(why) = fast() {
         return Err(why);
@@ -195,21 +214,14 @@ fn model_agrees_with_the_kernel() -> Result<Completion, Failed> {
     // Every expectation must agree exactly. Printed values are compared with 25%: the kernel
     // itself varies between runs (reclaim_swap's swap.current ranged 24.9M..25.6M over
     // repeated runs, against the model's 28.2M).
-    let out = Command::new(env!("CARGO_BIN_EXE_memcgsim"))
-        .args(["oracle", "--tolerance", "25"])
-        .args(AGREEING)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run memcgsim oracle");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (status, stdout, stderr) = run_oracle(["--tolerance", "25"].iter().chain(AGREEING));
     if !required && stderr.contains("not found") {
         return skipped(stderr.trim());
     }
     assert!(
-        out.status.success(),
+        status.success(),
         "model and kernel disagree (exit {:?}):\n{}\n--- stderr, last lines ---\n{}\n--- full report ---\n{stdout}",
-        out.status.code(),
+        status.code(),
         disagreements(&stdout),
         stderr.lines().rev().take(12).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n")
     );
@@ -229,25 +241,18 @@ fn scripts_sharing_a_boot_start_clean() -> Result<Completion, Failed> {
     if let Err(why) = oracle_ready() {
         return skipped(&why);
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_memcgsim"))
-        .args([
-            "oracle",
-            "oracle/isolation/leave_behind.mcg",
-            "oracle/isolation/start_clean.mcg",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run memcgsim oracle");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (status, stdout, stderr) = run_oracle([
+        "oracle/isolation/leave_behind.mcg",
+        "oracle/isolation/start_clean.mcg",
+    ]);
     assert!(
         stderr.contains("booting Linux for 2 scripts"),
         "the two scripts did not share a boot:\n{stderr}"
     );
     assert!(
-        out.status.success(),
+        status.success(),
         "the second script saw what the first left (exit {:?}):\n{}\n{stderr}\n{stdout}",
-        out.status.code(),
+        status.code(),
         disagreements(&stdout)
     );
     Ok(Completion::Completed)
@@ -265,17 +270,11 @@ fn values_table_lists_what_both_sides_read() -> Result<Completion, Failed> {
         return skipped(&why);
     }
     let script = "tests/selftests/low_recursiveprot.mcg";
-    let out = Command::new(env!("CARGO_BIN_EXE_memcgsim"))
-        .args(["oracle", "--values", "--tolerance", "25", script])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run memcgsim oracle");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (status, stdout, stderr) = run_oracle(["--values", "--tolerance", "25", script]);
     assert!(
-        out.status.success(),
+        status.success(),
         "exit {:?}:\n{}\n{stderr}\n{stdout}",
-        out.status.code(),
+        status.code(),
         disagreements(&stdout)
     );
     let table: Vec<&str> = stdout

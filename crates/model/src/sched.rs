@@ -676,6 +676,16 @@ mod tests {
         vma: Option<Vma>,
     }
 
+    impl Toucher {
+        fn new(pages: u64) -> Self {
+            Toucher {
+                pages,
+                next: 0,
+                vma: None,
+            }
+        }
+    }
+
     impl Program for Toucher {
         fn name(&self) -> &str {
             "toucher"
@@ -799,12 +809,7 @@ mod tests {
         // waits while kswapd reclaims; with a second CPU kswapd runs beside it.
         let elapsed = |cpus| {
             let mut m = machine(cpus, "64M", "256M");
-            let t = Toucher {
-                pages: 40_000,
-                next: 0,
-                vma: None,
-            };
-            let pid = m.spawn(ROOT_MEMCG, "t".into(), 0, Box::new(t));
+            let pid = m.spawn(ROOT_MEMCG, "t".into(), 0, Box::new(Toucher::new(40_000)));
             run_all(&mut m, &[pid]);
             assert!(matches!(m.task(pid).state, TaskState::Exited(_)));
             let st = &m.task(pid).stats;
@@ -827,12 +832,7 @@ mod tests {
         let run = |cpus, ipi: &str| {
             let mut m = machine(cpus, "64M", "256M");
             m.cfg.costs.ipi_ns = crate::units::parse_duration_ns(ipi).unwrap();
-            let t = Toucher {
-                pages: 40_000,
-                next: 0,
-                vma: None,
-            };
-            let pid = m.spawn(ROOT_MEMCG, "t".into(), 0, Box::new(t));
+            let pid = m.spawn(ROOT_MEMCG, "t".into(), 0, Box::new(Toucher::new(40_000)));
             run_all(&mut m, &[pid]);
             (m.reclaim_wait.tlb_flush_ipis, m.kswapd.cpu_ns)
         };

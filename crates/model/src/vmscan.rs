@@ -1158,6 +1158,37 @@ impl Machine {
         self.mod_stat(memcg, Stat::Pgdeactivate, nr_deactivate);
     }
 
+    /// shrink_inactive_list()'s PGSCAN_* (pages taken) or PGSTEAL_* (pages reclaimed)
+    /// events: the kswapd/direct items in the memcg for every reclaim, in the node (what
+    /// /proc/vmstat shows) for global reclaim only; the node's anon/file items for every
+    /// reclaim.
+    fn count_reclaim_events(
+        &mut self,
+        sc: &ScanControl,
+        memcg: MemcgId,
+        file: bool,
+        n: u64,
+        steal: bool,
+    ) {
+        let (item, node_item) = match (steal, sc.kswapd) {
+            (false, true) => (Stat::PgscanKswapd, NodeEvent::PgscanKswapd),
+            (false, false) => (Stat::PgscanDirect, NodeEvent::PgscanDirect),
+            (true, true) => (Stat::PgstealKswapd, NodeEvent::PgstealKswapd),
+            (true, false) => (Stat::PgstealDirect, NodeEvent::PgstealDirect),
+        };
+        let split = match (steal, file) {
+            (false, false) => NodeEvent::PgscanAnon,
+            (false, true) => NodeEvent::PgscanFile,
+            (true, false) => NodeEvent::PgstealAnon,
+            (true, true) => NodeEvent::PgstealFile,
+        };
+        if !sc.cgroup_reclaim {
+            self.node_events.count(node_item, n);
+        }
+        self.mod_stat(memcg, item, n as i64);
+        self.node_events.count(split, n);
+    }
+
     /// shrink_inactive_list() with shrink_folio_list()'s per-page decisions.
     pub(crate) fn shrink_inactive_list(
         &mut self,
@@ -1203,23 +1234,7 @@ impl Machine {
         if file {
             sc.nr_file_taken += taken;
         }
-        // PGSCAN_KSWAPD/DIRECT: the node counts global reclaim only, the memcg every
-        // reclaim; PGSCAN_ANON/FILE (node only) every reclaim.
-        let (item, node_item) = if sc.kswapd {
-            (Stat::PgscanKswapd, NodeEvent::PgscanKswapd)
-        } else {
-            (Stat::PgscanDirect, NodeEvent::PgscanDirect)
-        };
-        if !sc.cgroup_reclaim {
-            self.node_events.count(node_item, taken);
-        }
-        self.mod_stat(memcg, item, taken as i64);
-        let split = if file {
-            NodeEvent::PgscanFile
-        } else {
-            NodeEvent::PgscanAnon
-        };
-        self.node_events.count(split, taken);
+        self.count_reclaim_events(sc, memcg, file, taken, false);
         sc.nr_scanned += taken;
         self.spend_cpu(taken * self.cfg.costs.scan_ns);
         let mut nr_reclaimed = 0u64;
@@ -1285,22 +1300,7 @@ impl Machine {
             }
         }
         self.spend_cpu(nr_reclaimed * self.cfg.costs.reclaim_ns);
-        // PGSTEAL_*: counted as PGSCAN_* above.
-        let (item, node_item) = if sc.kswapd {
-            (Stat::PgstealKswapd, NodeEvent::PgstealKswapd)
-        } else {
-            (Stat::PgstealDirect, NodeEvent::PgstealDirect)
-        };
-        if !sc.cgroup_reclaim {
-            self.node_events.count(node_item, nr_reclaimed);
-        }
-        self.mod_stat(memcg, item, nr_reclaimed as i64);
-        let split = if file {
-            NodeEvent::PgstealFile
-        } else {
-            NodeEvent::PgstealAnon
-        };
-        self.node_events.count(split, nr_reclaimed);
+        self.count_reclaim_events(sc, memcg, file, nr_reclaimed, true);
         self.lru_note_cost(memcg, file, nr_pageout, 0);
         let kind = if sc.kswapd {
             0
