@@ -13,7 +13,10 @@
 //! Completions are interrupts: they land while a reclaimer works, not only between the
 //! model's events. Reclaim polls for the writes its own time has passed (swap_io_poll())
 //! before each pass over a node, so that a charge retrying reclaim sees its earlier writes
-//! end as it would on a kernel, where a retry takes real time.
+//! end as it would on a kernel, where a retry takes real time, and before a batch's putback,
+//! so that a write ending while its page is isolated in the batch ends without the rotation
+//! (folio_rotate_reclaimable() moves only a page on the LRU): that page goes back to the
+//! head of the inactive list, clean, and stays in the swap cache until reclaim comes round.
 //!
 //! Simplification: the writes of one shrink_folio_list() batch go to the device as one
 //! request, as the block layer merges the bios of adjacent slots of a swap cluster.
@@ -124,8 +127,9 @@ impl Machine {
     }
 
     /// end_swap_bio_write() for a completed batch: each page still under writeback for the
-    /// slot it was written to ends its writeback, and a page reclaim marked moves to the tail
-    /// of its inactive list (folio_rotate_reclaimable()), where the next pass frees it.
+    /// slot it was written to ends its writeback, and a page reclaim marked loses PG_reclaim
+    /// and, if it is on its list, moves to the tail of its inactive list
+    /// (folio_rotate_reclaimable()), where the next pass frees it.
     pub fn swap_writeback_done(&mut self, id: u32) {
         // The event fires at the batch's completion time; a poll may have ended it already.
         let now = self.sched.clock;
@@ -264,6 +268,40 @@ mod tests {
         let out = m.stat_total(a, Stat::Pswpout);
         assert!(reclaim(&mut m, a, 32) >= 32);
         assert_eq!(m.stat_total(a, Stat::Pswpout), out);
+    }
+
+    /// folio_end_writeback() of a page a reclaimer holds isolated: PG_reclaim goes, the page
+    /// is not rotated (folio_rotate_reclaimable() wants it on the LRU) and pgrotated does not
+    /// count it; put back, it sits at the head of the inactive list, clean, in the swap cache.
+    #[test]
+    fn a_write_that_ends_while_its_page_is_isolated_does_not_rotate_it() {
+        let (mut m, a, _) = setup(false, 4096);
+        reclaim(&mut m, a, 32);
+        let wb = m.stat_total(a, Stat::Writeback);
+        assert!(wb >= 2, "{wb} under writeback");
+        let pfn = m.swap_io.inflight_pages().next().unwrap().0;
+        assert!(m.frames.test(pfn, crate::page_cgroup::pf::RECLAIM));
+        let rotated = m.stat_total(ROOT_MEMCG, Stat::Pgrotated);
+        // Isolated (as in a reclaim batch) while the device ends the writes.
+        m.check_invariants = false;
+        m.lru_del(pfn);
+        m.run_until(m.sched.clock + 2_000_000_000, |_| false);
+        assert_eq!(m.stat_total(a, Stat::Writeback), 0);
+        let f = m.frames.flags(pfn);
+        assert_eq!(
+            f & (crate::page_cgroup::pf::RECLAIM | crate::page_cgroup::pf::WRITEBACK),
+            0
+        );
+        assert_eq!(m.frames.lru(pfn), crate::page_cgroup::LRU_NONE);
+        assert_eq!(m.stat_total(ROOT_MEMCG, Stat::Pgrotated) - rotated, wb - 1);
+        // move_folios_to_lru(): back at the head, still in the swap cache.
+        m.lru_add(pfn);
+        m.check_invariants = true;
+        m.check().unwrap();
+        assert_eq!(m.stat_total(a, Stat::SwapCached), wb);
+        let l = m.frames.lru(pfn) as usize;
+        assert_eq!(m.memcgs[a as usize].lruvec[0].head[l], pfn);
+        assert_ne!(m.memcgs[a as usize].lruvec[0].tail[l], pfn);
     }
 
     #[test]

@@ -220,7 +220,9 @@ impl Machine {
         self.lru_add(pfn);
     }
 
-    /// folio_rotate_reclaimable(): move to the tail of the inactive list.
+    /// folio_rotate_reclaimable(): move to the tail of the inactive list, and count
+    /// PGROTATED. Only a page on the LRU moves: one isolated by a reclaimer stays where it
+    /// is, uncounted, and its putback puts it at the head.
     pub fn lru_rotate_to_tail(&mut self, pfn: Pfn) {
         if self.frames.lru(pfn) == LRU_NONE {
             return;

@@ -52,7 +52,9 @@
 //! the model does not track, never wait.
 //!
 //! Simplifications (docs/FIDELITY.md): swap writes are asynchronous (page_io.rs) except on a
-//! SWP_SYNCHRONOUS_IO device; dirty file pages are never written from reclaim (the flusher
+//! SWP_SYNCHRONOUS_IO device, and a batch's writes go to the device once its loop is done
+//! with its pages (no block plug held across batches); those that end before the batch's
+//! putback find their pages isolated and do not rotate them; dirty file pages are never written from reclaim (the flusher
 //! cleans them, as in the newest kernels); too_many_isolated() is not modelled; no slab
 //! shrinkers.
 
@@ -1267,13 +1269,6 @@ impl Machine {
                 Verdict::Keep => putback.push(pfn),
             }
         }
-        // The end of shrink_folio_list(): mem_cgroup_uncharge_list(), then
-        // free_unref_page_list(), before move_folios_to_lru() puts the rest back.
-        self.free_page_list(&free_folios);
-        self.lru_add_batch(memcg, &putback);
-        if nr_activate > 0 {
-            self.mod_stat(memcg, Stat::Pgactivate, nr_activate);
-        }
         if std::mem::take(&mut sc.tlb_flush_remote) {
             // try_to_unmap_flush_dirty() before the writes, or try_to_unmap_flush() at the
             // batch's end: arch_tlbbatch_flush() interrupts the CPUs that run the pages'
@@ -1296,10 +1291,24 @@ impl Machine {
                 self.spend_cpu(ns);
                 self.writeback.nr_written += nr_pageout;
             } else {
+                // The bios of the batch wait in the reclaimer's plug (blk_start_plug() in
+                // shrink_lruvec()), merged, until the loop is done with its pages.
                 self.swap_submit(pageout);
             }
         }
         self.spend_cpu(nr_reclaimed * self.cfg.costs.reclaim_ns);
+        // The end of shrink_folio_list(): mem_cgroup_uncharge_list(), then
+        // free_unref_page_list(), before move_folios_to_lru() puts the rest back. The
+        // batch's pages stay isolated over its CPU time: a swap write that ends before the
+        // putback finds its page off the LRU, and folio_end_writeback() clears PG_reclaim
+        // without rotating it (folio_rotate_reclaimable() needs the LRU flag): the page goes
+        // back to the head of the inactive list, clean, in the swap cache.
+        self.free_page_list(&free_folios);
+        self.swap_io_poll();
+        self.lru_add_batch(memcg, &putback);
+        if nr_activate > 0 {
+            self.mod_stat(memcg, Stat::Pgactivate, nr_activate);
+        }
         self.count_reclaim_events(sc, memcg, file, nr_reclaimed, true);
         self.lru_note_cost(memcg, file, nr_pageout, 0);
         let kind = if sc.kswapd {
