@@ -563,10 +563,17 @@ impl Machine {
             self.task(pid).block.is_none(),
             "a task sleeps once at a time"
         );
+        // folio_wait_writeback() tests PG_writeback before it sleeps: a write that ended
+        // while its page was still isolated in the reclaimer's batch (page_io.rs) leaves
+        // nothing to wait for, and no wakeup would come.
+        let written = match wait {
+            Wait::PageWriteback(pfn) => !self.frames.test(pfn, crate::page_cgroup::pf::WRITEBACK),
+            _ => false,
+        };
         self.task_mut(pid).block = Some(Block {
             wait,
             from: None,
-            woken: false,
+            woken: written,
         });
         if wait == Wait::Resched {
             // Not asleep: back in the run queue when the step ends.

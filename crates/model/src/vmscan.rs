@@ -1787,6 +1787,11 @@ impl Machine {
         }
         self.snapshot_refaults(ROOT_MEMCG);
         let sleep = match sc.throttle {
+            Some(Wait::PageWriteback(pfn)) if !self.frames.test(pfn, pf::WRITEBACK) => {
+                // folio_wait_writeback() tests PG_writeback before it sleeps: the write
+                // ended while the page was still isolated in the batch.
+                0
+            }
             Some(Wait::PageWriteback(pfn)) => {
                 // folio_wait_writeback() in soft-limit reclaim: asleep until that page's
                 // writeback ends (acct_reclaim_writeback() wakes it); the timeout only bounds
