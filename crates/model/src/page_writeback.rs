@@ -27,6 +27,12 @@
 //!   wb_over_bg_thresh() (global or memcg dirty above its background threshold, or the wb's
 //!   dirty pages above its share), in chunks of writeback_chunk_size(), oldest inode first,
 //!   round robin; reclaim's wakeup_flusher_threads() writes everything.
+//! * Writing an inode (write_cache_pages() in WB_SYNC_NONE mode) takes its dirty pages not
+//!   under writeback in index order, from the first, found through the mapping's xarray
+//!   marks (xarray_marks.rs: PAGECACHE_TAG_DIRTY, PAGECACHE_TAG_WRITEBACK), which
+//!   folio_account_dirtied(), folio_clear_dirty_for_io(), __folio_start_writeback(),
+//!   __folio_end_writeback() and truncation keep; a pass costs the pages it writes, not the
+//!   size of the file.
 //! * The flusher is a thread (wb_workfn() on a kworker): each work item (the periodic run,
 //!   a wakeup, one wb's background writeback) waits for a CPU in the run queue (sched.rs)
 //!   and pays `writepage_cost` per page it submits, so a batch reaches the device after the
@@ -37,9 +43,10 @@
 //! (folio_rotate_reclaimable()).
 //!
 //! Simplified (docs/FIDELITY.md): inodes never switch wbs and foreign dirtying is not
-//! flushed (mem_cgroup_flush_foreign); a flusher work item runs to its end once it has a
-//! CPU (the kernel's cond_resched() between inodes is not modelled), so the device queue,
-//! not the flusher, bounds the I/O in flight; the per-CPU ratelimit
+//! flushed (mem_cgroup_flush_foreign); every pass over an inode starts at its first page
+//! (the kernel's range_cyclic writeback_index is not kept); a flusher work item runs to its
+//! end once it has a CPU (the kernel's cond_resched() between inodes is not modelled), so
+//! the device queue, not the flusher, bounds the I/O in flight; the per-CPU ratelimit
 //! (bdp_ratelimits) and the rt-task boost are not modelled; the statistics read by the
 //! throttling are exact.
 
@@ -52,6 +59,7 @@ use crate::page_cgroup::{pf, Pfn, MAPPING_FILE_BIT};
 use crate::program::Pid;
 use crate::sched::Event;
 use crate::stat::Stat;
+use crate::xarray_marks::Mark;
 
 /// MAX_PAUSE: the longest dirty-throttling sleep (HZ / 5), in jiffies.
 const MAX_PAUSE: u64 = HZ / 5;
@@ -402,6 +410,14 @@ fn file_of(m: &Machine, pfn: Pfn) -> usize {
 }
 
 impl Machine {
+    /// The index of a page-cache page in its file.
+    #[inline]
+    fn page_index(&self, pfn: Pfn) -> u64 {
+        u64::from(self.frames.meta[pfn as usize].map.index)
+    }
+}
+
+impl Machine {
     pub(crate) fn writeback_init(&mut self) {
         self.writeback.wbs = Vec::new();
         self.wb_get_create(ROOT_MEMCG);
@@ -470,7 +486,9 @@ impl Machine {
         let f = file_of(self, pfn);
         let wb = self.inode_attach_wb(f, memcg);
         let now = self.now();
+        let idx = self.page_index(pfn);
         let file = &mut self.files.v[f];
+        file.marks.set(idx, Mark::Dirty);
         file.nr_dirty += 1;
         let first = file.dirtied_when.is_none();
         if first {
@@ -504,7 +522,9 @@ impl Machine {
         let memcg = self.dirty_stat_memcg(self.frames.memcg(pfn));
         self.mod_stat(memcg, Stat::FileDirty, -1);
         let f = file_of(self, pfn);
+        let idx = self.page_index(pfn);
         let file = &mut self.files.v[f];
+        file.marks.clear(idx, Mark::Dirty);
         let wb = file.wb;
         file.nr_dirty -= 1;
         let cleaned = (file.nr_dirty == 0)
@@ -523,7 +543,11 @@ impl Machine {
         self.frames.set(pfn, pf::WRITEBACK);
         let memcg = self.dirty_stat_memcg(self.frames.memcg(pfn));
         self.mod_stat(memcg, Stat::Writeback, 1);
-        let wb = self.files.v[file_of(self, pfn)].wb;
+        let idx = self.page_index(pfn);
+        let f = file_of(self, pfn);
+        let file = &mut self.files.v[f];
+        file.marks.set(idx, Mark::Writeback);
+        let wb = file.wb;
         self.writeback.wb_mut(wb).writeback += 1;
     }
 
@@ -534,7 +558,11 @@ impl Machine {
         self.acct_reclaim_writeback(pfn);
         let memcg = self.dirty_stat_memcg(self.frames.memcg(pfn));
         self.mod_stat(memcg, Stat::Writeback, -1);
-        let wb = self.files.v[file_of(self, pfn)].wb;
+        let idx = self.page_index(pfn);
+        let f = file_of(self, pfn);
+        let file = &mut self.files.v[f];
+        file.marks.clear(idx, Mark::Writeback);
+        let wb = file.wb;
         let now_j = self.jiffies();
         let wbk = &mut self.writeback;
         let w = wbk.wbs[wb as usize].as_deref_mut().expect("the wb exists");
@@ -1129,19 +1157,25 @@ impl Machine {
         (pages + MIN_WRITEBACK_PAGES) / MIN_WRITEBACK_PAGES * MIN_WRITEBACK_PAGES
     }
 
-    /// Write back up to `max` dirty pages of file `f`, from its first page; returns how many.
+    /// Write back up to `max` dirty pages of file `f`, from its first page, skipping those
+    /// already under writeback (write_cache_pages() in WB_SYNC_NONE mode); returns how many.
+    /// The pages are found through the mapping's marks, PAGECACHE_TAG_DIRTY less
+    /// PAGECACHE_TAG_WRITEBACK (xarray_marks.rs), in index order.
     fn writeback_inode(&mut self, f: usize, max: u64, batch: &mut Vec<Pfn>) -> u64 {
         let mut n = 0;
-        for idx in 0..self.files.v[f].entries.len() {
-            if n >= max || self.files.v[f].nr_dirty == 0 {
+        let mut from = 0;
+        while n < max {
+            let file = &self.files.v[f];
+            let Some(idx) = file.marks.next_dirty_idle(from) else {
                 break;
-            }
-            let Some(pfn) = crate::filemap::resident(self.files.v[f].entries[idx]) else {
-                continue;
             };
-            if !self.frames.test(pfn, pf::DIRTY) || self.frames.test(pfn, pf::WRITEBACK) {
-                continue;
-            }
+            from = idx + 1;
+            let pfn = crate::filemap::resident(file.entries[idx as usize])
+                .expect("a page marked dirty is in the cache");
+            debug_assert!(
+                self.frames.test(pfn, pf::DIRTY) && !self.frames.test(pfn, pf::WRITEBACK),
+                "the marks of page {idx} of file {f} disagree with its flags"
+            );
             self.start_page_writeback(pfn);
             batch.push(pfn);
             n += 1;
