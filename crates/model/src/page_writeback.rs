@@ -51,6 +51,7 @@
 //! throttling are exact.
 
 use std::collections::BTreeSet;
+use std::ops::Bound;
 
 use crate::config::PAGE_SIZE;
 use crate::machine::Machine;
@@ -982,22 +983,36 @@ impl Machine {
     /// writeback_inodes_wb(): write up to `max` dirty pages of the wb's inodes, oldest
     /// dirtied first, from the calling context; returns how many.
     pub(crate) fn writeback_inodes_wb(&mut self, wb: MemcgId, max: u64) -> u64 {
-        let Some(w) = self.writeback.wb(wb) else {
-            return 0;
-        };
-        let inodes: Vec<(u64, u32)> = w.b_dirty.iter().copied().collect();
         let mut batch = Vec::new();
         let mut n = 0;
-        for (_, f) in inodes {
-            if n >= max {
+        let mut at = None;
+        while n < max {
+            let Some(inode) = self.next_dirty_inode(wb, at) else {
                 break;
-            }
-            n += self.writeback_inode(f as usize, max - n, &mut batch);
+            };
+            at = Some(inode);
+            n += self.writeback_inode(inode.1 as usize, max - n, &mut batch);
         }
         if !batch.is_empty() {
             self.submit_writeback(batch);
         }
         n
+    }
+
+    /// The wb's dirty inode after `after` on its b_dirty list (the first with None), as
+    /// (dirtied_when, file). A pass over the list walks it with this cursor: writing an
+    /// inode can only take that inode off the list, so the walk sees the inodes the list
+    /// held when the pass began, oldest first, at a cost of the inodes it visits.
+    fn next_dirty_inode(&self, wb: MemcgId, after: Option<(u64, u32)>) -> Option<(u64, u32)> {
+        let w = self.writeback.wb(wb)?;
+        match after {
+            None => w.b_dirty.first().copied(),
+            Some(k) => w
+                .b_dirty
+                .range((Bound::Excluded(k), Bound::Unbounded))
+                .next()
+                .copied(),
+        }
     }
 
     /// wb_start_background_writeback().
@@ -1199,23 +1214,15 @@ impl Machine {
             if guard == 0 {
                 break;
             }
-            let Some(w) = self.writeback.wb(wb) else {
+            // Kupdate takes the inodes dirtied longer than dirty_expire ago, the oldest
+            // ones of the list.
+            let due = |&(when, _): &(u64, u32)| work != WbWork::Kupdate || when + expire_ns <= now;
+            let Some(first) = self.next_dirty_inode(wb, None).filter(due) else {
                 break;
             };
-            let inodes: Vec<(u64, u32)> = match work {
-                WbWork::Kupdate => w
-                    .b_dirty
-                    .iter()
-                    .take_while(|(when, _)| when + expire_ns <= now)
-                    .copied()
-                    .collect(),
-                _ => w.b_dirty.iter().copied().collect(),
-            };
-            if inodes.is_empty() {
-                break;
-            }
             let mut wrote = 0;
-            for (_, f) in inodes {
+            let mut inode = Some(first);
+            while let Some(at) = inode {
                 let max = match work {
                     WbWork::Background => {
                         if !self.wb_over_bg_thresh(wb) {
@@ -1225,7 +1232,8 @@ impl Machine {
                     }
                     _ => u64::MAX,
                 };
-                wrote += self.writeback_inode(f as usize, max, &mut batch);
+                wrote += self.writeback_inode(at.1 as usize, max, &mut batch);
+                inode = self.next_dirty_inode(wb, Some(at)).filter(due);
             }
             if wrote == 0 || work != WbWork::Background || !self.wb_over_bg_thresh(wb) {
                 break;
