@@ -67,6 +67,8 @@ pub struct File {
     pub inode_objcg: Option<crate::kmem::ObjcgId>,
     /// The nodes of the file's xarray (`i_pages`), charged as kernel memory.
     pub xa: XaNodes,
+    /// The xarray's dirty and writeback marks, which writeback searches (xarray_marks.rs).
+    pub marks: crate::xarray_marks::XaMarks,
     /// Windows of asynchronous readahead whose reads may be in flight (readahead.rs).
     pub ra_pending: Vec<crate::readahead::PendingRead>,
     /// Live shared mappings of the file, and how many of them are VM_EXEC.
@@ -228,6 +230,7 @@ impl Machine {
             wb: 0,
             inode_objcg: None,
             xa: XaNodes::default(),
+            marks: crate::xarray_marks::XaMarks::default(),
             ra_pending: Vec::new(),
             mappers: 0,
             exec_mappers: 0,
@@ -266,7 +269,11 @@ impl Machine {
             }
         }
         self.free_page_list(&batch);
-        self.files.v[f as usize].entries.truncate(new_size as usize);
+        let file = &mut self.files.v[f as usize];
+        file.entries.truncate(new_size as usize);
+        // The pages dropped took their marks with them (folio_account_cleaned(), the end of
+        // their writeback).
+        file.marks.truncate(new_size);
     }
 
     /// Grow a file to `new_size` pages whose data is on disk and not cached, as a file written
@@ -772,6 +779,48 @@ impl Machine {
     /// what its entries need, every node has an owner, and the shadow-node lists hold
     /// exactly the leaves whose entries are all shadow entries, on the list of the memcg
     /// each is charged to.
+    /// The file's dirty and writeback marks are its pages' PG_dirty and PG_writeback, and
+    /// the search for pages to write finds exactly the dirty ones not under writeback.
+    fn check_marks(&self, fi: usize, file: &File) -> Result<(), String> {
+        use crate::xarray_marks::Mark;
+        let marks = &file.marks;
+        let mut want = Vec::new();
+        for (i, &e) in file.entries.iter().enumerate() {
+            let flags = resident(e).map_or(0, |pfn| self.frames.flags(pfn));
+            let dirty = flags & pf::DIRTY != 0;
+            let wback = flags & pf::WRITEBACK != 0;
+            let i = i as u64;
+            if marks.get(i, Mark::Dirty) != dirty || marks.get(i, Mark::Writeback) != wback {
+                return Err(format!(
+                    "file {fi} page {i}: marks dirty {} writeback {}, flags dirty {dirty} \
+                     writeback {wback}",
+                    marks.get(i, Mark::Dirty),
+                    marks.get(i, Mark::Writeback)
+                ));
+            }
+            if dirty && !wback {
+                want.push(i);
+            }
+        }
+        if marks.any_from(file.entries.len() as u64) {
+            return Err(format!("file {fi}: marks past its last entry"));
+        }
+        let mut found = Vec::new();
+        let mut from = 0;
+        while let Some(i) = marks.next_dirty_idle(from) {
+            found.push(i);
+            from = i + 1;
+        }
+        if found != want {
+            return Err(format!(
+                "file {fi}: the search finds {} pages to write, the flags {}",
+                found.len(),
+                want.len()
+            ));
+        }
+        Ok(())
+    }
+
     pub(crate) fn check_page_cache_xarrays(&self) -> Result<(), String> {
         let mut listed = 0usize;
         for (fi, file) in self.files.v.iter().enumerate() {
@@ -786,6 +835,7 @@ impl Machine {
                     xa.owners().count()
                 ));
             }
+            self.check_marks(fi, file)?;
             for (leaf, &key) in xa.lru.iter().enumerate() {
                 let start = leaf << XA_CHUNK_SHIFT;
                 let end = (start + (1 << XA_CHUNK_SHIFT)).min(file.entries.len());

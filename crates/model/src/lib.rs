@@ -21,6 +21,7 @@
 //! | [`page_alloc`] | mm/page_alloc.c: free frames, watermarks, the allocation slow path |
 //! | [`page_io`] | mm/page_io.c: swap writes, their writeback and its end |
 //! | [`page_writeback`] | mm/page-writeback.c + fs/fs-writeback.c: dirty pages, the flusher |
+//! | [`xarray_marks`] | lib/xarray.c marks: the page cache's dirty and writeback tags writeback searches |
 //! | [`oom_kill`] | mm/oom_kill.c |
 //! | [`rstat`] | kernel/cgroup/rstat.c + memcg stat batching/flushing (6.1 rstat, 5.10 batches) |
 //! | [`sched`] | the clock, the event queue, simulated CPUs, tasks |
@@ -62,6 +63,7 @@ pub mod text;
 pub mod units;
 pub mod vmscan;
 pub mod workingset;
+pub mod xarray_marks;
 
 pub use config::{
     CgroupVersion, Costs, DeviceConfig, DirtyPolicy, LruPolicy, MachineConfig, ShrinkLruvec,

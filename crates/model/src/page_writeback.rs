@@ -27,6 +27,12 @@
 //!   wb_over_bg_thresh() (global or memcg dirty above its background threshold, or the wb's
 //!   dirty pages above its share), in chunks of writeback_chunk_size(), oldest inode first,
 //!   round robin; reclaim's wakeup_flusher_threads() writes everything.
+//! * Writing an inode (write_cache_pages() in WB_SYNC_NONE mode) takes its dirty pages not
+//!   under writeback in index order, from the first, found through the mapping's xarray
+//!   marks (xarray_marks.rs: PAGECACHE_TAG_DIRTY, PAGECACHE_TAG_WRITEBACK), which
+//!   folio_account_dirtied(), folio_clear_dirty_for_io(), __folio_start_writeback(),
+//!   __folio_end_writeback() and truncation keep; a pass costs the pages it writes, not the
+//!   size of the file.
 //! * The flusher is a thread (wb_workfn() on a kworker): each work item (the periodic run,
 //!   a wakeup, one wb's background writeback) waits for a CPU in the run queue (sched.rs)
 //!   and pays `writepage_cost` per page it submits, so a batch reaches the device after the
@@ -37,13 +43,15 @@
 //! (folio_rotate_reclaimable()).
 //!
 //! Simplified (docs/FIDELITY.md): inodes never switch wbs and foreign dirtying is not
-//! flushed (mem_cgroup_flush_foreign); a flusher work item runs to its end once it has a
-//! CPU (the kernel's cond_resched() between inodes is not modelled), so the device queue,
-//! not the flusher, bounds the I/O in flight; the per-CPU ratelimit
+//! flushed (mem_cgroup_flush_foreign); every pass over an inode starts at its first page
+//! (the kernel's range_cyclic writeback_index is not kept); a flusher work item runs to its
+//! end once it has a CPU (the kernel's cond_resched() between inodes is not modelled), so
+//! the device queue, not the flusher, bounds the I/O in flight; the per-CPU ratelimit
 //! (bdp_ratelimits) and the rt-task boost are not modelled; the statistics read by the
 //! throttling are exact.
 
 use std::collections::BTreeSet;
+use std::ops::Bound;
 
 use crate::config::PAGE_SIZE;
 use crate::machine::Machine;
@@ -52,6 +60,7 @@ use crate::page_cgroup::{pf, Pfn, MAPPING_FILE_BIT};
 use crate::program::Pid;
 use crate::sched::Event;
 use crate::stat::Stat;
+use crate::xarray_marks::Mark;
 
 /// MAX_PAUSE: the longest dirty-throttling sleep (HZ / 5), in jiffies.
 const MAX_PAUSE: u64 = HZ / 5;
@@ -402,6 +411,14 @@ fn file_of(m: &Machine, pfn: Pfn) -> usize {
 }
 
 impl Machine {
+    /// The index of a page-cache page in its file.
+    #[inline]
+    fn page_index(&self, pfn: Pfn) -> u64 {
+        u64::from(self.frames.meta[pfn as usize].map.index)
+    }
+}
+
+impl Machine {
     pub(crate) fn writeback_init(&mut self) {
         self.writeback.wbs = Vec::new();
         self.wb_get_create(ROOT_MEMCG);
@@ -470,7 +487,9 @@ impl Machine {
         let f = file_of(self, pfn);
         let wb = self.inode_attach_wb(f, memcg);
         let now = self.now();
+        let idx = self.page_index(pfn);
         let file = &mut self.files.v[f];
+        file.marks.set(idx, Mark::Dirty);
         file.nr_dirty += 1;
         let first = file.dirtied_when.is_none();
         if first {
@@ -504,7 +523,9 @@ impl Machine {
         let memcg = self.dirty_stat_memcg(self.frames.memcg(pfn));
         self.mod_stat(memcg, Stat::FileDirty, -1);
         let f = file_of(self, pfn);
+        let idx = self.page_index(pfn);
         let file = &mut self.files.v[f];
+        file.marks.clear(idx, Mark::Dirty);
         let wb = file.wb;
         file.nr_dirty -= 1;
         let cleaned = (file.nr_dirty == 0)
@@ -523,7 +544,11 @@ impl Machine {
         self.frames.set(pfn, pf::WRITEBACK);
         let memcg = self.dirty_stat_memcg(self.frames.memcg(pfn));
         self.mod_stat(memcg, Stat::Writeback, 1);
-        let wb = self.files.v[file_of(self, pfn)].wb;
+        let idx = self.page_index(pfn);
+        let f = file_of(self, pfn);
+        let file = &mut self.files.v[f];
+        file.marks.set(idx, Mark::Writeback);
+        let wb = file.wb;
         self.writeback.wb_mut(wb).writeback += 1;
     }
 
@@ -534,7 +559,11 @@ impl Machine {
         self.acct_reclaim_writeback(pfn);
         let memcg = self.dirty_stat_memcg(self.frames.memcg(pfn));
         self.mod_stat(memcg, Stat::Writeback, -1);
-        let wb = self.files.v[file_of(self, pfn)].wb;
+        let idx = self.page_index(pfn);
+        let f = file_of(self, pfn);
+        let file = &mut self.files.v[f];
+        file.marks.clear(idx, Mark::Writeback);
+        let wb = file.wb;
         let now_j = self.jiffies();
         let wbk = &mut self.writeback;
         let w = wbk.wbs[wb as usize].as_deref_mut().expect("the wb exists");
@@ -954,22 +983,36 @@ impl Machine {
     /// writeback_inodes_wb(): write up to `max` dirty pages of the wb's inodes, oldest
     /// dirtied first, from the calling context; returns how many.
     pub(crate) fn writeback_inodes_wb(&mut self, wb: MemcgId, max: u64) -> u64 {
-        let Some(w) = self.writeback.wb(wb) else {
-            return 0;
-        };
-        let inodes: Vec<(u64, u32)> = w.b_dirty.iter().copied().collect();
         let mut batch = Vec::new();
         let mut n = 0;
-        for (_, f) in inodes {
-            if n >= max {
+        let mut at = None;
+        while n < max {
+            let Some(inode) = self.next_dirty_inode(wb, at) else {
                 break;
-            }
-            n += self.writeback_inode(f as usize, max - n, &mut batch);
+            };
+            at = Some(inode);
+            n += self.writeback_inode(inode.1 as usize, max - n, &mut batch);
         }
         if !batch.is_empty() {
             self.submit_writeback(batch);
         }
         n
+    }
+
+    /// The wb's dirty inode after `after` on its b_dirty list (the first with None), as
+    /// (dirtied_when, file). A pass over the list walks it with this cursor: writing an
+    /// inode can only take that inode off the list, so the walk sees the inodes the list
+    /// held when the pass began, oldest first, at a cost of the inodes it visits.
+    fn next_dirty_inode(&self, wb: MemcgId, after: Option<(u64, u32)>) -> Option<(u64, u32)> {
+        let w = self.writeback.wb(wb)?;
+        match after {
+            None => w.b_dirty.first().copied(),
+            Some(k) => w
+                .b_dirty
+                .range((Bound::Excluded(k), Bound::Unbounded))
+                .next()
+                .copied(),
+        }
     }
 
     /// wb_start_background_writeback().
@@ -1129,19 +1172,25 @@ impl Machine {
         (pages + MIN_WRITEBACK_PAGES) / MIN_WRITEBACK_PAGES * MIN_WRITEBACK_PAGES
     }
 
-    /// Write back up to `max` dirty pages of file `f`, from its first page; returns how many.
+    /// Write back up to `max` dirty pages of file `f`, from its first page, skipping those
+    /// already under writeback (write_cache_pages() in WB_SYNC_NONE mode); returns how many.
+    /// The pages are found through the mapping's marks, PAGECACHE_TAG_DIRTY less
+    /// PAGECACHE_TAG_WRITEBACK (xarray_marks.rs), in index order.
     fn writeback_inode(&mut self, f: usize, max: u64, batch: &mut Vec<Pfn>) -> u64 {
         let mut n = 0;
-        for idx in 0..self.files.v[f].entries.len() {
-            if n >= max || self.files.v[f].nr_dirty == 0 {
+        let mut from = 0;
+        while n < max {
+            let file = &self.files.v[f];
+            let Some(idx) = file.marks.next_dirty_idle(from) else {
                 break;
-            }
-            let Some(pfn) = crate::filemap::resident(self.files.v[f].entries[idx]) else {
-                continue;
             };
-            if !self.frames.test(pfn, pf::DIRTY) || self.frames.test(pfn, pf::WRITEBACK) {
-                continue;
-            }
+            from = idx + 1;
+            let pfn = crate::filemap::resident(file.entries[idx as usize])
+                .expect("a page marked dirty is in the cache");
+            debug_assert!(
+                self.frames.test(pfn, pf::DIRTY) && !self.frames.test(pfn, pf::WRITEBACK),
+                "the marks of page {idx} of file {f} disagree with its flags"
+            );
             self.start_page_writeback(pfn);
             batch.push(pfn);
             n += 1;
@@ -1165,23 +1214,15 @@ impl Machine {
             if guard == 0 {
                 break;
             }
-            let Some(w) = self.writeback.wb(wb) else {
+            // Kupdate takes the inodes dirtied longer than dirty_expire ago, the oldest
+            // ones of the list.
+            let due = |&(when, _): &(u64, u32)| work != WbWork::Kupdate || when + expire_ns <= now;
+            let Some(first) = self.next_dirty_inode(wb, None).filter(due) else {
                 break;
             };
-            let inodes: Vec<(u64, u32)> = match work {
-                WbWork::Kupdate => w
-                    .b_dirty
-                    .iter()
-                    .take_while(|(when, _)| when + expire_ns <= now)
-                    .copied()
-                    .collect(),
-                _ => w.b_dirty.iter().copied().collect(),
-            };
-            if inodes.is_empty() {
-                break;
-            }
             let mut wrote = 0;
-            for (_, f) in inodes {
+            let mut inode = Some(first);
+            while let Some(at) = inode {
                 let max = match work {
                     WbWork::Background => {
                         if !self.wb_over_bg_thresh(wb) {
@@ -1191,7 +1232,8 @@ impl Machine {
                     }
                     _ => u64::MAX,
                 };
-                wrote += self.writeback_inode(f as usize, max, &mut batch);
+                wrote += self.writeback_inode(at.1 as usize, max, &mut batch);
+                inode = self.next_dirty_inode(wb, Some(at)).filter(due);
             }
             if wrote == 0 || work != WbWork::Background || !self.wb_over_bg_thresh(wb) {
                 break;
