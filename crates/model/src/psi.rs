@@ -32,7 +32,7 @@
 //! CONFIG_IRQ_TIME_ACCOUNTING, which Debian's kernel lacks); jiffies are the machine's HZ.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashSet};
 
 use crate::memcontrol::HZ;
 
@@ -252,6 +252,9 @@ struct Change {
     after: u8,
 }
 
+/// What a thread's queued change leaves it with: (time, group, cpu, flags after).
+type Queued = (u64, PsiId, u32, u8);
+
 /// The kind of a wait inside a quantum (what the task sleeps on).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stall {
@@ -305,6 +308,15 @@ pub struct Psi {
     /// The task on each CPU is in a memstall (cpu_curr(cpu)->in_memstall).
     curr_memstall: Vec<bool>,
     pending: BinaryHeap<Reverse<Change>>,
+    /// The `seq` of changes still in `pending` that a task's exit dropped: skipped when they
+    /// come out of the queue, so an exit costs what the task queued, not the whole queue.
+    cancelled: HashSet<u64>,
+    /// The changes still in `pending` by thread and `seq`, for an exit to find its thread's
+    /// (taking memory per queued change, none per thread).
+    queued: BTreeMap<(u32, u64), Queued>,
+    /// The groups rmdir'ed and not yet freed (the kernel frees a psi_group with its cgroup;
+    /// here a group waits until nothing queued can reach it).
+    dead: Vec<PsiId>,
     /// The averaging work items pending: (when, group).
     works: BTreeSet<(u64, PsiId)>,
     seq: u64,
@@ -434,6 +446,9 @@ impl Psi {
             cpus: cpus as usize,
             curr_memstall: vec![false; cpus as usize],
             pending: BinaryHeap::new(),
+            cancelled: HashSet::new(),
+            queued: BTreeMap::new(),
+            dead: Vec::new(),
             works: BTreeSet::new(),
             seq: 0,
             applied: now,
@@ -478,23 +493,42 @@ impl Psi {
             self.group(g).triggers.is_empty(),
             "triggers go with the files"
         );
-        self.group_mut(g).dead = true;
+        let grp = self.group_mut(g);
+        if !std::mem::replace(&mut grp.dead, true) {
+            self.dead.push(g);
+        }
         self.reap_dead();
     }
 
-    /// Free the dead groups once nothing queued can reach them.
+    /// Free the dead groups once nothing queued can reach them, lowest id first (the ids are
+    /// handed out again last freed first), with their pending work items.
     fn reap_dead(&mut self) {
-        if !self.pending.is_empty() {
+        if self.dead.is_empty() || self.live_pending() != 0 {
             return;
         }
-        for id in 0..self.groups.len() {
-            if self.groups[id].as_ref().is_some_and(|g| g.dead) {
-                self.groups[id] = None;
-                self.works.retain(|&(_, g)| g as usize != id);
-                self.polls.retain(|&(_, g)| g as usize != id);
-                self.free_ids.push(id as PsiId);
+        // Only dropped changes are left in the queue.
+        self.pending.clear();
+        self.cancelled.clear();
+        debug_assert!(self.queued.is_empty());
+        let mut dead = std::mem::take(&mut self.dead);
+        dead.sort_unstable();
+        for &id in &dead {
+            let g = self.groups[id as usize].take().expect("dead psi group");
+            if let Some(at) = g.avgs_work {
+                self.works.remove(&(at, id));
             }
+            if let Some(at) = g.poll_work {
+                self.polls.remove(&(at, id));
+            }
+            self.free_ids.push(id);
         }
+        dead.clear();
+        self.dead = dead;
+    }
+
+    /// The changes queued and not dropped.
+    fn live_pending(&self) -> usize {
+        self.pending.len() - self.cancelled.len()
     }
 
     pub fn nr_groups(&self) -> usize {
@@ -505,6 +539,8 @@ impl Psi {
     /// `after` there, numbered after the changes queued before it.
     fn push(&mut self, task: u32, time: u64, (group, cpu): (PsiId, u32), before: u8, after: u8) {
         self.seq += 1;
+        let seq = self.seq;
+        self.queued.insert((task, seq), (time, group, cpu, after));
         self.pending.push(Reverse(Change {
             time,
             seq: self.seq,
@@ -571,19 +607,21 @@ impl Psi {
         };
         let mut state = applied;
         let mut last_seq = 0;
-        let mut kept = Vec::with_capacity(self.pending.len());
-        for Reverse(c) in std::mem::take(&mut self.pending).into_vec() {
-            if c.task != t.id {
-                kept.push(Reverse(c));
-            } else if c.time <= now {
-                if c.seq > last_seq {
-                    last_seq = c.seq;
-                    state = (c.group, c.cpu, c.after);
-                }
-                kept.push(Reverse(c));
+        let mut dropped = Vec::new();
+        for (&(_, seq), &(time, group, cpu, after)) in
+            self.queued.range((t.id, 0)..=(t.id, u64::MAX))
+        {
+            if time > now {
+                dropped.push(seq);
+            } else if seq > last_seq {
+                last_seq = seq;
+                state = (group, cpu, after);
             }
         }
-        self.pending = BinaryHeap::from(kept);
+        for seq in dropped {
+            self.queued.remove(&(t.id, seq));
+            self.cancelled.insert(seq);
+        }
         let (group, cpu, flags) = state;
         t.flags = 0;
         t.last = now;
@@ -639,7 +677,7 @@ impl Psi {
 
     /// Keep the queue bounded: apply what the clock has passed once it grows long.
     pub fn maybe_advance(&mut self, clock: u64) {
-        if self.pending.len() > MAX_PENDING {
+        if self.live_pending() > MAX_PENDING {
             self.advance(clock);
         }
     }
@@ -648,6 +686,7 @@ impl Psi {
     /// in between, in time order (at one time: changes, then averaging, then polling).
     pub fn advance(&mut self, to: u64) {
         loop {
+            self.skip_cancelled();
             let change = self.pending.peek().map(|r| r.0.time).filter(|&t| t <= to);
             let avgs = self.works.first().copied().filter(|&(t, _)| t <= to);
             let poll = self.polls.first().copied().filter(|&(t, _)| t <= to);
@@ -682,8 +721,22 @@ impl Psi {
         self.polls.first().map(|&(t, _)| t)
     }
 
+    /// Drop the dropped changes at the head of the queue.
+    fn skip_cancelled(&mut self) {
+        if self.cancelled.is_empty() {
+            return;
+        }
+        while let Some(Reverse(c)) = self.pending.peek() {
+            if !self.cancelled.remove(&c.seq) {
+                break;
+            }
+            self.pending.pop();
+        }
+    }
+
     fn apply_next(&mut self) {
         let Reverse(c) = self.pending.pop().expect("a queued change");
+        self.queued.remove(&(c.task, c.seq));
         let cpu = c.cpu as usize;
         let applied = (c.group, c.cpu, c.after);
         if c.task == KTHREAD {
@@ -1409,6 +1462,46 @@ mod tests {
         assert_eq!(p.nr_groups(), 2);
         let c = p.create(PSI_SYSTEM, 5 * MS);
         assert_eq!(c, a, "the freed id is reused");
+    }
+
+    #[test]
+    fn dead_groups_are_freed_once_the_queue_is_empty_lowest_id_first() {
+        let mut p = Psi::new(1, 0);
+        let ids: Vec<PsiId> = (0..4).map(|_| p.create(PSI_SYSTEM, 0)).collect();
+        let mut t = PsiTask::new(0, ids[0], 0, 0);
+        p.task_set(&mut t, TSK_RUNNING, MS);
+        // Removed in any order while a change is queued: none is freed yet.
+        p.destroy(ids[3]);
+        p.destroy(ids[1]);
+        assert_eq!(p.nr_groups(), 5);
+        p.advance(2 * MS);
+        assert_eq!(p.nr_groups(), 3);
+        // Freed in id order, handed out again last freed first.
+        assert_eq!(p.create(PSI_SYSTEM, 3 * MS), ids[3]);
+        assert_eq!(p.create(PSI_SYSTEM, 3 * MS), ids[1]);
+        assert_eq!(p.create(PSI_SYSTEM, 3 * MS), ids[3] + 1);
+    }
+
+    #[test]
+    fn a_kill_drops_only_the_killed_tasks_later_changes() {
+        let mut p = Psi::new(1, 0);
+        let mut a = PsiTask::new(0, PSI_SYSTEM, 0, 0);
+        let mut b = PsiTask::new(1, PSI_SYSTEM, 0, 0);
+        // a: memstall from 1 s to 3 s; b: memstall from 2 s to 4 s.
+        p.task_set(&mut a, TSK_MEMSTALL, S);
+        p.task_set(&mut b, TSK_MEMSTALL, 2 * S);
+        p.task_set(&mut a, 0, 3 * S);
+        p.task_set(&mut b, 0, 4 * S);
+        // a killed at 1.5 s: its stall ends there, b's is kept whole.
+        p.task_cut(&mut a, S + S / 2);
+        // a's change at 3 s is dropped, one at 1.5 s queued in its place.
+        assert_eq!(p.live_pending(), 4);
+        p.maybe_advance(5 * S);
+        // MEM_SOME: 1 s to 1.5 s, then 2 s to 4 s.
+        assert_eq!(p.total_ns(PSI_SYSTEM, MEM_SOME, 5 * S), S / 2 + 2 * S);
+        assert_eq!(p.live_pending(), 0);
+        assert!(p.cancelled.is_empty(), "the dropped change left the queue");
+        p.check_counts(5 * S).unwrap();
     }
     /// A trigger on 150 ms of memory SOME in a 1 s window, with a task stalled from 1 s.
     /// By hand: the stall's first change arms the poll 1 jiffy later (1.001 s), which
