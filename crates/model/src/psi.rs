@@ -103,7 +103,9 @@ struct GroupCpu {
     state_mask: u32,
     state_start: u64,
     times: [u64; NR_STATES],
-    times_prev: [[u64; NR_STATES]; 2],
+    /// The times as the averaging aggregator last folded them (times_prev[PSI_AVGS]; the
+    /// poller's are in [`Poll`]).
+    times_prev: [u64; NR_STATES],
 }
 
 /// struct psi_group.
@@ -112,7 +114,8 @@ struct Group {
     parent: Option<PsiId>,
     /// Per-CPU state, allocated at the group's first change.
     pcpu: Vec<GroupCpu>,
-    total: [[u64; NR_STATES - 1]; 2],
+    /// total[PSI_AVGS] (the poller's is in [`Poll`]).
+    total: [u64; NR_STATES - 1],
     avg_total: [u64; NR_STATES - 1],
     avg: [[u64; 3]; NR_STATES - 1],
     avg_last_update: u64,
@@ -121,6 +124,19 @@ struct Group {
     avgs_work: Option<u64>,
     /// rmdir'ed: freed once no queued change can reach it.
     dead: bool,
+    /// The trigger side, allocated at the group's first trigger: until then its poller has
+    /// folded nothing, so its times and totals are the zeros it starts from.
+    poll: Option<Box<Poll>>,
+}
+
+/// The trigger side of a struct psi_group: the triggers, the poll aggregator's view of the
+/// per-CPU times (times_prev[PSI_POLL], total[PSI_POLL]) and the poll work's state.
+#[derive(Clone, Debug)]
+struct Poll {
+    /// total[PSI_POLL].
+    total: [u64; NR_STATES - 1],
+    /// Each CPU's times as the poller last folded them (times_prev[PSI_POLL]).
+    times_prev: Vec<[u64; NR_STATES]>,
     /// The triggers on this group, newest first (list_add()).
     triggers: Vec<TriggerId>,
     nr_triggers: [u32; NR_STATES - 1],
@@ -141,23 +157,39 @@ impl Group {
         Group {
             parent,
             pcpu: Vec::new(),
-            total: [[0; NR_STATES - 1]; 2],
+            total: [0; NR_STATES - 1],
             avg_total: [0; NR_STATES - 1],
             avg: [[0; 3]; NR_STATES - 1],
             avg_last_update: now,
             avg_next_update: now + PSI_PERIOD_NS,
             avgs_work: None,
             dead: false,
-            triggers: Vec::new(),
-            nr_triggers: [0; NR_STATES - 1],
-            poll_states: 0,
-            poll_min_period: u64::from(u32::MAX),
-            polling_total: [0; NR_STATES - 1],
-            polling_until: 0,
-            polling_next_update: u64::MAX,
-            poll_scheduled: false,
-            poll_work: None,
+            poll: None,
         }
+    }
+
+    /// The states some trigger watches.
+    fn poll_states(&self) -> u32 {
+        self.poll.as_ref().map_or(0, |p| p.poll_states)
+    }
+
+    /// The trigger side, made at the first trigger.
+    fn poll_mut(&mut self, cpus: usize) -> &mut Poll {
+        self.poll.get_or_insert_with(|| {
+            Box::new(Poll {
+                total: [0; NR_STATES - 1],
+                times_prev: vec![[0; NR_STATES]; cpus],
+                triggers: Vec::new(),
+                nr_triggers: [0; NR_STATES - 1],
+                poll_states: 0,
+                poll_min_period: u64::from(u32::MAX),
+                polling_total: [0; NR_STATES - 1],
+                polling_until: 0,
+                polling_next_update: u64::MAX,
+                poll_scheduled: false,
+                poll_work: None,
+            })
+        })
     }
 }
 
@@ -469,6 +501,21 @@ impl Psi {
         self.groups[g as usize].as_mut().expect("live psi group")
     }
 
+    /// The trigger side of a group that has had a trigger.
+    fn poll(&mut self, g: PsiId) -> &mut Poll {
+        Self::poll_in(&mut self.groups, g)
+    }
+
+    /// [`Self::poll`], borrowing only the groups.
+    fn poll_in(groups: &mut [Option<Group>], g: PsiId) -> &mut Poll {
+        groups[g as usize]
+            .as_mut()
+            .expect("live psi group")
+            .poll
+            .as_deref_mut()
+            .expect("a group with triggers")
+    }
+
     /// psi_cgroup_alloc(): a group for a new cgroup under `parent`.
     pub fn create(&mut self, parent: PsiId, now: u64) -> PsiId {
         self.reap_dead();
@@ -490,7 +537,10 @@ impl Psi {
     pub fn destroy(&mut self, g: PsiId) {
         debug_assert_ne!(g, PSI_SYSTEM);
         debug_assert!(
-            self.group(g).triggers.is_empty(),
+            self.group(g)
+                .poll
+                .as_ref()
+                .is_none_or(|p| p.triggers.is_empty()),
             "triggers go with the files"
         );
         let grp = self.group_mut(g);
@@ -517,7 +567,7 @@ impl Psi {
             if let Some(at) = g.avgs_work {
                 self.works.remove(&(at, id));
             }
-            if let Some(at) = g.poll_work {
+            if let Some(at) = g.poll.and_then(|p| p.poll_work) {
                 self.polls.remove(&(at, id));
             }
             self.free_ids.push(id);
@@ -705,7 +755,7 @@ impl Psi {
                     _ => {
                         let (p, g) = poll.expect("a poll work is due");
                         self.polls.remove(&(p, g));
-                        self.group_mut(g).poll_work = None;
+                        self.poll(g).poll_work = None;
                         self.poll_work(g, p);
                     }
                 },
@@ -817,7 +867,7 @@ impl Psi {
             grp.avgs_work = Some(at);
             self.works.insert((at, id));
         }
-        if state_mask & grp.poll_states != 0 {
+        if state_mask & grp.poll_states() != 0 {
             self.schedule_poll_work(id, now, 1, false);
         }
     }
@@ -825,7 +875,7 @@ impl Psi {
     /// psi_schedule_poll_work(): arm the group's poll timer `delay` jiffies after `now`,
     /// unless one is already scheduled (or `force`, which re-arms it).
     fn schedule_poll_work(&mut self, id: PsiId, now: u64, delay: u64, force: bool) {
-        let grp = self.group_mut(id);
+        let grp = self.poll(id);
         let was = std::mem::replace(&mut grp.poll_scheduled, true);
         if was && !force {
             return;
@@ -846,53 +896,53 @@ impl Psi {
     /// polling (for ten update periods after the last growth) and update the triggers every
     /// poll_min_period.
     fn poll_work(&mut self, id: PsiId, now: u64) {
-        let force = if now > self.group(id).polling_until {
-            self.group_mut(id).poll_scheduled = false;
+        let force = if now > self.poll(id).polling_until {
+            self.poll(id).poll_scheduled = false;
             false
         } else {
             true
         };
         let changed = self.collect(id, POLL, now);
-        let grp = self.group_mut(id);
+        let grp = self.poll(id);
         if changed & grp.poll_states != 0 {
             if now > grp.polling_until {
                 self.init_triggers(id, now);
             }
-            let grp = self.group_mut(id);
+            let grp = self.poll(id);
             grp.polling_until = now + grp.poll_min_period * UPDATES_PER_WINDOW;
         }
         let (until, next_update) = {
-            let grp = self.group(id);
+            let grp = self.poll(id);
             (grp.polling_until, grp.polling_next_update)
         };
         if now > until {
-            self.group_mut(id).polling_next_update = u64::MAX;
+            self.poll(id).polling_next_update = u64::MAX;
             return;
         }
         if now >= next_update {
             let next = self.update_triggers(id, now);
-            self.group_mut(id).polling_next_update = next;
+            self.poll(id).polling_next_update = next;
         }
-        let next = self.group(id).polling_next_update;
+        let next = self.poll(id).polling_next_update;
         self.schedule_poll_work(id, now, (next - now) / NS_PER_JIFFY + 1, force);
     }
 
     /// init_triggers(): polling starts; every window starts now.
     fn init_triggers(&mut self, id: PsiId, now: u64) {
-        let grp = self.groups[id as usize].as_mut().expect("live psi group");
+        let grp = Self::poll_in(&mut self.groups, id);
         for &t in &grp.triggers {
             let t = self.triggers[t as usize].as_mut().expect("live trigger");
-            t.win.reset(now, grp.total[POLL][t.state], 0);
+            t.win.reset(now, grp.total[t.state], 0);
         }
-        grp.polling_total = grp.total[POLL];
+        grp.polling_total = grp.total;
         grp.polling_next_update = now + grp.poll_min_period;
     }
 
     /// update_triggers(): compare each trigger's window growth with its threshold and
     /// signal, at most once per window. Returns when the next update is due.
     fn update_triggers(&mut self, id: PsiId, now: u64) -> u64 {
-        let grp = self.groups[id as usize].as_mut().expect("live psi group");
-        let total = grp.total[POLL];
+        let grp = Self::poll_in(&mut self.groups, id);
+        let total = grp.total;
         let mut update_total = false;
         for &tid in &grp.triggers {
             let t = self.triggers[tid as usize].as_mut().expect("live trigger");
@@ -952,7 +1002,8 @@ impl Psi {
             size,
             ..Window::default()
         };
-        win.reset(now, self.group(id).total[POLL][state], 0);
+        let cpus = self.cpus;
+        win.reset(now, self.group_mut(id).poll_mut(cpus).total[state], 0);
         let t = Trigger {
             group: id,
             state,
@@ -973,7 +1024,7 @@ impl Psi {
                 (self.triggers.len() - 1) as TriggerId
             }
         };
-        let grp = self.group_mut(id);
+        let grp = self.poll(id);
         grp.triggers.insert(0, tid);
         grp.poll_min_period = grp.poll_min_period.min(size / UPDATES_PER_WINDOW);
         grp.nr_triggers[state] += 1;
@@ -989,7 +1040,7 @@ impl Psi {
         };
         self.free_triggers.push(tid);
         let id = t.group;
-        let grp = self.groups[id as usize].as_mut().expect("live psi group");
+        let grp = Self::poll_in(&mut self.groups, id);
         grp.triggers.retain(|&x| x != tid);
         grp.nr_triggers[t.state] -= 1;
         if grp.nr_triggers[t.state] == 0 {
@@ -1004,7 +1055,7 @@ impl Psi {
                 .size;
             period = period.min(w / UPDATES_PER_WINDOW);
         }
-        let grp = self.group_mut(id);
+        let grp = self.poll(id);
         grp.poll_min_period = period;
         if grp.poll_states == 0 {
             grp.polling_until = 0;
@@ -1036,18 +1087,31 @@ impl Psi {
     /// into the group's totals for `agg`. Returns the states whose time grew.
     fn collect(&mut self, id: PsiId, agg: usize, now: u64) -> u32 {
         let grp = self.groups[id as usize].as_mut().expect("live psi group");
+        let (totals, mut poll_prev) = if agg == AVGS {
+            (&mut grp.total, None)
+        } else {
+            let p = grp
+                .poll
+                .as_deref_mut()
+                .expect("a group that polls has triggers");
+            (&mut p.total, Some(&mut p.times_prev))
+        };
         let mut deltas = [0u128; NR_STATES - 1];
         let mut nonidle_total: u128 = 0;
         let mut changed = 0u32;
-        for gc in grp.pcpu.iter_mut() {
+        for (cpu, gc) in grp.pcpu.iter_mut().enumerate() {
+            let prev = match poll_prev.as_mut() {
+                Some(p) => &mut p[cpu],
+                None => &mut gc.times_prev,
+            };
             let mut times = [0u64; NR_STATES];
             for (s, delta) in times.iter_mut().enumerate() {
                 let mut t = gc.times[s];
                 if gc.state_mask & (1 << s) != 0 {
                     t += now.saturating_sub(gc.state_start);
                 }
-                *delta = t - gc.times_prev[agg][s];
-                gc.times_prev[agg][s] = t;
+                *delta = t - prev[s];
+                prev[s] = t;
                 if *delta > 0 {
                     changed |= 1 << s;
                 }
@@ -1058,7 +1122,7 @@ impl Psi {
                 *d += u128::from(t) * nonidle;
             }
         }
-        for (total, d) in grp.total[agg].iter_mut().zip(deltas) {
+        for (total, d) in totals.iter_mut().zip(deltas) {
             *total += (d / nonidle_total.max(1)) as u64;
         }
         changed
@@ -1078,7 +1142,7 @@ impl Psi {
         let period = now - (grp.avg_last_update + missed * PSI_PERIOD_NS);
         grp.avg_last_update = now;
         for s in 0..NONIDLE {
-            let sample = (grp.total[AVGS][s] - grp.avg_total[s]).min(period);
+            let sample = (grp.total[s] - grp.avg_total[s]).min(period);
             grp.avg_total[s] += sample;
             calc_avgs(&mut grp.avg[s], missed, sample, period);
         }
@@ -1123,7 +1187,7 @@ impl Psi {
             let (avg, total) = if id == PSI_SYSTEM && res == Resource::Cpu && full == 1 {
                 ([0; 3], 0)
             } else {
-                (grp.avg[s], grp.total[AVGS][s] / 1000)
+                (grp.avg[s], grp.total[s] / 1000)
             };
             out.push_str(&format!(
                 "{} avg10={} avg60={} avg300={} total={}\n",
@@ -1142,7 +1206,7 @@ impl Psi {
     pub fn total_ns(&mut self, id: PsiId, state: usize, now: u64) -> u64 {
         self.advance(now);
         self.collect(id, AVGS, now);
-        self.group(id).total[AVGS][state]
+        self.group(id).total[state]
     }
 
     /// The checker: once the queue is applied up to `now`, every group's per-CPU counts are
