@@ -117,7 +117,9 @@ struct Group {
     /// total[PSI_AVGS] (the poller's is in [`Poll`]).
     total: [u64; NR_STATES - 1],
     avg_total: [u64; NR_STATES - 1],
-    avg: [[u64; 3]; NR_STATES - 1],
+    /// The 10 s, 60 s and 300 s averages in fixed point: at most 100 % (100 << FSHIFT), so
+    /// 32 bits hold them (the kernel's are unsigned long).
+    avg: [[u32; 3]; NR_STATES - 1],
     avg_last_update: u64,
     avg_next_update: u64,
     /// When the pending averaging work runs, if one is pending.
@@ -1144,7 +1146,9 @@ impl Psi {
         for s in 0..NONIDLE {
             let sample = (grp.total[s] - grp.avg_total[s]).min(period);
             grp.avg_total[s] += sample;
-            calc_avgs(&mut grp.avg[s], missed, sample, period);
+            let mut avg = grp.avg[s].map(u64::from);
+            calc_avgs(&mut avg, missed, sample, period);
+            grp.avg[s] = avg.map(|a| u32::try_from(a).unwrap_or(u32::MAX));
         }
         next
     }
@@ -1187,7 +1191,7 @@ impl Psi {
             let (avg, total) = if id == PSI_SYSTEM && res == Resource::Cpu && full == 1 {
                 ([0; 3], 0)
             } else {
-                (grp.avg[s], grp.total[s] / 1000)
+                (grp.avg[s].map(u64::from), grp.total[s] / 1000)
             };
             out.push_str(&format!(
                 "{} avg10={} avg60={} avg300={} total={}\n",
@@ -1391,6 +1395,16 @@ mod tests {
         let mut half = [0; 3];
         calc_avgs(&mut half, 0, PSI_PERIOD_NS / 2, PSI_PERIOD_NS);
         assert_eq!(half[0], 18_550);
+    }
+
+    #[test]
+    fn a_full_stall_averages_at_most_100_percent() {
+        let mut avg = [0u64; 3];
+        for _ in 0..2000 {
+            calc_avgs(&mut avg, 0, PSI_PERIOD_NS, PSI_PERIOD_NS);
+        }
+        assert!(avg.iter().all(|&a| a <= 100 << FSHIFT), "{avg:?}");
+        assert_eq!(format_avg(avg[0]), "100.00");
     }
 
     #[test]
