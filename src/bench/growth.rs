@@ -129,7 +129,7 @@ impl Dimension {
 
 /// `SIZE` in MiB as a size argument reads best: 64M, 640M, 6.4G, 16M.
 fn mib_label(mib: u64) -> String {
-    if mib >= 1024 && mib % 1024 == 0 {
+    if mib >= 1024 && mib.is_multiple_of(1024) {
         format!("{}G", mib / 1024)
     } else if mib >= 1000 {
         format!("{:.1}G", mib as f64 / 1000.0)
