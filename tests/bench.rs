@@ -147,6 +147,8 @@ fn help_explains_every_part_and_label() {
         "\nhits:\n",
         "\nfault-overhead:\n",
         "\npage-cgroup:\n",
+        "\ngrowth:\n",
+        "GROWS: a step above 1.5",
         "group: root = the tasks run in the root cgroup, child = in the child group /A",
         "mode: s_read, s_write = one fault-bench task",
         "p_read, p_write = 16 such tasks",

@@ -120,6 +120,16 @@ impl Meter {
         }
     }
 
+    /// Print a warning on standard error, prefixed as the bench's own, the bar set aside
+    /// meanwhile.
+    pub fn warn(&self, line: impl Display) {
+        let line = format!("memcgsim bench: warning: {line}");
+        match &self.bar {
+            Some(pb) => pb.suspend(|| eprintln!("{line}")),
+            None => eprintln!("{line}"),
+        }
+    }
+
     /// Print a part's legend, what its labels mean, indented under its figures.
     pub fn legend(&self, lines: &[&str]) {
         for l in lines {

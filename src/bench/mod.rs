@@ -9,12 +9,14 @@
 //! - the parts: `rates.rs` (hit-dominated and fault+reclaim churn rates), `memory.rs`
 //!   (resident bytes per simulated frame, a 1 TiB machine), `fault_overhead.rs` (seed 001:
 //!   what per-memcg dirty accounting costs), `groups.rs` (costs per group up to 60,000
-//!   groups) and `trace.rs` (cache-trace replay speed and miss ratio);
+//!   groups), `trace.rs` (cache-trace replay speed and miss ratio) and `growth.rs` (the cost
+//!   per unit of work of each dimension of a run at three sizes, flagged where it grows);
 //! - bottom: `machine.rs` (machines booted, tasks run under the clock, resident memory) and
 //!   `meter.rs` (progress on standard error, output, the check that repeated runs agree).
 
 mod fault_overhead;
 mod groups;
+mod growth;
 mod machine;
 mod memory;
 mod meter;
@@ -47,10 +49,13 @@ pub enum Part {
     PageCgroup,
     /// Cache-trace replay: requests per second and miss ratio.
     Trace,
+    /// The cost per unit of work of file size, groups, tasks, mapped pages and machine size
+    /// at three sizes a factor of 10 apart; GROWS where it grows more than 1.5x a step.
+    Growth,
 }
 
 impl Part {
-    const ALL: [Part; 8] = [
+    const ALL: [Part; 9] = [
         Part::Hits,
         Part::Churn,
         Part::Memory,
@@ -59,6 +64,7 @@ impl Part {
         Part::Groups,
         Part::PageCgroup,
         Part::Trace,
+        Part::Growth,
     ];
 
     /// The part's name, as `--only` takes it.
@@ -72,6 +78,7 @@ impl Part {
             Part::Groups => "groups",
             Part::PageCgroup => "page-cgroup",
             Part::Trace => "trace",
+            Part::Growth => "growth",
         }
     }
 
@@ -86,6 +93,7 @@ impl Part {
             Part::Groups => groups::LEGEND,
             Part::PageCgroup => page_cgroup::LEGEND,
             Part::Trace => trace::LEGEND,
+            Part::Growth => growth::LEGEND,
         }
     }
 }
@@ -126,6 +134,7 @@ pub fn run(scale: u64, only: Option<Part>, trace: Option<&Path>, trace_out: Opti
             Part::Groups => groups::runs(scale),
             Part::PageCgroup => page_cgroup::runs(scale),
             Part::Trace => trace::runs(trace),
+            Part::Growth => growth::runs(scale),
         };
         let mut m = Meter::start(part.name(), i + 1, parts.len(), runs);
         let done = match part {
@@ -152,6 +161,7 @@ pub fn run(scale: u64, only: Option<Part>, trace: Option<&Path>, trace_out: Opti
             Part::Groups => groups::run(&m),
             Part::PageCgroup => page_cgroup::run(scale, &mut m),
             Part::Trace => trace::run(scale, trace, trace_out, &m),
+            Part::Growth => growth::run(scale, &m),
         };
         if done.is_ok() {
             m.legend(part.legend());

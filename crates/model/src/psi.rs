@@ -32,7 +32,7 @@
 //! CONFIG_IRQ_TIME_ACCOUNTING, which Debian's kernel lacks); jiffies are the machine's HZ.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashSet};
 
 use crate::memcontrol::HZ;
 
@@ -103,7 +103,9 @@ struct GroupCpu {
     state_mask: u32,
     state_start: u64,
     times: [u64; NR_STATES],
-    times_prev: [[u64; NR_STATES]; 2],
+    /// The times as the averaging aggregator last folded them (times_prev[PSI_AVGS]; the
+    /// poller's are in [`Poll`]).
+    times_prev: [u64; NR_STATES],
 }
 
 /// struct psi_group.
@@ -112,15 +114,31 @@ struct Group {
     parent: Option<PsiId>,
     /// Per-CPU state, allocated at the group's first change.
     pcpu: Vec<GroupCpu>,
-    total: [[u64; NR_STATES - 1]; 2],
+    /// total[PSI_AVGS] (the poller's is in [`Poll`]).
+    total: [u64; NR_STATES - 1],
     avg_total: [u64; NR_STATES - 1],
-    avg: [[u64; 3]; NR_STATES - 1],
+    /// The 10 s, 60 s and 300 s averages in fixed point: at most 100 % (100 << FSHIFT), so
+    /// 32 bits hold them (the kernel's are unsigned long).
+    avg: [[u32; 3]; NR_STATES - 1],
     avg_last_update: u64,
     avg_next_update: u64,
     /// When the pending averaging work runs, if one is pending.
     avgs_work: Option<u64>,
     /// rmdir'ed: freed once no queued change can reach it.
     dead: bool,
+    /// The trigger side, allocated at the group's first trigger: until then its poller has
+    /// folded nothing, so its times and totals are the zeros it starts from.
+    poll: Option<Box<Poll>>,
+}
+
+/// The trigger side of a struct psi_group: the triggers, the poll aggregator's view of the
+/// per-CPU times (times_prev[PSI_POLL], total[PSI_POLL]) and the poll work's state.
+#[derive(Clone, Debug)]
+struct Poll {
+    /// total[PSI_POLL].
+    total: [u64; NR_STATES - 1],
+    /// Each CPU's times as the poller last folded them (times_prev[PSI_POLL]).
+    times_prev: Vec<[u64; NR_STATES]>,
     /// The triggers on this group, newest first (list_add()).
     triggers: Vec<TriggerId>,
     nr_triggers: [u32; NR_STATES - 1],
@@ -141,23 +159,39 @@ impl Group {
         Group {
             parent,
             pcpu: Vec::new(),
-            total: [[0; NR_STATES - 1]; 2],
+            total: [0; NR_STATES - 1],
             avg_total: [0; NR_STATES - 1],
             avg: [[0; 3]; NR_STATES - 1],
             avg_last_update: now,
             avg_next_update: now + PSI_PERIOD_NS,
             avgs_work: None,
             dead: false,
-            triggers: Vec::new(),
-            nr_triggers: [0; NR_STATES - 1],
-            poll_states: 0,
-            poll_min_period: u64::from(u32::MAX),
-            polling_total: [0; NR_STATES - 1],
-            polling_until: 0,
-            polling_next_update: u64::MAX,
-            poll_scheduled: false,
-            poll_work: None,
+            poll: None,
         }
+    }
+
+    /// The states some trigger watches.
+    fn poll_states(&self) -> u32 {
+        self.poll.as_ref().map_or(0, |p| p.poll_states)
+    }
+
+    /// The trigger side, made at the first trigger.
+    fn poll_mut(&mut self, cpus: usize) -> &mut Poll {
+        self.poll.get_or_insert_with(|| {
+            Box::new(Poll {
+                total: [0; NR_STATES - 1],
+                times_prev: vec![[0; NR_STATES]; cpus],
+                triggers: Vec::new(),
+                nr_triggers: [0; NR_STATES - 1],
+                poll_states: 0,
+                poll_min_period: u64::from(u32::MAX),
+                polling_total: [0; NR_STATES - 1],
+                polling_until: 0,
+                polling_next_update: u64::MAX,
+                poll_scheduled: false,
+                poll_work: None,
+            })
+        })
     }
 }
 
@@ -252,6 +286,9 @@ struct Change {
     after: u8,
 }
 
+/// What a thread's queued change leaves it with: (time, group, cpu, flags after).
+type Queued = (u64, PsiId, u32, u8);
+
 /// The kind of a wait inside a quantum (what the task sleeps on).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stall {
@@ -305,6 +342,15 @@ pub struct Psi {
     /// The task on each CPU is in a memstall (cpu_curr(cpu)->in_memstall).
     curr_memstall: Vec<bool>,
     pending: BinaryHeap<Reverse<Change>>,
+    /// The `seq` of changes still in `pending` that a task's exit dropped: skipped when they
+    /// come out of the queue, so an exit costs what the task queued, not the whole queue.
+    cancelled: HashSet<u64>,
+    /// The changes still in `pending` by thread and `seq`, for an exit to find its thread's
+    /// (taking memory per queued change, none per thread).
+    queued: BTreeMap<(u32, u64), Queued>,
+    /// The groups rmdir'ed and not yet freed (the kernel frees a psi_group with its cgroup;
+    /// here a group waits until nothing queued can reach it).
+    dead: Vec<PsiId>,
     /// The averaging work items pending: (when, group).
     works: BTreeSet<(u64, PsiId)>,
     seq: u64,
@@ -434,6 +480,9 @@ impl Psi {
             cpus: cpus as usize,
             curr_memstall: vec![false; cpus as usize],
             pending: BinaryHeap::new(),
+            cancelled: HashSet::new(),
+            queued: BTreeMap::new(),
+            dead: Vec::new(),
             works: BTreeSet::new(),
             seq: 0,
             applied: now,
@@ -452,6 +501,21 @@ impl Psi {
 
     fn group_mut(&mut self, g: PsiId) -> &mut Group {
         self.groups[g as usize].as_mut().expect("live psi group")
+    }
+
+    /// The trigger side of a group that has had a trigger.
+    fn poll(&mut self, g: PsiId) -> &mut Poll {
+        Self::poll_in(&mut self.groups, g)
+    }
+
+    /// [`Self::poll`], borrowing only the groups.
+    fn poll_in(groups: &mut [Option<Group>], g: PsiId) -> &mut Poll {
+        groups[g as usize]
+            .as_mut()
+            .expect("live psi group")
+            .poll
+            .as_deref_mut()
+            .expect("a group with triggers")
     }
 
     /// psi_cgroup_alloc(): a group for a new cgroup under `parent`.
@@ -475,26 +539,48 @@ impl Psi {
     pub fn destroy(&mut self, g: PsiId) {
         debug_assert_ne!(g, PSI_SYSTEM);
         debug_assert!(
-            self.group(g).triggers.is_empty(),
+            self.group(g)
+                .poll
+                .as_ref()
+                .is_none_or(|p| p.triggers.is_empty()),
             "triggers go with the files"
         );
-        self.group_mut(g).dead = true;
+        let grp = self.group_mut(g);
+        if !std::mem::replace(&mut grp.dead, true) {
+            self.dead.push(g);
+        }
         self.reap_dead();
     }
 
-    /// Free the dead groups once nothing queued can reach them.
+    /// Free the dead groups once nothing queued can reach them, lowest id first (the ids are
+    /// handed out again last freed first), with their pending work items.
     fn reap_dead(&mut self) {
-        if !self.pending.is_empty() {
+        if self.dead.is_empty() || self.live_pending() != 0 {
             return;
         }
-        for id in 0..self.groups.len() {
-            if self.groups[id].as_ref().is_some_and(|g| g.dead) {
-                self.groups[id] = None;
-                self.works.retain(|&(_, g)| g as usize != id);
-                self.polls.retain(|&(_, g)| g as usize != id);
-                self.free_ids.push(id as PsiId);
+        // Only dropped changes are left in the queue.
+        self.pending.clear();
+        self.cancelled.clear();
+        debug_assert!(self.queued.is_empty());
+        let mut dead = std::mem::take(&mut self.dead);
+        dead.sort_unstable();
+        for &id in &dead {
+            let g = self.groups[id as usize].take().expect("dead psi group");
+            if let Some(at) = g.avgs_work {
+                self.works.remove(&(at, id));
             }
+            if let Some(at) = g.poll.and_then(|p| p.poll_work) {
+                self.polls.remove(&(at, id));
+            }
+            self.free_ids.push(id);
         }
+        dead.clear();
+        self.dead = dead;
+    }
+
+    /// The changes queued and not dropped.
+    fn live_pending(&self) -> usize {
+        self.pending.len() - self.cancelled.len()
     }
 
     pub fn nr_groups(&self) -> usize {
@@ -505,6 +591,8 @@ impl Psi {
     /// `after` there, numbered after the changes queued before it.
     fn push(&mut self, task: u32, time: u64, (group, cpu): (PsiId, u32), before: u8, after: u8) {
         self.seq += 1;
+        let seq = self.seq;
+        self.queued.insert((task, seq), (time, group, cpu, after));
         self.pending.push(Reverse(Change {
             time,
             seq: self.seq,
@@ -571,19 +659,21 @@ impl Psi {
         };
         let mut state = applied;
         let mut last_seq = 0;
-        let mut kept = Vec::with_capacity(self.pending.len());
-        for Reverse(c) in std::mem::take(&mut self.pending).into_vec() {
-            if c.task != t.id {
-                kept.push(Reverse(c));
-            } else if c.time <= now {
-                if c.seq > last_seq {
-                    last_seq = c.seq;
-                    state = (c.group, c.cpu, c.after);
-                }
-                kept.push(Reverse(c));
+        let mut dropped = Vec::new();
+        for (&(_, seq), &(time, group, cpu, after)) in
+            self.queued.range((t.id, 0)..=(t.id, u64::MAX))
+        {
+            if time > now {
+                dropped.push(seq);
+            } else if seq > last_seq {
+                last_seq = seq;
+                state = (group, cpu, after);
             }
         }
-        self.pending = BinaryHeap::from(kept);
+        for seq in dropped {
+            self.queued.remove(&(t.id, seq));
+            self.cancelled.insert(seq);
+        }
         let (group, cpu, flags) = state;
         t.flags = 0;
         t.last = now;
@@ -639,7 +729,7 @@ impl Psi {
 
     /// Keep the queue bounded: apply what the clock has passed once it grows long.
     pub fn maybe_advance(&mut self, clock: u64) {
-        if self.pending.len() > MAX_PENDING {
+        if self.live_pending() > MAX_PENDING {
             self.advance(clock);
         }
     }
@@ -648,6 +738,7 @@ impl Psi {
     /// in between, in time order (at one time: changes, then averaging, then polling).
     pub fn advance(&mut self, to: u64) {
         loop {
+            self.skip_cancelled();
             let change = self.pending.peek().map(|r| r.0.time).filter(|&t| t <= to);
             let avgs = self.works.first().copied().filter(|&(t, _)| t <= to);
             let poll = self.polls.first().copied().filter(|&(t, _)| t <= to);
@@ -666,7 +757,7 @@ impl Psi {
                     _ => {
                         let (p, g) = poll.expect("a poll work is due");
                         self.polls.remove(&(p, g));
-                        self.group_mut(g).poll_work = None;
+                        self.poll(g).poll_work = None;
                         self.poll_work(g, p);
                     }
                 },
@@ -682,8 +773,22 @@ impl Psi {
         self.polls.first().map(|&(t, _)| t)
     }
 
+    /// Drop the dropped changes at the head of the queue.
+    fn skip_cancelled(&mut self) {
+        if self.cancelled.is_empty() {
+            return;
+        }
+        while let Some(Reverse(c)) = self.pending.peek() {
+            if !self.cancelled.remove(&c.seq) {
+                break;
+            }
+            self.pending.pop();
+        }
+    }
+
     fn apply_next(&mut self) {
         let Reverse(c) = self.pending.pop().expect("a queued change");
+        self.queued.remove(&(c.task, c.seq));
         let cpu = c.cpu as usize;
         let applied = (c.group, c.cpu, c.after);
         if c.task == KTHREAD {
@@ -764,7 +869,7 @@ impl Psi {
             grp.avgs_work = Some(at);
             self.works.insert((at, id));
         }
-        if state_mask & grp.poll_states != 0 {
+        if state_mask & grp.poll_states() != 0 {
             self.schedule_poll_work(id, now, 1, false);
         }
     }
@@ -772,7 +877,7 @@ impl Psi {
     /// psi_schedule_poll_work(): arm the group's poll timer `delay` jiffies after `now`,
     /// unless one is already scheduled (or `force`, which re-arms it).
     fn schedule_poll_work(&mut self, id: PsiId, now: u64, delay: u64, force: bool) {
-        let grp = self.group_mut(id);
+        let grp = self.poll(id);
         let was = std::mem::replace(&mut grp.poll_scheduled, true);
         if was && !force {
             return;
@@ -793,53 +898,53 @@ impl Psi {
     /// polling (for ten update periods after the last growth) and update the triggers every
     /// poll_min_period.
     fn poll_work(&mut self, id: PsiId, now: u64) {
-        let force = if now > self.group(id).polling_until {
-            self.group_mut(id).poll_scheduled = false;
+        let force = if now > self.poll(id).polling_until {
+            self.poll(id).poll_scheduled = false;
             false
         } else {
             true
         };
         let changed = self.collect(id, POLL, now);
-        let grp = self.group_mut(id);
+        let grp = self.poll(id);
         if changed & grp.poll_states != 0 {
             if now > grp.polling_until {
                 self.init_triggers(id, now);
             }
-            let grp = self.group_mut(id);
+            let grp = self.poll(id);
             grp.polling_until = now + grp.poll_min_period * UPDATES_PER_WINDOW;
         }
         let (until, next_update) = {
-            let grp = self.group(id);
+            let grp = self.poll(id);
             (grp.polling_until, grp.polling_next_update)
         };
         if now > until {
-            self.group_mut(id).polling_next_update = u64::MAX;
+            self.poll(id).polling_next_update = u64::MAX;
             return;
         }
         if now >= next_update {
             let next = self.update_triggers(id, now);
-            self.group_mut(id).polling_next_update = next;
+            self.poll(id).polling_next_update = next;
         }
-        let next = self.group(id).polling_next_update;
+        let next = self.poll(id).polling_next_update;
         self.schedule_poll_work(id, now, (next - now) / NS_PER_JIFFY + 1, force);
     }
 
     /// init_triggers(): polling starts; every window starts now.
     fn init_triggers(&mut self, id: PsiId, now: u64) {
-        let grp = self.groups[id as usize].as_mut().expect("live psi group");
+        let grp = Self::poll_in(&mut self.groups, id);
         for &t in &grp.triggers {
             let t = self.triggers[t as usize].as_mut().expect("live trigger");
-            t.win.reset(now, grp.total[POLL][t.state], 0);
+            t.win.reset(now, grp.total[t.state], 0);
         }
-        grp.polling_total = grp.total[POLL];
+        grp.polling_total = grp.total;
         grp.polling_next_update = now + grp.poll_min_period;
     }
 
     /// update_triggers(): compare each trigger's window growth with its threshold and
     /// signal, at most once per window. Returns when the next update is due.
     fn update_triggers(&mut self, id: PsiId, now: u64) -> u64 {
-        let grp = self.groups[id as usize].as_mut().expect("live psi group");
-        let total = grp.total[POLL];
+        let grp = Self::poll_in(&mut self.groups, id);
+        let total = grp.total;
         let mut update_total = false;
         for &tid in &grp.triggers {
             let t = self.triggers[tid as usize].as_mut().expect("live trigger");
@@ -899,7 +1004,8 @@ impl Psi {
             size,
             ..Window::default()
         };
-        win.reset(now, self.group(id).total[POLL][state], 0);
+        let cpus = self.cpus;
+        win.reset(now, self.group_mut(id).poll_mut(cpus).total[state], 0);
         let t = Trigger {
             group: id,
             state,
@@ -920,7 +1026,7 @@ impl Psi {
                 (self.triggers.len() - 1) as TriggerId
             }
         };
-        let grp = self.group_mut(id);
+        let grp = self.poll(id);
         grp.triggers.insert(0, tid);
         grp.poll_min_period = grp.poll_min_period.min(size / UPDATES_PER_WINDOW);
         grp.nr_triggers[state] += 1;
@@ -936,7 +1042,7 @@ impl Psi {
         };
         self.free_triggers.push(tid);
         let id = t.group;
-        let grp = self.groups[id as usize].as_mut().expect("live psi group");
+        let grp = Self::poll_in(&mut self.groups, id);
         grp.triggers.retain(|&x| x != tid);
         grp.nr_triggers[t.state] -= 1;
         if grp.nr_triggers[t.state] == 0 {
@@ -951,7 +1057,7 @@ impl Psi {
                 .size;
             period = period.min(w / UPDATES_PER_WINDOW);
         }
-        let grp = self.group_mut(id);
+        let grp = self.poll(id);
         grp.poll_min_period = period;
         if grp.poll_states == 0 {
             grp.polling_until = 0;
@@ -983,18 +1089,31 @@ impl Psi {
     /// into the group's totals for `agg`. Returns the states whose time grew.
     fn collect(&mut self, id: PsiId, agg: usize, now: u64) -> u32 {
         let grp = self.groups[id as usize].as_mut().expect("live psi group");
+        let (totals, mut poll_prev) = if agg == AVGS {
+            (&mut grp.total, None)
+        } else {
+            let p = grp
+                .poll
+                .as_deref_mut()
+                .expect("a group that polls has triggers");
+            (&mut p.total, Some(&mut p.times_prev))
+        };
         let mut deltas = [0u128; NR_STATES - 1];
         let mut nonidle_total: u128 = 0;
         let mut changed = 0u32;
-        for gc in grp.pcpu.iter_mut() {
+        for (cpu, gc) in grp.pcpu.iter_mut().enumerate() {
+            let prev = match poll_prev.as_mut() {
+                Some(p) => &mut p[cpu],
+                None => &mut gc.times_prev,
+            };
             let mut times = [0u64; NR_STATES];
             for (s, delta) in times.iter_mut().enumerate() {
                 let mut t = gc.times[s];
                 if gc.state_mask & (1 << s) != 0 {
                     t += now.saturating_sub(gc.state_start);
                 }
-                *delta = t - gc.times_prev[agg][s];
-                gc.times_prev[agg][s] = t;
+                *delta = t - prev[s];
+                prev[s] = t;
                 if *delta > 0 {
                     changed |= 1 << s;
                 }
@@ -1005,7 +1124,7 @@ impl Psi {
                 *d += u128::from(t) * nonidle;
             }
         }
-        for (total, d) in grp.total[agg].iter_mut().zip(deltas) {
+        for (total, d) in totals.iter_mut().zip(deltas) {
             *total += (d / nonidle_total.max(1)) as u64;
         }
         changed
@@ -1025,9 +1144,11 @@ impl Psi {
         let period = now - (grp.avg_last_update + missed * PSI_PERIOD_NS);
         grp.avg_last_update = now;
         for s in 0..NONIDLE {
-            let sample = (grp.total[AVGS][s] - grp.avg_total[s]).min(period);
+            let sample = (grp.total[s] - grp.avg_total[s]).min(period);
             grp.avg_total[s] += sample;
-            calc_avgs(&mut grp.avg[s], missed, sample, period);
+            let mut avg = grp.avg[s].map(u64::from);
+            calc_avgs(&mut avg, missed, sample, period);
+            grp.avg[s] = avg.map(|a| u32::try_from(a).unwrap_or(u32::MAX));
         }
         next
     }
@@ -1070,7 +1191,7 @@ impl Psi {
             let (avg, total) = if id == PSI_SYSTEM && res == Resource::Cpu && full == 1 {
                 ([0; 3], 0)
             } else {
-                (grp.avg[s], grp.total[AVGS][s] / 1000)
+                (grp.avg[s].map(u64::from), grp.total[s] / 1000)
             };
             out.push_str(&format!(
                 "{} avg10={} avg60={} avg300={} total={}\n",
@@ -1089,7 +1210,7 @@ impl Psi {
     pub fn total_ns(&mut self, id: PsiId, state: usize, now: u64) -> u64 {
         self.advance(now);
         self.collect(id, AVGS, now);
-        self.group(id).total[AVGS][state]
+        self.group(id).total[state]
     }
 
     /// The checker: once the queue is applied up to `now`, every group's per-CPU counts are
@@ -1277,6 +1398,16 @@ mod tests {
     }
 
     #[test]
+    fn a_full_stall_averages_at_most_100_percent() {
+        let mut avg = [0u64; 3];
+        for _ in 0..2000 {
+            calc_avgs(&mut avg, 0, PSI_PERIOD_NS, PSI_PERIOD_NS);
+        }
+        assert!(avg.iter().all(|&a| a <= 100 << FSHIFT), "{avg:?}");
+        assert_eq!(format_avg(avg[0]), "100.00");
+    }
+
+    #[test]
     fn missed_periods_decay_with_the_power_of_exp() {
         let mut a = [37_100, 6_700, 1_400];
         calc_avgs(&mut a, 3, 0, PSI_PERIOD_NS);
@@ -1409,6 +1540,46 @@ mod tests {
         assert_eq!(p.nr_groups(), 2);
         let c = p.create(PSI_SYSTEM, 5 * MS);
         assert_eq!(c, a, "the freed id is reused");
+    }
+
+    #[test]
+    fn dead_groups_are_freed_once_the_queue_is_empty_lowest_id_first() {
+        let mut p = Psi::new(1, 0);
+        let ids: Vec<PsiId> = (0..4).map(|_| p.create(PSI_SYSTEM, 0)).collect();
+        let mut t = PsiTask::new(0, ids[0], 0, 0);
+        p.task_set(&mut t, TSK_RUNNING, MS);
+        // Removed in any order while a change is queued: none is freed yet.
+        p.destroy(ids[3]);
+        p.destroy(ids[1]);
+        assert_eq!(p.nr_groups(), 5);
+        p.advance(2 * MS);
+        assert_eq!(p.nr_groups(), 3);
+        // Freed in id order, handed out again last freed first.
+        assert_eq!(p.create(PSI_SYSTEM, 3 * MS), ids[3]);
+        assert_eq!(p.create(PSI_SYSTEM, 3 * MS), ids[1]);
+        assert_eq!(p.create(PSI_SYSTEM, 3 * MS), ids[3] + 1);
+    }
+
+    #[test]
+    fn a_kill_drops_only_the_killed_tasks_later_changes() {
+        let mut p = Psi::new(1, 0);
+        let mut a = PsiTask::new(0, PSI_SYSTEM, 0, 0);
+        let mut b = PsiTask::new(1, PSI_SYSTEM, 0, 0);
+        // a: memstall from 1 s to 3 s; b: memstall from 2 s to 4 s.
+        p.task_set(&mut a, TSK_MEMSTALL, S);
+        p.task_set(&mut b, TSK_MEMSTALL, 2 * S);
+        p.task_set(&mut a, 0, 3 * S);
+        p.task_set(&mut b, 0, 4 * S);
+        // a killed at 1.5 s: its stall ends there, b's is kept whole.
+        p.task_cut(&mut a, S + S / 2);
+        // a's change at 3 s is dropped, one at 1.5 s queued in its place.
+        assert_eq!(p.live_pending(), 4);
+        p.maybe_advance(5 * S);
+        // MEM_SOME: 1 s to 1.5 s, then 2 s to 4 s.
+        assert_eq!(p.total_ns(PSI_SYSTEM, MEM_SOME, 5 * S), S / 2 + 2 * S);
+        assert_eq!(p.live_pending(), 0);
+        assert!(p.cancelled.is_empty(), "the dropped change left the queue");
+        p.check_counts(5 * S).unwrap();
     }
     /// A trigger on 150 ms of memory SOME in a 1 s window, with a task stalled from 1 s.
     /// By hand: the stall's first change arms the poll 1 jiffy later (1.001 s), which
