@@ -1,7 +1,12 @@
 //! The memory controller: mm/memcontrol.c (and mm/memcontrol-v1.c for the legacy files).
 //!
 //! * the memcg tree (parent / first child / next sibling, so an iterator can skip a subtree)
-//!   and `mem_cgroup_iter()` with a predicate returning Visit / Skip / SkipTree;
+//!   and `mem_cgroup_iter()` with a predicate returning Visit / Skip / SkipTree. The links
+//!   a walk follows are kept twice: in each `Memcg` (the kernel's cgroup sibling and child
+//!   lists, struct cgroup_subsys_state's sibling/children) and packed in `MemcgTopo`, a
+//!   dense array indexed by memcg id with the state a walk tests (online, dying, the soft
+//!   limit, the rework's children_in_excess), so a walk over thousands of groups reads a
+//!   few bytes a group instead of a large struct each; the invariant check compares them;
 //! * statistics and memory events (`memcg_memory_event()`, hierarchical and local);
 //! * the per-CPU charge stock (consume_stock / refill_stock / drain_all_stock,
 //!   MEMCG_CHARGE_BATCH = 64);
@@ -92,8 +97,6 @@ pub struct Memcg {
     pub swappiness: u32,
     pub oom_kill_disable: bool,
     pub under_oom: bool,
-    /// v1 memory.soft_limit_in_bytes, in pages.
-    pub soft_limit: u64,
     /// Tasks attached directly to this memcg.
     pub nr_tasks: u32,
     /// Soft-limit tree node and the rework's counters (soft_limit.rs).
@@ -126,7 +129,6 @@ impl Memcg {
             swappiness: 60,
             oom_kill_disable: false,
             under_oom: false,
-            soft_limit: PAGE_COUNTER_MAX,
             nr_tasks: 0,
             soft: Default::default(),
             page_events: Vec::new(),
@@ -134,6 +136,155 @@ impl Memcg {
             dirty_param: Default::default(),
             use_hierarchy: false,
         }
+    }
+}
+
+/// "No memcg" in a `MemcgTopo` link (memcg ids start at 1).
+const NO_MEMCG: MemcgId = 0;
+/// `TopoLinks::flags`: css online.
+const TOPO_ONLINE: u16 = 1;
+/// `TopoLinks::flags`: offline but not yet freed.
+const TOPO_DYING: u16 = 2;
+/// `TopoLinks::flags`: an active-anon statistic update has reached this group (from it or a
+/// descendant) since it was created. Without it every reader's view of the group's
+/// hierarchical active-anon count is 0, so inactive_is_low() of its anon list is false.
+/// Set in a group only after it is set in every ancestor, so a set flag stops the climb.
+const TOPO_ANON_SEEN: u16 = 4;
+
+/// One memcg's entry in `MemcgTopo`: its links (0 for none) and the flags a walk tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct TopoLinks {
+    pub parent: MemcgId,
+    pub first_child: MemcgId,
+    pub next_sibling: MemcgId,
+    flags: u16,
+}
+
+/// The memcg tree packed for walks: per memcg id, the links `mem_cgroup_iter()` follows
+/// (the css parent, its children list's head and the next sibling) with the online and
+/// dying flags, and beside them v1 memory.soft_limit_in_bytes and the rework's
+/// children_in_excess, which the soft-limit walk tests at each group. The links mirror the
+/// `Memcg` fields (kept in step at create, offline and free); the soft limit and
+/// children_in_excess live only here.
+#[derive(Clone, Debug, Default)]
+pub struct MemcgTopo {
+    links: Vec<TopoLinks>,
+    /// v1 memory.soft_limit_in_bytes, in pages.
+    soft_limit: Vec<u64>,
+    /// The rework's children_in_excess: contributing descendants (soft_limit.rs).
+    children_in_excess: Vec<u32>,
+}
+
+#[inline]
+fn link(id: MemcgId) -> Option<MemcgId> {
+    (id != NO_MEMCG).then_some(id)
+}
+
+impl MemcgTopo {
+    /// A fresh entry for `id` under `parent`: no children, online, no soft limit.
+    fn create(&mut self, id: MemcgId, parent: Option<MemcgId>) {
+        let i = id as usize;
+        if self.links.len() <= i {
+            self.links.resize(i + 1, TopoLinks::default());
+            self.soft_limit.resize(i + 1, PAGE_COUNTER_MAX);
+            self.children_in_excess.resize(i + 1, 0);
+        }
+        self.links[i] = TopoLinks {
+            parent: parent.unwrap_or(NO_MEMCG),
+            first_child: NO_MEMCG,
+            next_sibling: NO_MEMCG,
+            flags: TOPO_ONLINE,
+        };
+        self.soft_limit[i] = PAGE_COUNTER_MAX;
+        self.children_in_excess[i] = 0;
+    }
+
+    #[inline]
+    pub fn links(&self, id: MemcgId) -> TopoLinks {
+        self.links[id as usize]
+    }
+
+    #[inline]
+    pub fn parent(&self, id: MemcgId) -> Option<MemcgId> {
+        link(self.links[id as usize].parent)
+    }
+
+    #[inline]
+    pub fn first_child(&self, id: MemcgId) -> Option<MemcgId> {
+        link(self.links[id as usize].first_child)
+    }
+
+    #[inline]
+    pub fn next_sibling(&self, id: MemcgId) -> Option<MemcgId> {
+        link(self.links[id as usize].next_sibling)
+    }
+
+    #[inline]
+    pub fn online(&self, id: MemcgId) -> bool {
+        self.links[id as usize].flags & TOPO_ONLINE != 0
+    }
+
+    /// Online, or dying but not yet freed.
+    #[inline]
+    pub fn alive(&self, id: MemcgId) -> bool {
+        self.links[id as usize].flags & (TOPO_ONLINE | TOPO_DYING) != 0
+    }
+
+    /// Whether an active-anon update has ever reached `id`'s hierarchical count (if not, its
+    /// anon list is never low on inactive pages).
+    #[inline]
+    pub fn anon_seen(&self, id: MemcgId) -> bool {
+        self.links[id as usize].flags & TOPO_ANON_SEEN != 0
+    }
+
+    /// Mark `id` and its ancestors as reached by an active-anon update.
+    #[cold]
+    fn note_anon(&mut self, id: MemcgId) {
+        let mut cur = id;
+        while cur != NO_MEMCG && self.links[cur as usize].flags & TOPO_ANON_SEEN == 0 {
+            self.links[cur as usize].flags |= TOPO_ANON_SEEN;
+            cur = self.links[cur as usize].parent;
+        }
+    }
+
+    #[inline]
+    pub fn soft_limit(&self, id: MemcgId) -> u64 {
+        self.soft_limit[id as usize]
+    }
+
+    #[inline]
+    pub fn children_in_excess(&self, id: MemcgId) -> u32 {
+        self.children_in_excess[id as usize]
+    }
+
+    #[inline]
+    pub(crate) fn children_in_excess_mut(&mut self, id: MemcgId) -> &mut u32 {
+        &mut self.children_in_excess[id as usize]
+    }
+
+    /// Whether `id`'s entry equals what its `Memcg` says (the invariant check).
+    pub(crate) fn matches(&self, id: MemcgId, mc: &Memcg) -> Result<(), String> {
+        let Some(&l) = self.links.get(id as usize) else {
+            return Err(format!("memcg {id} has no topology entry"));
+        };
+        let flags = if mc.online { TOPO_ONLINE } else { 0 } | if mc.dying { TOPO_DYING } else { 0 };
+        let want = TopoLinks {
+            parent: mc.parent.unwrap_or(NO_MEMCG),
+            first_child: mc.first_child.unwrap_or(NO_MEMCG),
+            next_sibling: mc.next_sibling.unwrap_or(NO_MEMCG),
+            flags,
+        };
+        let l = TopoLinks {
+            flags: l.flags & !TOPO_ANON_SEEN,
+            ..l
+        };
+        if l != want {
+            return Err(format!(
+                "memcg {id}: packed topology {l:?} but the memcg says {want:?}"
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -215,6 +366,7 @@ impl Machine {
             None => self.vm_swappiness,
         };
         self.memcgs[id as usize] = mc;
+        self.memcg_topo.create(id, parent);
         let pidx = parent.map(|p| p as usize);
         self.memory.ensure(id as usize, pidx, true);
         self.swap_counter.ensure(id as usize, pidx, false);
@@ -223,8 +375,14 @@ impl Machine {
         self.kmem_memcg_online(id);
         if let Some(p) = parent {
             match self.memcg(p).last_child {
-                Some(last) => self.memcg_mut(last).next_sibling = Some(id),
-                None => self.memcg_mut(p).first_child = Some(id),
+                Some(last) => {
+                    self.memcg_mut(last).next_sibling = Some(id);
+                    self.memcg_topo.links[last as usize].next_sibling = id;
+                }
+                None => {
+                    self.memcg_mut(p).first_child = Some(id);
+                    self.memcg_topo.links[p as usize].first_child = id;
+                }
             }
             self.memcg_mut(p).last_child = Some(id);
         }
@@ -289,6 +447,8 @@ impl Machine {
         let mc = self.memcg_mut(id);
         mc.online = false;
         mc.dying = true;
+        let l = &mut self.memcg_topo.links[id as usize];
+        l.flags = (l.flags & TOPO_ANON_SEEN) | TOPO_DYING;
         self.memcg_try_release(id);
         Ok(())
     }
@@ -333,8 +493,10 @@ impl Machine {
         self.stats_memcg_free(id);
         // Unlink from the sibling list.
         let next = self.memcg(id).next_sibling;
+        let next_link = next.unwrap_or(NO_MEMCG);
         if self.memcg(parent).first_child == Some(id) {
             self.memcg_mut(parent).first_child = next;
+            self.memcg_topo.links[parent as usize].first_child = next_link;
         } else {
             let mut c = self.memcg(parent).first_child;
             let mut guard = 0usize;
@@ -343,6 +505,7 @@ impl Machine {
                 assert!(guard <= self.memcgs.len(), "sibling list cycle");
                 if self.memcg(x).next_sibling == Some(id) {
                     self.memcg_mut(x).next_sibling = next;
+                    self.memcg_topo.links[x as usize].next_sibling = next_link;
                     break;
                 }
                 c = self.memcg(x).next_sibling;
@@ -363,6 +526,7 @@ impl Machine {
         mc.release_queued = false;
         mc.parent = None;
         mc.next_sibling = None;
+        self.memcg_topo.links[id as usize] = TopoLinks::default();
         self.free_memcg_ids.push(id);
         self.memcg_try_release(parent);
     }
@@ -370,8 +534,19 @@ impl Machine {
     /// A live memcg: online, or dying but not yet freed.
     #[inline]
     pub fn memcg_alive(&self, id: MemcgId) -> bool {
-        let mc = self.memcg(id);
-        mc.online || mc.dying
+        self.memcg_topo.alive(id)
+    }
+
+    /// v1 memory.soft_limit_in_bytes of `id`, in pages (PAGE_COUNTER_MAX: none).
+    #[inline]
+    pub fn memcg_soft_limit(&self, id: MemcgId) -> u64 {
+        self.memcg_topo.soft_limit(id)
+    }
+
+    /// Set v1 memory.soft_limit_in_bytes of `id`, in pages. As in the kernel the soft-limit
+    /// tree and the rework's counters catch up at the group's next ratelimited update.
+    pub fn set_memcg_soft_limit(&mut self, id: MemcgId, pages: u64) {
+        self.memcg_topo.soft_limit[id as usize] = pages;
     }
 
     /// Dying memcgs below `id` (cgroup.stat nr_dying_descendants).
@@ -397,7 +572,7 @@ impl Machine {
             if id == root {
                 return true;
             }
-            match self.memcg(id).parent {
+            match self.memcg_topo.parent(id) {
                 Some(p) => id = p,
                 None => return false,
             }
@@ -412,8 +587,9 @@ impl Machine {
         cur: MemcgId,
         skip_children: bool,
     ) -> Option<MemcgId> {
+        let t = &self.memcg_topo;
         if !skip_children {
-            if let Some(c) = self.memcg(cur).first_child {
+            if let Some(c) = t.first_child(cur) {
                 return Some(c);
             }
         }
@@ -422,10 +598,11 @@ impl Machine {
             if x == root {
                 return None;
             }
-            if let Some(s) = self.memcg(x).next_sibling {
-                return Some(s);
+            let l = t.links(x);
+            if l.next_sibling != NO_MEMCG {
+                return Some(l.next_sibling);
             }
-            x = self.memcg(x).parent?;
+            x = link(l.parent)?;
         }
     }
 
@@ -439,18 +616,37 @@ impl Machine {
         out: &mut Vec<MemcgId>,
     ) -> usize {
         out.clear();
+        let t = &self.memcg_topo;
         let mut looked = 0usize;
-        let mut cur = Some(root);
-        while let Some(m) = cur {
+        let mut cur = root;
+        loop {
             looked += 1;
             assert!(looked <= self.memcgs.len(), "memcg walk does not terminate");
-            let v = pred(self, m);
+            let v = pred(self, cur);
             if v == IterVisit::Visit {
-                out.push(m);
+                out.push(cur);
             }
-            cur = self.memcg_iter_next(root, m, v == IterVisit::SkipTree);
+            // memcg_iter_next() on the packed links.
+            let l = t.links(cur);
+            if v != IterVisit::SkipTree && l.first_child != NO_MEMCG {
+                cur = l.first_child;
+                continue;
+            }
+            let mut x = cur;
+            cur = loop {
+                if x == root {
+                    return looked;
+                }
+                let l = t.links(x);
+                if l.next_sibling != NO_MEMCG {
+                    break l.next_sibling;
+                }
+                if l.parent == NO_MEMCG {
+                    return looked;
+                }
+                x = l.parent;
+            };
         }
-        looked
     }
 
     // ---------------------------------------------------------------- stats & events
@@ -466,6 +662,9 @@ impl Machine {
     /// The exact counters of an update: local on `memcg`, total on it and every ancestor.
     #[inline]
     fn stat_add_exact(&mut self, memcg: MemcgId, i: usize, delta: i64) {
+        if i == Stat::ActiveAnon as usize && !self.memcg_topo.anon_seen(memcg) {
+            self.memcg_topo.note_anon(memcg);
+        }
         self.memcgs[memcg as usize].stats.local[i] += delta;
         let mut cur = Some(memcg);
         while let Some(m) = cur {
@@ -1348,5 +1547,71 @@ mod tests {
         let q = m.memcg_create(ROOT_MEMCG).unwrap();
         m.memcg_create(q).unwrap();
         assert_eq!(m.memcg_offline(q), Err(Errno::EBUSY));
+    }
+
+    /// The packed tree follows every mkdir, rmdir and free, and the invariant check notices
+    /// when it and the memcg structs part.
+    #[test]
+    fn packed_topology_follows_the_tree_and_the_check_sees_a_mismatch() {
+        let mut m = machine();
+        m.check_invariants = false; // pages are charged without frames here
+        let a = m.memcg_create(ROOT_MEMCG).unwrap();
+        let b = m.memcg_create(ROOT_MEMCG).unwrap();
+        let a1 = m.memcg_create(a).unwrap();
+        let a2 = m.memcg_create(a).unwrap();
+        let t = &m.memcg_topo;
+        assert_eq!(t.first_child(ROOT_MEMCG), Some(a));
+        assert_eq!(t.next_sibling(a), Some(b));
+        assert_eq!((t.first_child(a), t.next_sibling(a1)), (Some(a1), Some(a2)));
+        assert_eq!((t.parent(a2), t.next_sibling(a2)), (Some(a), None));
+        m.check_memcg_topology().unwrap();
+        // a1 goes dying (a page is left), then is freed with its page.
+        m.memory.try_charge(a1 as usize, 1).unwrap();
+        m.memcg_offline(a1).unwrap();
+        m.release_dying_memcgs();
+        assert!(m.memcg_alive(a1) && !m.memcg_topo.online(a1));
+        m.check_memcg_topology().unwrap();
+        m.uncharge_page(a1);
+        m.release_dying_memcgs();
+        assert!(!m.memcg_alive(a1));
+        assert_eq!(m.memcg_topo.first_child(a), Some(a2));
+        m.check_memcg_topology().unwrap();
+        // The freed id comes back as a new last child of b.
+        let b1 = m.memcg_create(b).unwrap();
+        assert_eq!(b1, a1);
+        assert_eq!(m.memcg_topo.parent(b1), Some(b));
+        m.check_memcg_topology().unwrap();
+        let mut out = Vec::new();
+        m.memcg_walk(ROOT_MEMCG, |_, _| IterVisit::Visit, &mut out);
+        assert_eq!(out, vec![ROOT_MEMCG, a, a2, b, b1]);
+        // A link changed in the struct alone is caught.
+        m.memcg_mut(a2).next_sibling = Some(b);
+        let e = m.check_memcg_topology().unwrap_err();
+        assert!(e.contains(&format!("memcg {a2}: packed topology")), "{e}");
+    }
+
+    /// The anon flag is set in a group and its ancestors by the first active-anon update,
+    /// and the age walk may skip a group without it: its anon list is never low.
+    #[test]
+    fn anon_flag_marks_the_updated_group_and_its_ancestors() {
+        let mut m = machine();
+        let a = m.memcg_create(ROOT_MEMCG).unwrap();
+        let a1 = m.memcg_create(a).unwrap();
+        let b = m.memcg_create(ROOT_MEMCG).unwrap();
+        assert!(!m.memcg_topo.anon_seen(a1) && !m.memcg_topo.anon_seen(ROOT_MEMCG));
+        m.mod_stat(a1, Stat::InactiveAnon, 1);
+        assert!(
+            !m.memcg_topo.anon_seen(a1),
+            "only active anon makes a list low"
+        );
+        m.mod_stat(a1, Stat::ActiveAnon, 1);
+        for x in [a1, a, ROOT_MEMCG] {
+            assert!(m.memcg_topo.anon_seen(x));
+        }
+        assert!(!m.memcg_topo.anon_seen(b));
+        assert!(!m.inactive_is_low(b, false));
+        m.mod_stat(a1, Stat::ActiveAnon, -1);
+        m.mod_stat(a1, Stat::InactiveAnon, -1);
+        assert!(m.memcg_topo.anon_seen(a1), "the flag stays");
     }
 }
