@@ -133,7 +133,25 @@ impl Machine {
     /// of it from the root reaches every live memcg once, parents before children.
     pub(crate) fn check_memcg_topology(&self) -> Result<(), String> {
         for (id, mc) in self.memcgs.iter().enumerate().skip(1) {
-            self.memcg_topo.matches(id as MemcgId, mc)?;
+            let m = id as MemcgId;
+            self.memcg_topo.matches(m, mc)?;
+            if !(mc.online || mc.dying) {
+                continue;
+            }
+            // The sibling list is doubly linked; the parent knows its ends.
+            let back = match mc.prev_sibling {
+                Some(p) => self.memcg(p).next_sibling,
+                None => mc.parent.and_then(|p| self.memcg(p).first_child),
+            };
+            let fwd = match mc.next_sibling {
+                Some(n) => self.memcg(n).prev_sibling,
+                None => mc.parent.and_then(|p| self.memcg(p).last_child),
+            };
+            if mc.parent.is_some() && (back != Some(m) || fwd != Some(m)) {
+                return Err(format!(
+                    "memcg {id}: sibling links do not match its neighbours'"
+                ));
+            }
         }
         let mut order = Vec::new();
         self.memcg_walk(

@@ -5,8 +5,9 @@
 //!   a walk follows are kept twice: in each `Memcg` (the kernel's cgroup sibling and child
 //!   lists, struct cgroup_subsys_state's sibling/children) and packed in `MemcgTopo`, a
 //!   dense array indexed by memcg id with the state a walk tests (online, dying, the soft
-//!   limit, the rework's children_in_excess), so a walk over thousands of groups reads a
-//!   few bytes a group instead of a large struct each; the invariant check compares them;
+//!   limit, the rework's children_in_excess, whether anon pages ever reached the group), so
+//!   a walk over thousands of groups reads a few bytes a group instead of a large struct
+//!   each; the invariant check compares the two;
 //! * statistics and memory events (`memcg_memory_event()`, hierarchical and local);
 //! * the per-CPU charge stock (consume_stock / refill_stock / drain_all_stock,
 //!   MEMCG_CHARGE_BATCH = 64);
@@ -80,6 +81,9 @@ pub struct Memcg {
     pub first_child: Option<MemcgId>,
     pub last_child: Option<MemcgId>,
     pub next_sibling: Option<MemcgId>,
+    /// The sibling list is doubly linked (the kernel's list_head), so a group leaves it
+    /// without a scan of its siblings.
+    pub prev_sibling: Option<MemcgId>,
     pub depth: u32,
     /// Live memcgs in its subtree, itself and dying ones included (kept at create and free,
     /// for the read-side-sum figure of /proc/memcgsim/stats).
@@ -118,6 +122,7 @@ impl Memcg {
             first_child: None,
             last_child: None,
             next_sibling: None,
+            prev_sibling: None,
             depth,
             subtree_groups: 1,
             lruvec: vec![Lruvec::default(); crate::swap::MAX_NUMNODES_MODELLED],
@@ -148,7 +153,8 @@ const TOPO_DYING: u16 = 2;
 /// `TopoLinks::flags`: an active-anon statistic update has reached this group (from it or a
 /// descendant) since it was created. Without it every reader's view of the group's
 /// hierarchical active-anon count is 0, so inactive_is_low() of its anon list is false.
-/// Set in a group only after it is set in every ancestor, so a set flag stops the climb.
+/// Sticky; whenever a group has it every ancestor has it, so marking stops at the first
+/// group already marked.
 const TOPO_ANON_SEEN: u16 = 4;
 
 /// One memcg's entry in `MemcgTopo`: its links (0 for none) and the flags a walk tests.
@@ -164,9 +170,13 @@ pub struct TopoLinks {
 /// The memcg tree packed for walks: per memcg id, the links `mem_cgroup_iter()` follows
 /// (the css parent, its children list's head and the next sibling) with the online and
 /// dying flags, and beside them v1 memory.soft_limit_in_bytes and the rework's
-/// children_in_excess, which the soft-limit walk tests at each group. The links mirror the
-/// `Memcg` fields (kept in step at create, offline and free); the soft limit and
-/// children_in_excess live only here.
+/// children_in_excess, which the soft-limit walk tests at each group, and whether an
+/// active-anon update ever reached the group, which kswapd's ageing walk tests. The links
+/// and the online / dying flags mirror the `Memcg` fields (kept in step at create, offline
+/// and free; `check_memcg_topology` compares them); the soft limit, children_in_excess and
+/// the anon flag live only here. Measured against one 24-byte struct per group holding all
+/// of it and against one array per field, this layout (8 bytes of links and flags per
+/// group, the soft-limit fields in arrays of their own) walked fastest.
 #[derive(Clone, Debug, Default)]
 pub struct MemcgTopo {
     links: Vec<TopoLinks>,
@@ -378,6 +388,7 @@ impl Machine {
                 Some(last) => {
                     self.memcg_mut(last).next_sibling = Some(id);
                     self.memcg_topo.links[last as usize].next_sibling = id;
+                    self.memcg_mut(id).prev_sibling = Some(last);
                 }
                 None => {
                     self.memcg_mut(p).first_child = Some(id);
@@ -491,34 +502,26 @@ impl Machine {
         debug_assert!(self.memcg(id).dying && self.memcg(id).first_child.is_none());
         self.kmem_memcg_free_percpu(id);
         self.stats_memcg_free(id);
-        // Unlink from the sibling list.
-        let next = self.memcg(id).next_sibling;
+        // Unlink from the sibling list (list_del).
+        let (prev, next) = (self.memcg(id).prev_sibling, self.memcg(id).next_sibling);
         let next_link = next.unwrap_or(NO_MEMCG);
-        if self.memcg(parent).first_child == Some(id) {
-            self.memcg_mut(parent).first_child = next;
-            self.memcg_topo.links[parent as usize].first_child = next_link;
-        } else {
-            let mut c = self.memcg(parent).first_child;
-            let mut guard = 0usize;
-            while let Some(x) = c {
-                guard += 1;
-                assert!(guard <= self.memcgs.len(), "sibling list cycle");
-                if self.memcg(x).next_sibling == Some(id) {
-                    self.memcg_mut(x).next_sibling = next;
-                    self.memcg_topo.links[x as usize].next_sibling = next_link;
-                    break;
-                }
-                c = self.memcg(x).next_sibling;
+        match prev {
+            Some(x) => {
+                self.memcg_mut(x).next_sibling = next;
+                self.memcg_topo.links[x as usize].next_sibling = next_link;
+            }
+            None => {
+                debug_assert_eq!(self.memcg(parent).first_child, Some(id));
+                self.memcg_mut(parent).first_child = next;
+                self.memcg_topo.links[parent as usize].first_child = next_link;
             }
         }
-        if self.memcg(parent).last_child == Some(id) {
-            let mut last = None;
-            let mut c = self.memcg(parent).first_child;
-            while let Some(x) = c {
-                last = Some(x);
-                c = self.memcg(x).next_sibling;
+        match next {
+            Some(x) => self.memcg_mut(x).prev_sibling = prev,
+            None => {
+                debug_assert_eq!(self.memcg(parent).last_child, Some(id));
+                self.memcg_mut(parent).last_child = prev;
             }
-            self.memcg_mut(parent).last_child = last;
         }
         self.add_subtree_groups(Some(parent), -1);
         let mc = self.memcg_mut(id);
@@ -526,6 +529,7 @@ impl Machine {
         mc.release_queued = false;
         mc.parent = None;
         mc.next_sibling = None;
+        mc.prev_sibling = None;
         self.memcg_topo.links[id as usize] = TopoLinks::default();
         self.free_memcg_ids.push(id);
         self.memcg_try_release(parent);
@@ -1584,6 +1588,26 @@ mod tests {
         let mut out = Vec::new();
         m.memcg_walk(ROOT_MEMCG, |_, _| IterVisit::Visit, &mut out);
         assert_eq!(out, vec![ROOT_MEMCG, a, a2, b, b1]);
+        // A middle and then a last sibling leave the doubly linked list; a new group goes
+        // after the new last one.
+        let b2 = m.memcg_create(b).unwrap();
+        let b3 = m.memcg_create(b).unwrap();
+        let b4 = m.memcg_create(b).unwrap();
+        for x in [b3, b4] {
+            m.memcg_offline(x).unwrap();
+            m.release_dying_memcgs();
+            m.check_memcg_topology().unwrap();
+        }
+        assert_eq!(m.memcg(b).last_child, Some(b2));
+        assert_eq!(m.memcg(b2).prev_sibling, Some(b1));
+        let b5 = m.memcg_create(b).unwrap();
+        m.memcg_walk(b, |_, _| IterVisit::Visit, &mut out);
+        assert_eq!(out, vec![b, b1, b2, b5]);
+        m.memcg_offline(b1).unwrap();
+        m.release_dying_memcgs();
+        assert_eq!(m.memcg_topo.first_child(b), Some(b2));
+        assert_eq!(m.memcg(b2).prev_sibling, None);
+        m.check_memcg_topology().unwrap();
         // A link changed in the struct alone is caught.
         m.memcg_mut(a2).next_sibling = Some(b);
         let e = m.check_memcg_topology().unwrap_err();
