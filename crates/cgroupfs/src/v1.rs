@@ -100,7 +100,7 @@ pub(crate) fn read(sys: &mut System, i: usize, f: &str) -> Result<String, Errno>
         "memory.memsw.max_usage_in_bytes" => fmt_bytes(memsw.watermark),
         "memory.limit_in_bytes" => fmt_bytes(mem.max),
         "memory.memsw.limit_in_bytes" => fmt_bytes(memsw.max),
-        "memory.soft_limit_in_bytes" => fmt_bytes(m.memcg(memcg).soft_limit),
+        "memory.soft_limit_in_bytes" => fmt_bytes(m.memcg_soft_limit(memcg)),
         "memory.failcnt" => format!("{}\n", mem.failcnt),
         "memory.memsw.failcnt" => format!("{}\n", memsw.failcnt),
         "memory.kmem.limit_in_bytes" => fmt_bytes(PAGE_COUNTER_MAX),
@@ -161,7 +161,7 @@ pub(crate) fn write(sys: &mut System, i: usize, f: &str, data: &str) -> Result<(
         }
         "memory.soft_limit_in_bytes" => {
             let v = page_counter_memparse(data, "-1")?;
-            m.memcg_mut(memcg).soft_limit = v;
+            m.set_memcg_soft_limit(memcg, v);
         }
         "memory.max_usage_in_bytes" => m.memory.reset_watermark(id),
         "memory.memsw.max_usage_in_bytes" => m.memsw.reset_watermark(id),

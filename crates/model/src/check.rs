@@ -20,7 +20,11 @@
 //!   at a frame mapped back to it;
 //! * the soft-limit tree holds exactly the online memcgs marked on it, under the key and
 //!   sequence they record, each with a positive key; each memcg's children_in_excess equals
-//!   the number of its contributing descendants, and only the rework keeps any.
+//!   the number of its contributing descendants, and only the rework keeps any;
+//! * the packed memcg tree (`MemcgTopo`) holds the same parent, first child, next sibling,
+//!   online and dying state as every memcg struct, and a walk of it from the root reaches
+//!   each live memcg exactly once, after its parent; a group whose packed entry says no
+//!   active-anon update reached it counts none, and its parent's says one did if its own does.
 
 use crate::machine::Machine;
 use crate::memcontrol::{MemcgId, ROOT_MEMCG};
@@ -114,10 +118,85 @@ impl Machine {
             ));
         }
         for (id, mc) in self.memcgs.iter().enumerate() {
-            if id != 0 && mc.online && mc.soft.children_in_excess != contributed_below[id] {
+            let cie = self.memcg_topo.children_in_excess(id as MemcgId);
+            if id != 0 && mc.online && cie != contributed_below[id] {
                 return Err(format!(
-                    "memcg {id}: children_in_excess {} but {} contributing descendants",
-                    mc.soft.children_in_excess, contributed_below[id]
+                    "memcg {id}: children_in_excess {cie} but {} contributing descendants",
+                    contributed_below[id]
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The packed memcg tree (`MemcgTopo`) equals the tree in the memcg structs, and a walk
+    /// of it from the root reaches every live memcg once, parents before children.
+    pub(crate) fn check_memcg_topology(&self) -> Result<(), String> {
+        for (id, mc) in self.memcgs.iter().enumerate().skip(1) {
+            let m = id as MemcgId;
+            self.memcg_topo.matches(m, mc)?;
+            if !(mc.online || mc.dying) {
+                continue;
+            }
+            // The sibling list is doubly linked; the parent knows its ends.
+            let back = match mc.prev_sibling {
+                Some(p) => self.memcg(p).next_sibling,
+                None => mc.parent.and_then(|p| self.memcg(p).first_child),
+            };
+            let fwd = match mc.next_sibling {
+                Some(n) => self.memcg(n).prev_sibling,
+                None => mc.parent.and_then(|p| self.memcg(p).last_child),
+            };
+            if mc.parent.is_some() && (back != Some(m) || fwd != Some(m)) {
+                return Err(format!(
+                    "memcg {id}: sibling links do not match its neighbours'"
+                ));
+            }
+        }
+        let mut order = Vec::new();
+        self.memcg_walk(
+            ROOT_MEMCG,
+            |_, _| crate::memcontrol::IterVisit::Visit,
+            &mut order,
+        );
+        let mut seen = vec![false; self.memcgs.len()];
+        for &m in &order {
+            let i = m as usize;
+            if seen[i] {
+                return Err(format!("the memcg walk reaches memcg {m} twice"));
+            }
+            seen[i] = true;
+            if let Some(p) = self.memcg(m).parent {
+                if !seen[p as usize] {
+                    return Err(format!(
+                        "the memcg walk reaches memcg {m} before its parent"
+                    ));
+                }
+            }
+        }
+        for (id, mc) in self.memcgs.iter().enumerate().skip(1) {
+            let m = id as MemcgId;
+            if (mc.online || mc.dying) && !self.memcg_topo.anon_seen(m) {
+                if mc.stats.total[Stat::ActiveAnon as usize] != 0
+                    || self.stat_view(m, Stat::ActiveAnon) != 0
+                {
+                    return Err(format!(
+                        "memcg {id} counts active anon pages but no update reached it"
+                    ));
+                }
+            } else if let Some(p) = mc.parent.filter(|_| mc.online || mc.dying) {
+                if !self.memcg_topo.anon_seen(p) {
+                    return Err(format!(
+                        "memcg {id} was reached by an active-anon update but its parent {p} not"
+                    ));
+                }
+            }
+            if (mc.online || mc.dying) != seen[id] {
+                return Err(format!(
+                    "memcg {id} (online {}, dying {}) {} by the walk from the root",
+                    mc.online,
+                    mc.dying,
+                    if seen[id] { "reached" } else { "not reached" }
                 ));
             }
         }
@@ -233,6 +312,7 @@ impl Machine {
 
     /// Check every invariant; Err describes the first violation.
     pub fn check(&self) -> Result<(), String> {
+        self.check_memcg_topology()?;
         self.check_soft_limit()?;
         self.check_stats_scheme()?;
         self.check_tasks()?;

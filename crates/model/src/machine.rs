@@ -23,6 +23,8 @@ pub struct Machine {
     pub frames: Frames,
     /// Memcgs by id; index 0 is a placeholder (id 0 means "no memcg").
     pub memcgs: Vec<Memcg>,
+    /// The memcg tree packed for walks, indexed by memcg id (memcontrol.rs).
+    pub memcg_topo: crate::memcontrol::MemcgTopo,
     pub free_memcg_ids: Vec<u16>,
     /// memory, swap (v2) and memsw (v1) page counters, indexed by memcg id.
     pub memory: Counters,
@@ -103,6 +105,7 @@ impl Machine {
         let mut m = Machine {
             frames: Frames::new(&zones, cfg.cpus, cfg.page_cgroup),
             memcgs: Vec::new(),
+            memcg_topo: Default::default(),
             free_memcg_ids: Vec::new(),
             memory: Counters::default(),
             swap_counter: Counters::default(),

@@ -1,7 +1,13 @@
 //! The memory controller: mm/memcontrol.c (and mm/memcontrol-v1.c for the legacy files).
 //!
 //! * the memcg tree (parent / first child / next sibling, so an iterator can skip a subtree)
-//!   and `mem_cgroup_iter()` with a predicate returning Visit / Skip / SkipTree;
+//!   and `mem_cgroup_iter()` with a predicate returning Visit / Skip / SkipTree. The links
+//!   a walk follows are kept twice: in each `Memcg` (the kernel's cgroup sibling and child
+//!   lists, struct cgroup_subsys_state's sibling/children) and packed in `MemcgTopo`, a
+//!   dense array indexed by memcg id with the state a walk tests (online, dying, the soft
+//!   limit, the rework's children_in_excess, whether anon pages ever reached the group), so
+//!   a walk over thousands of groups reads a few bytes a group instead of a large struct
+//!   each; the invariant check compares the two;
 //! * statistics and memory events (`memcg_memory_event()`, hierarchical and local);
 //! * the per-CPU charge stock (consume_stock / refill_stock / drain_all_stock,
 //!   MEMCG_CHARGE_BATCH = 64);
@@ -75,6 +81,9 @@ pub struct Memcg {
     pub first_child: Option<MemcgId>,
     pub last_child: Option<MemcgId>,
     pub next_sibling: Option<MemcgId>,
+    /// The sibling list is doubly linked (the kernel's list_head), so a group leaves it
+    /// without a scan of its siblings.
+    pub prev_sibling: Option<MemcgId>,
     pub depth: u32,
     /// Live memcgs in its subtree, itself and dying ones included (kept at create and free,
     /// for the read-side-sum figure of /proc/memcgsim/stats).
@@ -92,8 +101,6 @@ pub struct Memcg {
     pub swappiness: u32,
     pub oom_kill_disable: bool,
     pub under_oom: bool,
-    /// v1 memory.soft_limit_in_bytes, in pages.
-    pub soft_limit: u64,
     /// Tasks attached directly to this memcg.
     pub nr_tasks: u32,
     /// Soft-limit tree node and the rework's counters (soft_limit.rs).
@@ -115,6 +122,7 @@ impl Memcg {
             first_child: None,
             last_child: None,
             next_sibling: None,
+            prev_sibling: None,
             depth,
             subtree_groups: 1,
             lruvec: vec![Lruvec::default(); crate::swap::MAX_NUMNODES_MODELLED],
@@ -126,7 +134,6 @@ impl Memcg {
             swappiness: 60,
             oom_kill_disable: false,
             under_oom: false,
-            soft_limit: PAGE_COUNTER_MAX,
             nr_tasks: 0,
             soft: Default::default(),
             page_events: Vec::new(),
@@ -134,6 +141,160 @@ impl Memcg {
             dirty_param: Default::default(),
             use_hierarchy: false,
         }
+    }
+}
+
+/// "No memcg" in a `MemcgTopo` link (memcg ids start at 1).
+const NO_MEMCG: MemcgId = 0;
+/// `TopoLinks::flags`: css online.
+const TOPO_ONLINE: u16 = 1;
+/// `TopoLinks::flags`: offline but not yet freed.
+const TOPO_DYING: u16 = 2;
+/// `TopoLinks::flags`: an active-anon statistic update has reached this group (from it or a
+/// descendant) since it was created. Without it every reader's view of the group's
+/// hierarchical active-anon count is 0, so inactive_is_low() of its anon list is false.
+/// Sticky; whenever a group has it every ancestor has it, so marking stops at the first
+/// group already marked.
+const TOPO_ANON_SEEN: u16 = 4;
+
+/// One memcg's entry in `MemcgTopo`: its links (0 for none) and the flags a walk tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct TopoLinks {
+    pub parent: MemcgId,
+    pub first_child: MemcgId,
+    pub next_sibling: MemcgId,
+    flags: u16,
+}
+
+/// The memcg tree packed for walks: per memcg id, the links `mem_cgroup_iter()` follows
+/// (the css parent, its children list's head and the next sibling) with the online and
+/// dying flags, and beside them v1 memory.soft_limit_in_bytes and the rework's
+/// children_in_excess, which the soft-limit walk tests at each group, and whether an
+/// active-anon update ever reached the group, which kswapd's ageing walk tests. The links
+/// and the online / dying flags mirror the `Memcg` fields (kept in step at create, offline
+/// and free; `check_memcg_topology` compares them); the soft limit, children_in_excess and
+/// the anon flag live only here. Measured against one 24-byte struct per group holding all
+/// of it and against one array per field, this layout (8 bytes of links and flags per
+/// group, the soft-limit fields in arrays of their own) walked fastest.
+#[derive(Clone, Debug, Default)]
+pub struct MemcgTopo {
+    links: Vec<TopoLinks>,
+    /// v1 memory.soft_limit_in_bytes, in pages.
+    soft_limit: Vec<u64>,
+    /// The rework's children_in_excess: contributing descendants (soft_limit.rs).
+    children_in_excess: Vec<u32>,
+}
+
+#[inline]
+fn link(id: MemcgId) -> Option<MemcgId> {
+    (id != NO_MEMCG).then_some(id)
+}
+
+impl MemcgTopo {
+    /// A fresh entry for `id` under `parent`: no children, online, no soft limit.
+    fn create(&mut self, id: MemcgId, parent: Option<MemcgId>) {
+        let i = id as usize;
+        if self.links.len() <= i {
+            self.links.resize(i + 1, TopoLinks::default());
+            self.soft_limit.resize(i + 1, PAGE_COUNTER_MAX);
+            self.children_in_excess.resize(i + 1, 0);
+        }
+        self.links[i] = TopoLinks {
+            parent: parent.unwrap_or(NO_MEMCG),
+            first_child: NO_MEMCG,
+            next_sibling: NO_MEMCG,
+            flags: TOPO_ONLINE,
+        };
+        self.soft_limit[i] = PAGE_COUNTER_MAX;
+        self.children_in_excess[i] = 0;
+    }
+
+    #[inline]
+    pub fn links(&self, id: MemcgId) -> TopoLinks {
+        self.links[id as usize]
+    }
+
+    #[inline]
+    pub fn parent(&self, id: MemcgId) -> Option<MemcgId> {
+        link(self.links[id as usize].parent)
+    }
+
+    #[inline]
+    pub fn first_child(&self, id: MemcgId) -> Option<MemcgId> {
+        link(self.links[id as usize].first_child)
+    }
+
+    #[inline]
+    pub fn next_sibling(&self, id: MemcgId) -> Option<MemcgId> {
+        link(self.links[id as usize].next_sibling)
+    }
+
+    #[inline]
+    pub fn online(&self, id: MemcgId) -> bool {
+        self.links[id as usize].flags & TOPO_ONLINE != 0
+    }
+
+    /// Online, or dying but not yet freed.
+    #[inline]
+    pub fn alive(&self, id: MemcgId) -> bool {
+        self.links[id as usize].flags & (TOPO_ONLINE | TOPO_DYING) != 0
+    }
+
+    /// Whether an active-anon update has ever reached `id`'s hierarchical count (if not, its
+    /// anon list is never low on inactive pages).
+    #[inline]
+    pub fn anon_seen(&self, id: MemcgId) -> bool {
+        self.links[id as usize].flags & TOPO_ANON_SEEN != 0
+    }
+
+    /// Mark `id` and its ancestors as reached by an active-anon update.
+    #[cold]
+    fn note_anon(&mut self, id: MemcgId) {
+        let mut cur = id;
+        while cur != NO_MEMCG && self.links[cur as usize].flags & TOPO_ANON_SEEN == 0 {
+            self.links[cur as usize].flags |= TOPO_ANON_SEEN;
+            cur = self.links[cur as usize].parent;
+        }
+    }
+
+    #[inline]
+    pub fn soft_limit(&self, id: MemcgId) -> u64 {
+        self.soft_limit[id as usize]
+    }
+
+    #[inline]
+    pub fn children_in_excess(&self, id: MemcgId) -> u32 {
+        self.children_in_excess[id as usize]
+    }
+
+    #[inline]
+    pub(crate) fn children_in_excess_mut(&mut self, id: MemcgId) -> &mut u32 {
+        &mut self.children_in_excess[id as usize]
+    }
+
+    /// Whether `id`'s entry equals what its `Memcg` says (the invariant check).
+    pub(crate) fn matches(&self, id: MemcgId, mc: &Memcg) -> Result<(), String> {
+        let Some(&l) = self.links.get(id as usize) else {
+            return Err(format!("memcg {id} has no topology entry"));
+        };
+        let flags = if mc.online { TOPO_ONLINE } else { 0 } | if mc.dying { TOPO_DYING } else { 0 };
+        let want = TopoLinks {
+            parent: mc.parent.unwrap_or(NO_MEMCG),
+            first_child: mc.first_child.unwrap_or(NO_MEMCG),
+            next_sibling: mc.next_sibling.unwrap_or(NO_MEMCG),
+            flags,
+        };
+        let l = TopoLinks {
+            flags: l.flags & !TOPO_ANON_SEEN,
+            ..l
+        };
+        if l != want {
+            return Err(format!(
+                "memcg {id}: packed topology {l:?} but the memcg says {want:?}"
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -215,6 +376,7 @@ impl Machine {
             None => self.vm_swappiness,
         };
         self.memcgs[id as usize] = mc;
+        self.memcg_topo.create(id, parent);
         let pidx = parent.map(|p| p as usize);
         self.memory.ensure(id as usize, pidx, true);
         self.swap_counter.ensure(id as usize, pidx, false);
@@ -223,8 +385,15 @@ impl Machine {
         self.kmem_memcg_online(id);
         if let Some(p) = parent {
             match self.memcg(p).last_child {
-                Some(last) => self.memcg_mut(last).next_sibling = Some(id),
-                None => self.memcg_mut(p).first_child = Some(id),
+                Some(last) => {
+                    self.memcg_mut(last).next_sibling = Some(id);
+                    self.memcg_topo.links[last as usize].next_sibling = id;
+                    self.memcg_mut(id).prev_sibling = Some(last);
+                }
+                None => {
+                    self.memcg_mut(p).first_child = Some(id);
+                    self.memcg_topo.links[p as usize].first_child = id;
+                }
             }
             self.memcg_mut(p).last_child = Some(id);
         }
@@ -289,6 +458,8 @@ impl Machine {
         let mc = self.memcg_mut(id);
         mc.online = false;
         mc.dying = true;
+        let l = &mut self.memcg_topo.links[id as usize];
+        l.flags = (l.flags & TOPO_ANON_SEEN) | TOPO_DYING;
         self.memcg_try_release(id);
         Ok(())
     }
@@ -331,31 +502,26 @@ impl Machine {
         debug_assert!(self.memcg(id).dying && self.memcg(id).first_child.is_none());
         self.kmem_memcg_free_percpu(id);
         self.stats_memcg_free(id);
-        // Unlink from the sibling list.
-        let next = self.memcg(id).next_sibling;
-        if self.memcg(parent).first_child == Some(id) {
-            self.memcg_mut(parent).first_child = next;
-        } else {
-            let mut c = self.memcg(parent).first_child;
-            let mut guard = 0usize;
-            while let Some(x) = c {
-                guard += 1;
-                assert!(guard <= self.memcgs.len(), "sibling list cycle");
-                if self.memcg(x).next_sibling == Some(id) {
-                    self.memcg_mut(x).next_sibling = next;
-                    break;
-                }
-                c = self.memcg(x).next_sibling;
+        // Unlink from the sibling list (list_del).
+        let (prev, next) = (self.memcg(id).prev_sibling, self.memcg(id).next_sibling);
+        let next_link = next.unwrap_or(NO_MEMCG);
+        match prev {
+            Some(x) => {
+                self.memcg_mut(x).next_sibling = next;
+                self.memcg_topo.links[x as usize].next_sibling = next_link;
+            }
+            None => {
+                debug_assert_eq!(self.memcg(parent).first_child, Some(id));
+                self.memcg_mut(parent).first_child = next;
+                self.memcg_topo.links[parent as usize].first_child = next_link;
             }
         }
-        if self.memcg(parent).last_child == Some(id) {
-            let mut last = None;
-            let mut c = self.memcg(parent).first_child;
-            while let Some(x) = c {
-                last = Some(x);
-                c = self.memcg(x).next_sibling;
+        match next {
+            Some(x) => self.memcg_mut(x).prev_sibling = prev,
+            None => {
+                debug_assert_eq!(self.memcg(parent).last_child, Some(id));
+                self.memcg_mut(parent).last_child = prev;
             }
-            self.memcg_mut(parent).last_child = last;
         }
         self.add_subtree_groups(Some(parent), -1);
         let mc = self.memcg_mut(id);
@@ -363,6 +529,8 @@ impl Machine {
         mc.release_queued = false;
         mc.parent = None;
         mc.next_sibling = None;
+        mc.prev_sibling = None;
+        self.memcg_topo.links[id as usize] = TopoLinks::default();
         self.free_memcg_ids.push(id);
         self.memcg_try_release(parent);
     }
@@ -370,8 +538,19 @@ impl Machine {
     /// A live memcg: online, or dying but not yet freed.
     #[inline]
     pub fn memcg_alive(&self, id: MemcgId) -> bool {
-        let mc = self.memcg(id);
-        mc.online || mc.dying
+        self.memcg_topo.alive(id)
+    }
+
+    /// v1 memory.soft_limit_in_bytes of `id`, in pages (PAGE_COUNTER_MAX: none).
+    #[inline]
+    pub fn memcg_soft_limit(&self, id: MemcgId) -> u64 {
+        self.memcg_topo.soft_limit(id)
+    }
+
+    /// Set v1 memory.soft_limit_in_bytes of `id`, in pages. As in the kernel the soft-limit
+    /// tree and the rework's counters catch up at the group's next ratelimited update.
+    pub fn set_memcg_soft_limit(&mut self, id: MemcgId, pages: u64) {
+        self.memcg_topo.soft_limit[id as usize] = pages;
     }
 
     /// Dying memcgs below `id` (cgroup.stat nr_dying_descendants).
@@ -397,7 +576,7 @@ impl Machine {
             if id == root {
                 return true;
             }
-            match self.memcg(id).parent {
+            match self.memcg_topo.parent(id) {
                 Some(p) => id = p,
                 None => return false,
             }
@@ -412,8 +591,9 @@ impl Machine {
         cur: MemcgId,
         skip_children: bool,
     ) -> Option<MemcgId> {
+        let t = &self.memcg_topo;
         if !skip_children {
-            if let Some(c) = self.memcg(cur).first_child {
+            if let Some(c) = t.first_child(cur) {
                 return Some(c);
             }
         }
@@ -422,10 +602,11 @@ impl Machine {
             if x == root {
                 return None;
             }
-            if let Some(s) = self.memcg(x).next_sibling {
-                return Some(s);
+            let l = t.links(x);
+            if l.next_sibling != NO_MEMCG {
+                return Some(l.next_sibling);
             }
-            x = self.memcg(x).parent?;
+            x = link(l.parent)?;
         }
     }
 
@@ -439,18 +620,37 @@ impl Machine {
         out: &mut Vec<MemcgId>,
     ) -> usize {
         out.clear();
+        let t = &self.memcg_topo;
         let mut looked = 0usize;
-        let mut cur = Some(root);
-        while let Some(m) = cur {
+        let mut cur = root;
+        loop {
             looked += 1;
             assert!(looked <= self.memcgs.len(), "memcg walk does not terminate");
-            let v = pred(self, m);
+            let v = pred(self, cur);
             if v == IterVisit::Visit {
-                out.push(m);
+                out.push(cur);
             }
-            cur = self.memcg_iter_next(root, m, v == IterVisit::SkipTree);
+            // memcg_iter_next() on the packed links.
+            let l = t.links(cur);
+            if v != IterVisit::SkipTree && l.first_child != NO_MEMCG {
+                cur = l.first_child;
+                continue;
+            }
+            let mut x = cur;
+            cur = loop {
+                if x == root {
+                    return looked;
+                }
+                let l = t.links(x);
+                if l.next_sibling != NO_MEMCG {
+                    break l.next_sibling;
+                }
+                if l.parent == NO_MEMCG {
+                    return looked;
+                }
+                x = l.parent;
+            };
         }
-        looked
     }
 
     // ---------------------------------------------------------------- stats & events
@@ -466,6 +666,9 @@ impl Machine {
     /// The exact counters of an update: local on `memcg`, total on it and every ancestor.
     #[inline]
     fn stat_add_exact(&mut self, memcg: MemcgId, i: usize, delta: i64) {
+        if i == Stat::ActiveAnon as usize && !self.memcg_topo.anon_seen(memcg) {
+            self.memcg_topo.note_anon(memcg);
+        }
         self.memcgs[memcg as usize].stats.local[i] += delta;
         let mut cur = Some(memcg);
         while let Some(m) = cur {
@@ -1348,5 +1551,91 @@ mod tests {
         let q = m.memcg_create(ROOT_MEMCG).unwrap();
         m.memcg_create(q).unwrap();
         assert_eq!(m.memcg_offline(q), Err(Errno::EBUSY));
+    }
+
+    /// The packed tree follows every mkdir, rmdir and free, and the invariant check notices
+    /// when it and the memcg structs part.
+    #[test]
+    fn packed_topology_follows_the_tree_and_the_check_sees_a_mismatch() {
+        let mut m = machine();
+        m.check_invariants = false; // pages are charged without frames here
+        let a = m.memcg_create(ROOT_MEMCG).unwrap();
+        let b = m.memcg_create(ROOT_MEMCG).unwrap();
+        let a1 = m.memcg_create(a).unwrap();
+        let a2 = m.memcg_create(a).unwrap();
+        let t = &m.memcg_topo;
+        assert_eq!(t.first_child(ROOT_MEMCG), Some(a));
+        assert_eq!(t.next_sibling(a), Some(b));
+        assert_eq!((t.first_child(a), t.next_sibling(a1)), (Some(a1), Some(a2)));
+        assert_eq!((t.parent(a2), t.next_sibling(a2)), (Some(a), None));
+        m.check_memcg_topology().unwrap();
+        // a1 goes dying (a page is left), then is freed with its page.
+        m.memory.try_charge(a1 as usize, 1).unwrap();
+        m.memcg_offline(a1).unwrap();
+        m.release_dying_memcgs();
+        assert!(m.memcg_alive(a1) && !m.memcg_topo.online(a1));
+        m.check_memcg_topology().unwrap();
+        m.uncharge_page(a1);
+        m.release_dying_memcgs();
+        assert!(!m.memcg_alive(a1));
+        assert_eq!(m.memcg_topo.first_child(a), Some(a2));
+        m.check_memcg_topology().unwrap();
+        // The freed id comes back as a new last child of b.
+        let b1 = m.memcg_create(b).unwrap();
+        assert_eq!(b1, a1);
+        assert_eq!(m.memcg_topo.parent(b1), Some(b));
+        m.check_memcg_topology().unwrap();
+        let mut out = Vec::new();
+        m.memcg_walk(ROOT_MEMCG, |_, _| IterVisit::Visit, &mut out);
+        assert_eq!(out, vec![ROOT_MEMCG, a, a2, b, b1]);
+        // A middle and then a last sibling leave the doubly linked list; a new group goes
+        // after the new last one.
+        let b2 = m.memcg_create(b).unwrap();
+        let b3 = m.memcg_create(b).unwrap();
+        let b4 = m.memcg_create(b).unwrap();
+        for x in [b3, b4] {
+            m.memcg_offline(x).unwrap();
+            m.release_dying_memcgs();
+            m.check_memcg_topology().unwrap();
+        }
+        assert_eq!(m.memcg(b).last_child, Some(b2));
+        assert_eq!(m.memcg(b2).prev_sibling, Some(b1));
+        let b5 = m.memcg_create(b).unwrap();
+        m.memcg_walk(b, |_, _| IterVisit::Visit, &mut out);
+        assert_eq!(out, vec![b, b1, b2, b5]);
+        m.memcg_offline(b1).unwrap();
+        m.release_dying_memcgs();
+        assert_eq!(m.memcg_topo.first_child(b), Some(b2));
+        assert_eq!(m.memcg(b2).prev_sibling, None);
+        m.check_memcg_topology().unwrap();
+        // A link changed in the struct alone is caught.
+        m.memcg_mut(a2).next_sibling = Some(b);
+        let e = m.check_memcg_topology().unwrap_err();
+        assert!(e.contains(&format!("memcg {a2}: packed topology")), "{e}");
+    }
+
+    /// The anon flag is set in a group and its ancestors by the first active-anon update,
+    /// and the age walk may skip a group without it: its anon list is never low.
+    #[test]
+    fn anon_flag_marks_the_updated_group_and_its_ancestors() {
+        let mut m = machine();
+        let a = m.memcg_create(ROOT_MEMCG).unwrap();
+        let a1 = m.memcg_create(a).unwrap();
+        let b = m.memcg_create(ROOT_MEMCG).unwrap();
+        assert!(!m.memcg_topo.anon_seen(a1) && !m.memcg_topo.anon_seen(ROOT_MEMCG));
+        m.mod_stat(a1, Stat::InactiveAnon, 1);
+        assert!(
+            !m.memcg_topo.anon_seen(a1),
+            "only active anon makes a list low"
+        );
+        m.mod_stat(a1, Stat::ActiveAnon, 1);
+        for x in [a1, a, ROOT_MEMCG] {
+            assert!(m.memcg_topo.anon_seen(x));
+        }
+        assert!(!m.memcg_topo.anon_seen(b));
+        assert!(!m.inactive_is_low(b, false));
+        m.mod_stat(a1, Stat::ActiveAnon, -1);
+        m.mod_stat(a1, Stat::InactiveAnon, -1);
+        assert!(m.memcg_topo.anon_seen(a1), "the flag stays");
     }
 }

@@ -44,6 +44,7 @@ use std::collections::BTreeSet;
 use crate::config::SoftLimitPolicy;
 use crate::machine::Machine;
 use crate::memcontrol::{IterVisit, MemcgId};
+use crate::page_counter::PAGE_COUNTER_MAX;
 use crate::vmscan::{ScanControl, SWAP_CLUSTER_MAX};
 
 /// THRESHOLDS_EVENTS_TARGET: page events between two threshold checks.
@@ -65,7 +66,9 @@ pub struct PageEvents {
 }
 
 /// A memcg's soft-limit state: its node in the tree (mem_cgroup_per_node's on_tree and
-/// usage_in_excess) and the rework's counters.
+/// usage_in_excess) and the rework's soft_contributed. The soft limit itself and the rework's
+/// children_in_excess, which the eligibility walk tests at every group, are in the packed
+/// memcg tree (`MemcgTopo`, memcontrol.rs).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SoftNode {
     pub on_tree: bool,
@@ -75,8 +78,6 @@ pub struct SoftNode {
     pub seq: u64,
     /// The rework's soft_contributed: it has counted itself in its ancestors.
     pub contributed: bool,
-    /// The rework's children_in_excess: contributing descendants.
-    pub children_in_excess: u32,
     /// The reclaim iterator's position for soft reclaim rooted here (mem_cgroup_reclaim_iter
     /// at priority 0): the group returned last.
     pub iter_pos: Option<MemcgId>,
@@ -115,9 +116,17 @@ pub struct SoftStats {
 
 impl Machine {
     /// soft_limit_excess(): usage above the soft limit, in pages.
+    #[inline]
     pub fn soft_limit_excess(&self, memcg: MemcgId) -> u64 {
+        let soft_limit = self.memcg_soft_limit(memcg);
+        if soft_limit >= PAGE_COUNTER_MAX {
+            // No soft limit: no usage exceeds PAGE_COUNTER_MAX (the walks need not load the
+            // page counter).
+            debug_assert!(self.memory.get(memcg as usize).usage <= PAGE_COUNTER_MAX);
+            return 0;
+        }
         let usage = self.memory.get(memcg as usize).usage;
-        usage.saturating_sub(self.memcg(memcg).soft_limit)
+        usage.saturating_sub(soft_limit)
     }
 
     /// memcg_check_events(): count `nr` page events of `memcg` on the current CPU and run the
@@ -278,7 +287,7 @@ impl Machine {
         self.spend_cpu(self.cfg.costs.memcg_iter_ns);
         let pos = self.memcg(root).soft.iter_pos;
         let next = match pos {
-            Some(p) if self.memcg(p).online && self.memcg_is_descendant(p, root) => {
+            Some(p) if self.memcg_topo.online(p) && self.memcg_is_descendant(p, root) => {
                 self.memcg_iter_next(root, p, false)
             }
             _ => Some(root),
@@ -370,11 +379,11 @@ impl Machine {
     }
 
     fn soft_contribute(&mut self, memcg: MemcgId, delta: i64) {
-        let mut cur = self.memcg(memcg).parent;
+        let mut cur = self.memcg_topo.parent(memcg);
         while let Some(p) = cur {
-            let c = &mut self.memcg_mut(p).soft.children_in_excess;
+            let c = self.memcg_topo.children_in_excess_mut(p);
             *c = (*c as i64 + delta) as u32;
-            cur = self.memcg(p).parent;
+            cur = self.memcg_topo.parent(p);
         }
     }
 
@@ -394,7 +403,7 @@ impl Machine {
         if self.soft_limit_excess(memcg) > 0 {
             return IterVisit::Visit;
         }
-        let mut cur = self.memcg(memcg).parent;
+        let mut cur = self.memcg_topo.parent(memcg);
         while let Some(p) = cur {
             if self.soft_limit_excess(p) > 0 {
                 return IterVisit::Visit;
@@ -402,14 +411,85 @@ impl Machine {
             if p == root {
                 break;
             }
-            cur = self.memcg(p).parent;
+            cur = self.memcg_topo.parent(p);
         }
+        self.soft_reclaim_ineligible(memcg)
+    }
+
+    /// What the predicate answers for a group neither in excess nor below an offender.
+    #[inline]
+    fn soft_reclaim_ineligible(&self, memcg: MemcgId) -> IterVisit {
         if self.cfg.softlimit == SoftLimitPolicy::Rework
-            && self.memcg(memcg).soft.children_in_excess == 0
+            && self.memcg_topo.children_in_excess(memcg) == 0
         {
             return IterVisit::SkipTree;
         }
         IterVisit::Skip
+    }
+
+    /// `memcg_walk(root, soft_reclaim_eligible(_, root))`: the same groups in the same order,
+    /// and the same number looked at, without climbing the ancestors at every group. The walk
+    /// is pre-order, so when it reaches a group below `root` the last group it looked at one
+    /// level up is the parent, whose "in excess or below an offender up to `root`" it
+    /// recorded at that level. Only `root` itself climbs, past `root`, to the top.
+    pub fn soft_eligible_walk(&self, root: MemcgId, out: &mut Vec<MemcgId>) -> usize {
+        out.clear();
+        let t = &self.memcg_topo;
+        // below[d]: the group last looked at `d` levels below `root`, or an ancestor of it up
+        // to `root`, is in excess.
+        let mut below: Vec<bool> = Vec::new();
+        let mut looked = 0usize;
+        let mut depth = 0usize;
+        let mut cur = root;
+        loop {
+            looked += 1;
+            assert!(looked <= self.memcgs.len(), "memcg walk does not terminate");
+            let own = self.soft_limit_excess(cur) > 0;
+            let v = if depth == 0 {
+                let v = self.soft_reclaim_eligible(cur, root);
+                below.clear();
+                below.push(own);
+                v
+            } else {
+                let under = below[depth - 1];
+                below.truncate(depth);
+                below.push(own || under);
+                if own || under {
+                    IterVisit::Visit
+                } else {
+                    self.soft_reclaim_ineligible(cur)
+                }
+            };
+            if v == IterVisit::Visit {
+                out.push(cur);
+            }
+            // memcg_iter_next(), keeping the depth.
+            let l = t.links(cur);
+            if v != IterVisit::SkipTree && l.first_child != 0 {
+                cur = l.first_child;
+                depth += 1;
+                continue;
+            }
+            let mut x = cur;
+            let next = loop {
+                if x == root {
+                    break None;
+                }
+                let l = t.links(x);
+                if l.next_sibling != 0 {
+                    break Some(l.next_sibling);
+                }
+                if l.parent == 0 {
+                    break None;
+                }
+                x = l.parent;
+                depth -= 1;
+            };
+            match next {
+                Some(n) => cur = n,
+                None => return looked,
+            }
+        }
     }
 
     /// mem_cgroup_should_soft_reclaim(sc): whether shrink_node starts with a soft pass.
@@ -451,7 +531,7 @@ mod tests {
     fn the_tree_is_refreshed_every_1024_events_not_before() {
         let mut m = machine("tree");
         let a = m.memcg_create(ROOT_MEMCG).unwrap();
-        m.memcg_mut(a).soft_limit = 100;
+        m.set_memcg_soft_limit(a, 100);
         // Event 1 passes the initial targets (0): an update with no excess yet.
         charge(&mut m, a, 1);
         assert_eq!(m.soft_stats.updates, 1);
@@ -474,7 +554,7 @@ mod tests {
         let a = m.memcg_create(p).unwrap();
         let b = m.memcg_create(p).unwrap();
         for x in [p, a, b] {
-            m.memcg_mut(x).soft_limit = 0;
+            m.set_memcg_soft_limit(x, 0);
         }
         // p's counter already holds its children's per-CPU memory (charged to the parent's
         // obj_cgroup at creation, as 6.1's mem_cgroup_alloc() does with __GFP_ACCOUNT).
@@ -502,8 +582,8 @@ mod tests {
         let mut m = machine("tree");
         let a = m.memcg_create(ROOT_MEMCG).unwrap();
         let b = m.memcg_create(ROOT_MEMCG).unwrap();
-        m.memcg_mut(a).soft_limit = 0;
-        m.memcg_mut(b).soft_limit = 0;
+        m.set_memcg_soft_limit(a, 0);
+        m.set_memcg_soft_limit(b, 0);
         charge(&mut m, a, 1);
         charge(&mut m, b, 1);
         // b is uncharged without an event reaching the tree: its key is stale, and it is the
@@ -520,23 +600,23 @@ mod tests {
         let p = m.memcg_create(ROOT_MEMCG).unwrap();
         let a = m.memcg_create(p).unwrap();
         let b = m.memcg_create(p).unwrap();
-        m.memcg_mut(a).soft_limit = 0;
-        m.memcg_mut(b).soft_limit = 0;
+        m.set_memcg_soft_limit(a, 0);
+        m.set_memcg_soft_limit(b, 0);
         charge(&mut m, a, 1);
         charge(&mut m, b, 1);
-        assert_eq!(m.memcg(p).soft.children_in_excess, 2);
-        assert_eq!(m.memcg(ROOT_MEMCG).soft.children_in_excess, 2);
-        assert_eq!(m.memcg(a).soft.children_in_excess, 0);
+        assert_eq!(m.memcg_topo.children_in_excess(p), 2);
+        assert_eq!(m.memcg_topo.children_in_excess(ROOT_MEMCG), 2);
+        assert_eq!(m.memcg_topo.children_in_excess(a), 0);
         // a drops to its soft limit: the next update withdraws it.
-        m.memcg_mut(a).soft_limit = 2000;
+        m.set_memcg_soft_limit(a, 2000);
         charge(&mut m, a, 1100);
         assert!(!m.memcg(a).soft.contributed);
-        assert_eq!(m.memcg(p).soft.children_in_excess, 1);
+        assert_eq!(m.memcg_topo.children_in_excess(p), 1);
         // b goes away while contributing.
         m.memory.uncharge(b as usize, 1);
         m.memcg_offline(b).unwrap();
-        assert_eq!(m.memcg(p).soft.children_in_excess, 0);
-        assert_eq!(m.memcg(ROOT_MEMCG).soft.children_in_excess, 0);
+        assert_eq!(m.memcg_topo.children_in_excess(p), 0);
+        assert_eq!(m.memcg_topo.children_in_excess(ROOT_MEMCG), 0);
     }
 
     /// The predicate on the tree of the rework's patch 3 changelog, with E in excess:
@@ -552,8 +632,8 @@ mod tests {
         let e = m.memcg_create(r).unwrap();
         let f = m.memcg_create(e).unwrap();
         let g = m.memcg_create(r).unwrap();
-        m.memcg_mut(e).soft_limit = 0;
-        m.memcg_mut(c).soft_limit = 0;
+        m.set_memcg_soft_limit(e, 0);
+        m.set_memcg_soft_limit(c, 0);
         charge(&mut m, e, 1);
         charge(&mut m, c, 1);
         use IterVisit::*;
@@ -581,7 +661,7 @@ mod tests {
         let mut m = machine("rework");
         let r = ROOT_MEMCG;
         let hog = m.memcg_create(r).unwrap();
-        m.memcg_mut(hog).soft_limit = 0;
+        m.set_memcg_soft_limit(hog, 0);
         charge(&mut m, hog, 1);
         let idle = m.memcg_create(r).unwrap();
         for _ in 0..50 {
@@ -598,7 +678,7 @@ mod tests {
         assert_eq!(looked, 103);
         // Nobody in excess: the rework does not even start a soft pass.
         m.cfg.softlimit = SoftLimitPolicy::Rework;
-        m.memcg_mut(hog).soft_limit = crate::page_counter::PAGE_COUNTER_MAX;
+        m.set_memcg_soft_limit(hog, crate::page_counter::PAGE_COUNTER_MAX);
         charge(&mut m, hog, 1100);
         let sc = ScanControl::new(r, 32, false);
         assert!(!m.should_soft_reclaim(&sc));
@@ -624,5 +704,58 @@ mod tests {
         m.soft_reclaim_iter(a, Some(a));
         m.soft_reclaim_iter(a, Some(b));
         assert_eq!(m.soft_reclaim_iter(a, None), Some(a));
+    }
+
+    /// The eligibility walk that keeps the ancestors' excess on a stack returns what the
+    /// predicate walk returns (same groups, same order, same count looked at) for every
+    /// policy, walk root and mix of soft limits, usages and removed groups.
+    #[test]
+    fn eligible_walk_equals_the_predicate_walk() {
+        for policy in ["tree", "rework-walk", "rework"] {
+            let mut m = machine(policy);
+            let mut rng = crate::rng::Rng::new(7);
+            let mut ids = vec![ROOT_MEMCG];
+            for _ in 0..300 {
+                let p = ids[rng.below(ids.len() as u64) as usize];
+                ids.push(m.memcg_create(p).unwrap());
+            }
+            for round in 0..40 {
+                for &x in &ids[1..] {
+                    if !m.memcg_topo.online(x) {
+                        continue;
+                    }
+                    match rng.below(6) {
+                        0 => m.set_memcg_soft_limit(x, rng.below(4)),
+                        1 => m.set_memcg_soft_limit(x, PAGE_COUNTER_MAX),
+                        2 => charge(&mut m, x, 1 + rng.below(3)),
+                        _ => {}
+                    }
+                }
+                // Remove a few leaves; their pages keep some of them as dying groups.
+                for _ in 0..3 {
+                    let x = ids[1 + rng.below(ids.len() as u64 - 1) as usize];
+                    let _ = m.memcg_offline(x);
+                }
+                m.release_dying_memcgs();
+                m.check_memcg_topology().unwrap();
+                let mut roots: Vec<MemcgId> = ids
+                    .iter()
+                    .copied()
+                    .filter(|&x| m.memcg_alive(x))
+                    .step_by(7)
+                    .collect();
+                roots.push(ROOT_MEMCG);
+                for r in roots {
+                    let (mut want, mut got) = (Vec::new(), Vec::new());
+                    let looked = m.memcg_walk(r, |m, x| m.soft_reclaim_eligible(x, r), &mut want);
+                    assert_eq!(
+                        m.soft_eligible_walk(r, &mut got),
+                        looked,
+                        "{policy}, round {round}, root {r}"
+                    );
+                    assert_eq!(got, want, "{policy}, round {round}, root {r}");
+                }
+            }
+        }
     }
 }

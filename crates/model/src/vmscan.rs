@@ -871,7 +871,7 @@ impl Machine {
         let mut list = Vec::new();
         let root = sc.target;
         let looked = if soft {
-            self.memcg_walk(root, |m, x| m.soft_reclaim_eligible(x, root), &mut list)
+            self.soft_eligible_walk(root, &mut list)
         } else {
             self.memcg_walk(root, |_, _| IterVisit::Visit, &mut list)
         };
@@ -1723,7 +1723,8 @@ impl Machine {
             let looked = self.memcg_walk(ROOT_MEMCG, |_, _| IterVisit::Visit, &mut all);
             self.charge_walk(looked);
             for m in all {
-                if self.inactive_is_low(m, false) {
+                // A group no active-anon page ever reached is never low (no view to load).
+                if self.memcg_topo.anon_seen(m) && self.inactive_is_low(m, false) {
                     self.shrink_active_list(SWAP_CLUSTER_MAX, m, &mut sc, lru::ACTIVE_ANON);
                 }
             }
