@@ -145,7 +145,7 @@ impl Memcg {
 }
 
 /// "No memcg" in a `MemcgTopo` link (memcg ids start at 1).
-const NO_MEMCG: MemcgId = 0;
+pub(crate) const NO_MEMCG: MemcgId = 0;
 /// `TopoLinks::flags`: css online.
 const TOPO_ONLINE: u16 = 1;
 /// `TopoLinks::flags`: offline but not yet freed.
@@ -584,7 +584,8 @@ impl Machine {
     }
 
     /// The next memcg after `cur` in a pre-order walk of `root`'s subtree;
-    /// `skip_children` jumps over `cur`'s subtree.
+    /// `skip_children` jumps over `cur`'s subtree. It reads the packed links.
+    #[inline]
     pub fn memcg_iter_next(
         &self,
         root: MemcgId,
@@ -620,7 +621,6 @@ impl Machine {
         out: &mut Vec<MemcgId>,
     ) -> usize {
         out.clear();
-        let t = &self.memcg_topo;
         let mut looked = 0usize;
         let mut cur = root;
         loop {
@@ -630,26 +630,10 @@ impl Machine {
             if v == IterVisit::Visit {
                 out.push(cur);
             }
-            // memcg_iter_next() on the packed links.
-            let l = t.links(cur);
-            if v != IterVisit::SkipTree && l.first_child != NO_MEMCG {
-                cur = l.first_child;
-                continue;
+            match self.memcg_iter_next(root, cur, v == IterVisit::SkipTree) {
+                Some(next) => cur = next,
+                None => return looked,
             }
-            let mut x = cur;
-            cur = loop {
-                if x == root {
-                    return looked;
-                }
-                let l = t.links(x);
-                if l.next_sibling != NO_MEMCG {
-                    break l.next_sibling;
-                }
-                if l.parent == NO_MEMCG {
-                    return looked;
-                }
-                x = l.parent;
-            };
         }
     }
 

@@ -416,9 +416,7 @@ impl Machine {
     fn page_index(&self, pfn: Pfn) -> u64 {
         u64::from(self.frames.meta[pfn as usize].map.index)
     }
-}
 
-impl Machine {
     pub(crate) fn writeback_init(&mut self) {
         self.writeback.wbs = Vec::new();
         self.wb_get_create(ROOT_MEMCG);

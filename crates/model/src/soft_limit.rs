@@ -43,7 +43,7 @@ use std::collections::BTreeSet;
 
 use crate::config::SoftLimitPolicy;
 use crate::machine::Machine;
-use crate::memcontrol::{IterVisit, MemcgId};
+use crate::memcontrol::{IterVisit, MemcgId, NO_MEMCG};
 use crate::page_counter::PAGE_COUNTER_MAX;
 use crate::vmscan::{ScanControl, SWAP_CLUSTER_MAX};
 
@@ -465,7 +465,7 @@ impl Machine {
             }
             // memcg_iter_next(), keeping the depth.
             let l = t.links(cur);
-            if v != IterVisit::SkipTree && l.first_child != 0 {
+            if v != IterVisit::SkipTree && l.first_child != NO_MEMCG {
                 cur = l.first_child;
                 depth += 1;
                 continue;
@@ -476,10 +476,10 @@ impl Machine {
                     break None;
                 }
                 let l = t.links(x);
-                if l.next_sibling != 0 {
+                if l.next_sibling != NO_MEMCG {
                     break Some(l.next_sibling);
                 }
-                if l.parent == 0 {
+                if l.parent == NO_MEMCG {
                     break None;
                 }
                 x = l.parent;
