@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, NamedTuple, Optional, Union
 
 from . import _memcgsim
-from .sweep import sweep
+from ._sweep import sweep
 
 __all__ = [
     "Machine",

@@ -69,6 +69,20 @@ def test_command_line_writes_csv(tmp_path):
     assert main(["no-such.toml"]) == 2
 
 
+def test_python_m_memcgsim_sweep_runs_without_warnings(tmp_path):
+    # Every warning an error: `python -m memcgsim.sweep` must not run a module the package
+    # has already imported (RuntimeWarning "found in sys.modules").
+    out = tmp_path / "t.csv"
+    r = subprocess.run(
+        [sys.executable, "-W", "error", "-m", "memcgsim.sweep", str(SWEEP), "--out", str(out), "--jobs", "2"],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "Warning" not in r.stderr
+    assert r.stderr.splitlines()[-1] == f"memcgsim: 14 runs in {out}"
+
+
 def test_memcgsim_sweep_backend_ray_writes_the_local_files(tmp_path):
     # `memcgsim sweep --backend ray` hands the runs to this package on Ray; its files must be
     # the local backend's, byte for byte. The binary comes from tests/python.rs.
