@@ -6,10 +6,13 @@ Runs each variant of each scenario file (one seed, the scenario's first) with
 end_ns), the wall time and CPU time of the run, and their ratio. The runs write into a
 temporary folder that is removed afterwards.
 
-    scripts/sim-rate.py [--memcgsim target/release/memcgsim] [--runs 3] [FILE.toml ...]
+    scripts/sim-rate.py [--memcgsim target/release/memcgsim] [--baseline OLD] [--runs 3] [FILE.toml ...]
 
 Without files it measures every experiment's full-size scenario files (not small.toml).
-With --runs N each variant runs N times and the median wall time is kept.
+With --runs N each variant runs N times and the median wall time is kept. With --baseline,
+each run of the measured build is paired with a run of the OLD build, alternating, and
+the table adds the old build's rate and the ratio of the medians' wall times (old / new);
+the two builds must simulate the same time.
 """
 
 import argparse
@@ -61,20 +64,27 @@ def run_once(binary, path, variant, out):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--memcgsim", default=str(ROOT / "target/release/memcgsim"))
+    ap.add_argument("--baseline", help="an earlier memcgsim build to run alternately")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("files", nargs="*")
     args = ap.parse_args()
     files = [Path(f) for f in args.files] or scenario_files()
-    print("| experiment | variant | simulated | wall | CPU | simulated / wall |")
-    print("|---|---|---|---|---|---|")
+    if args.baseline:
+        print("| experiment | variant | simulated | wall, old | wall | simulated / wall, old | simulated / wall | speed-up |")
+        print("|---|---|---|---|---|---|---|---|")
+    else:
+        print("| experiment | variant | simulated | wall | CPU | simulated / wall |")
+        print("|---|---|---|---|---|---|")
     worst = None
     with tempfile.TemporaryDirectory(prefix="sim-rate-") as tmp:
         for path in files:
             rel = path.resolve().relative_to(ROOT / "experiments") if path.resolve().is_relative_to(ROOT / "experiments") else path
             for v in variants(path):
-                samples = []
+                samples, old = [], []
                 for i in range(args.runs):
                     out = os.path.join(tmp, f"r{i}")
+                    if args.baseline:
+                        old.append(run_once(args.baseline, path, v, out + "-old"))
                     samples.append(run_once(args.memcgsim, path, v, out))
                 sim = samples[0][0]
                 wall = statistics.median(s[1] for s in samples)
@@ -82,7 +92,19 @@ def main():
                 rate = sim / wall if wall > 0 else float("inf")
                 if worst is None or rate < worst[0]:
                     worst = (rate, rel, v)
-                print(f"| {rel} | {v or 'base'} | {sim:.1f} s | {wall:.2f} s | {cpu:.2f} s | {rate:.0f} |", flush=True)
+                if args.baseline:
+                    if old[0][0] != sim:
+                        print(f"{rel} {v}: the builds simulate {old[0][0]} s and {sim} s", file=sys.stderr)
+                        return 1
+                    wall_old = statistics.median(s[1] for s in old)
+                    rate_old = sim / wall_old if wall_old > 0 else float("inf")
+                    print(
+                        f"| {rel} | {v or 'base'} | {sim:.1f} s | {wall_old:.2f} s | {wall:.2f} s "
+                        f"| {rate_old:.0f} | {rate:.0f} | {wall_old / wall:.2f}x |",
+                        flush=True,
+                    )
+                else:
+                    print(f"| {rel} | {v or 'base'} | {sim:.1f} s | {wall:.2f} s | {cpu:.2f} s | {rate:.0f} |", flush=True)
     if worst:
         print(f"lowest: {worst[0]:.0f} simulated seconds per wall second ({worst[1]} {worst[2] or 'base'})")
 
