@@ -11,6 +11,7 @@
 mod parse;
 mod proc;
 mod stat;
+mod task_list;
 mod v1;
 mod v2;
 
@@ -81,7 +82,7 @@ pub(crate) struct Cgroup {
     /// v2: `memory` is in cgroup.subtree_control.
     pub subtree_memory: bool,
     /// Tasks attached to this cgroup, in attach order.
-    pub tasks: Vec<Pid>,
+    pub tasks: task_list::TaskList,
     /// cgroup.freeze as written (the subtree is frozen if this or an ancestor's is set).
     pub freeze: bool,
     /// cgroup.max.depth and cgroup.max.descendants (i32::MAX is "max").
@@ -159,7 +160,7 @@ impl System {
                 children: BTreeMap::new(),
                 memcg: Some(ROOT_MEMCG),
                 subtree_memory: root_mem,
-                tasks: Vec::new(),
+                tasks: Default::default(),
                 freeze: false,
                 max_depth: i32::MAX,
                 max_descendants: i32::MAX,
@@ -323,7 +324,7 @@ impl System {
             children: BTreeMap::new(),
             memcg,
             subtree_memory: false,
-            tasks: Vec::new(),
+            tasks: Default::default(),
             freeze: false,
             max_depth: i32::MAX,
             max_descendants: i32::MAX,
@@ -783,7 +784,7 @@ impl System {
             return Err(Errno::ESRCH);
         }
         self.can_attach(i)?;
-        self.cg_mut(old).tasks.retain(|&p| p != pid);
+        self.cg_mut(old).tasks.remove(pid);
         self.cg_mut(i).tasks.push(pid);
         self.task_cg.insert(pid, i);
         let m = self.effective_memcg(i);
@@ -846,7 +847,7 @@ impl System {
         let mut stack = vec![i];
         while let Some(c) = stack.pop() {
             let frozen = self.effectively_frozen(c);
-            for p in self.cg(c).tasks.clone() {
+            for p in self.cg(c).tasks.to_vec() {
                 self.machine.set_task_frozen(p, frozen);
             }
             stack.extend(self.cg(c).children.values().copied());
@@ -855,16 +856,13 @@ impl System {
 
     /// Drop exited tasks from the cgroups' task lists.
     pub(crate) fn reap(&mut self) {
-        let dead: Vec<Pid> = self
-            .task_cg
-            .keys()
-            .copied()
-            .filter(|&p| self.machine.task(p).exited())
-            .collect();
-        for p in dead {
-            let i = self.task_cg.remove(&p).expect("known task");
+        // The machine lists its exits, so this costs what exited, not what lives.
+        for p in self.machine.take_exited() {
+            let Some(i) = self.task_cg.remove(&p) else {
+                continue;
+            };
             if let Some(c) = self.cgroups[i].as_mut() {
-                c.tasks.retain(|&x| x != p);
+                c.tasks.remove(p);
             }
         }
     }
@@ -872,7 +870,7 @@ impl System {
     /// Pids in a cgroup (cgroup.procs), live tasks only.
     pub(crate) fn procs(&mut self, i: usize) -> Vec<Pid> {
         self.reap();
-        self.cg(i).tasks.clone()
+        self.cg(i).tasks.to_vec()
     }
 
     /// Whether the cgroup or a descendant has a live task.
@@ -1283,7 +1281,7 @@ impl System {
         let mut stack = vec![c];
         while let Some(x) = stack.pop() {
             let m = self.effective_memcg(x);
-            for p in self.cg(x).tasks.clone() {
+            for p in self.cg(x).tasks.to_vec() {
                 self.machine.move_task(p, m);
             }
             stack.extend(self.cg(x).children.values().copied());

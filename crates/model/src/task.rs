@@ -349,6 +349,12 @@ impl Machine {
         // The program is dropped unless it is running right now (then the scheduler drops it).
         t.program = None;
         t.nr_pages_over_high = 0;
+        self.exited_pids.push(pid);
+    }
+
+    /// The tasks that exited since the last call, in the order they exited.
+    pub fn take_exited(&mut self) -> Vec<Pid> {
+        std::mem::take(&mut self.exited_pids)
     }
 
     /// The cgroup freezer (kernel/cgroup/freezer.c), at the granularity of events: a frozen
