@@ -132,8 +132,8 @@ pub struct System {
     pub(crate) cgroups: Vec<Option<Cgroup>>,
     fds: BTreeMap<u32, OpenFile>,
     next_fd: u32,
-    /// Task -> cgroup index.
-    task_cg: BTreeMap<Pid, usize>,
+    /// Task -> cgroup index, and its attach sequence number on that cgroup's task list.
+    task_cg: BTreeMap<Pid, (usize, u64)>,
     /// Raised from outside (a signal handler) to stop `wait` and `advance` between events.
     interrupt: Option<Arc<AtomicBool>>,
 }
@@ -645,8 +645,8 @@ impl System {
         let memcg = self.effective_memcg(i);
         let name = opts.name.unwrap_or_else(|| program.name().to_string());
         let pid = self.machine.spawn(memcg, name, opts.oom_score_adj, program);
-        self.cg_mut(i).tasks.push(pid);
-        self.task_cg.insert(pid, i);
+        let seq = self.cg_mut(i).tasks.push(pid);
+        self.task_cg.insert(pid, (i, seq));
         let psi = self.cg(i).psi;
         self.machine.psi_move_task(pid, psi);
         // A task forked into a frozen cgroup is frozen too.
@@ -777,16 +777,16 @@ impl System {
 
     /// Move a task to cgroup `i` (a write of its pid to cgroup.procs).
     pub(crate) fn attach(&mut self, i: usize, pid: Pid) -> Result<(), Errno> {
-        let Some(&old) = self.task_cg.get(&pid) else {
+        let Some(&(old, old_seq)) = self.task_cg.get(&pid) else {
             return Err(Errno::ESRCH);
         };
         if !self.machine.task_exists(pid) || self.machine.task(pid).exited() {
             return Err(Errno::ESRCH);
         }
         self.can_attach(i)?;
-        self.cg_mut(old).tasks.remove(pid);
-        self.cg_mut(i).tasks.push(pid);
-        self.task_cg.insert(pid, i);
+        self.cg_mut(old).tasks.remove(old_seq);
+        let seq = self.cg_mut(i).tasks.push(pid);
+        self.task_cg.insert(pid, (i, seq));
         let m = self.effective_memcg(i);
         self.machine.move_task(pid, m);
         let psi = self.cg(i).psi;
@@ -858,11 +858,11 @@ impl System {
     pub(crate) fn reap(&mut self) {
         // The machine lists its exits, so this costs what exited, not what lives.
         for p in self.machine.take_exited() {
-            let Some(i) = self.task_cg.remove(&p) else {
+            let Some((i, seq)) = self.task_cg.remove(&p) else {
                 continue;
             };
             if let Some(c) = self.cgroups[i].as_mut() {
-                c.tasks.remove(p);
+                c.tasks.remove(seq);
             }
         }
     }

@@ -2,8 +2,9 @@
 //! on its css_set's `tasks` list (a linked list: a task is added at the tail on fork or
 //! migration and unlinked in O(1) by cgroup_exit() or the next migration).
 //!
-//! Here the list is keyed by an attach sequence number, so a task leaves it in O(log n)
-//! whatever its place, and the order read back is the attach order.
+//! Here the list is keyed by an attach sequence number, which the caller keeps beside the
+//! task's cgroup, so a task leaves the list in O(log n) whatever its place and the order read
+//! back is the attach order. An emptied list frees its nodes.
 
 use std::collections::BTreeMap;
 
@@ -13,25 +14,25 @@ use memcgsim_model::program::Pid;
 pub(crate) struct TaskList {
     /// Attach sequence number -> task, in attach order.
     order: BTreeMap<u64, Pid>,
-    /// Task -> its attach sequence number.
-    seq_of: BTreeMap<Pid, u64>,
     next_seq: u64,
 }
 
 impl TaskList {
-    /// Attach `pid` at the tail (it must not be on the list).
-    pub fn push(&mut self, pid: Pid) {
+    /// Attach `pid` at the tail; returns its attach sequence number, which unlinks it.
+    pub fn push(&mut self, pid: Pid) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.order.insert(seq, pid);
-        let old = self.seq_of.insert(pid, seq);
-        debug_assert!(old.is_none(), "task {pid} attached twice");
+        seq
     }
 
-    /// Unlink `pid`, if it is on the list.
-    pub fn remove(&mut self, pid: Pid) {
-        if let Some(seq) = self.seq_of.remove(&pid) {
-            self.order.remove(&seq);
+    /// Unlink the task attached as `seq`, if it is still on the list.
+    pub fn remove(&mut self, seq: u64) {
+        self.order.remove(&seq);
+        if self.order.is_empty() {
+            // An empty map keeps its root node; a group most of whose life has no task
+            // should not.
+            self.order = BTreeMap::new();
         }
     }
 
@@ -58,18 +59,20 @@ mod tests {
     fn keeps_attach_order_through_removals() {
         let mut l = TaskList::default();
         assert!(l.is_empty());
-        for p in [105, 101, 103, 102] {
-            l.push(Pid(p));
-        }
-        l.remove(Pid(101));
-        l.remove(Pid(999));
-        l.push(Pid(101));
-        l.remove(Pid(103));
+        let seqs: Vec<u64> = [105, 101, 103, 102].map(|p| l.push(Pid(p))).to_vec();
+        l.remove(seqs[1]);
+        l.remove(99);
+        let again = l.push(Pid(101));
+        l.remove(seqs[2]);
         assert_eq!(l.to_vec(), vec![Pid(105), Pid(102), Pid(101)]);
         assert_eq!(l.iter().count(), 3);
-        for p in [105, 102, 101] {
-            l.remove(Pid(p));
+        for s in [seqs[0], seqs[3], again] {
+            l.remove(s);
         }
         assert!(l.is_empty());
+        // The sequence goes on: a task attached later still comes last.
+        l.push(Pid(107));
+        l.push(Pid(106));
+        assert_eq!(l.to_vec(), vec![Pid(107), Pid(106)]);
     }
 }

@@ -311,6 +311,9 @@ impl Machine {
         for (f, exec) in std::mem::take(&mut self.task_mut(pid).file_maps) {
             self.file_munmap_shared(f, exec);
         }
+        // Its open files' readahead state goes with them (file_ra_state lives in the struct
+        // file); nothing reads it once the task has exited.
+        drop(std::mem::take(&mut self.task_mut(pid).ra));
         // Closing the last fd of an unlinked file frees its page cache and its inode.
         for f in std::mem::take(&mut self.task_mut(pid).tmpfiles) {
             self.file_truncate(f, 0);
