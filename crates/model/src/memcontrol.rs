@@ -88,8 +88,9 @@ pub struct Memcg {
     /// Live memcgs in its subtree, itself and dying ones included (kept at create and free,
     /// for the read-side-sum figure of /proc/memcgsim/stats).
     pub subtree_groups: u64,
-    /// One lruvec per NUMA node (mem_cgroup_per_node); index with the node id.
-    pub lruvec: Vec<Lruvec>,
+    /// One lruvec per NUMA node (mem_cgroup_per_node); index with the node id. In the
+    /// struct (a fixed number of nodes), not behind a pointer of its own.
+    pub lruvec: [Lruvec; crate::swap::MAX_NUMNODES_MODELLED],
     /// Exact counters: what every update changed, at once.
     pub stats: MemcgStats,
     /// The counters as readers see them under the statistics scheme (rstat.rs).
@@ -105,8 +106,8 @@ pub struct Memcg {
     pub nr_tasks: u32,
     /// Soft-limit tree node and the rework's counters (soft_limit.rs).
     pub soft: crate::soft_limit::SoftNode,
-    /// Per-CPU page events and their ratelimit targets.
-    pub page_events: Vec<crate::soft_limit::PageEvents>,
+    /// Per-CPU page events and their ratelimit targets (one per CPU, never resized).
+    pub page_events: Box<[crate::soft_limit::PageEvents]>,
     /// Its obj_cgroup and dentry list_lru (kmem.rs).
     pub kmem: crate::kmem::MemcgKmem,
 }
@@ -125,7 +126,7 @@ impl Memcg {
             prev_sibling: None,
             depth,
             subtree_groups: 1,
-            lruvec: vec![Lruvec::default(); crate::swap::MAX_NUMNODES_MODELLED],
+            lruvec: std::array::from_fn(|_| Lruvec::default()),
             stats: MemcgStats::default(),
             vm: Default::default(),
             events_local: [0; NR_MEMCG_EVENTS],
@@ -136,7 +137,7 @@ impl Memcg {
             under_oom: false,
             nr_tasks: 0,
             soft: Default::default(),
-            page_events: Vec::new(),
+            page_events: Box::default(),
             kmem: Default::default(),
             dirty_param: Default::default(),
             use_hierarchy: false,
@@ -370,7 +371,7 @@ impl Machine {
         };
         let depth = parent.map(|p| self.memcg(p).depth + 1).unwrap_or(0);
         let mut mc = Memcg::new(id, parent, depth);
-        mc.page_events = vec![Default::default(); self.cfg.cpus as usize];
+        mc.page_events = vec![Default::default(); self.cfg.cpus as usize].into_boxed_slice();
         mc.swappiness = match parent {
             Some(p) => self.memcg(p).swappiness,
             None => self.vm_swappiness,
