@@ -61,6 +61,28 @@ pub enum MemcgEvent {
 }
 pub const NR_MEMCG_EVENTS: usize = 9;
 
+/// A group's memory.events counters (one per [`MemcgEvent`]), allocated at its first event:
+/// most groups never have one, and two inline arrays were 144 bytes of every group. Reads
+/// of a group without any see zeros; a write allocates.
+#[derive(Clone, Debug, Default)]
+pub struct EventCounts(Option<Box<[u64; NR_MEMCG_EVENTS]>>);
+
+/// What a group without events reads.
+static NO_EVENTS: [u64; NR_MEMCG_EVENTS] = [0; NR_MEMCG_EVENTS];
+
+impl std::ops::Deref for EventCounts {
+    type Target = [u64];
+    fn deref(&self) -> &[u64] {
+        self.0.as_deref().unwrap_or(&NO_EVENTS)
+    }
+}
+
+impl std::ops::DerefMut for EventCounts {
+    fn deref_mut(&mut self) -> &mut [u64] {
+        &mut self.0.get_or_insert_with(|| Box::new([0; NR_MEMCG_EVENTS]))[..]
+    }
+}
+
 /// One memory cgroup.
 #[derive(Clone, Debug)]
 pub struct Memcg {
@@ -95,8 +117,9 @@ pub struct Memcg {
     pub stats: MemcgStats,
     /// The counters as readers see them under the statistics scheme (rstat.rs).
     pub vm: crate::rstat::MemcgVmstats,
-    pub events_local: [u64; NR_MEMCG_EVENTS],
-    pub events: [u64; NR_MEMCG_EVENTS],
+    /// memory.events.local and memory.events (allocated at the group's first event).
+    pub events_local: EventCounts,
+    pub events: EventCounts,
     pub oom_group: bool,
     /// v1 memory.swappiness (v2 uses vm.swappiness).
     pub swappiness: u32,
@@ -129,8 +152,8 @@ impl Memcg {
             lruvec: std::array::from_fn(|_| Lruvec::default()),
             stats: MemcgStats::default(),
             vm: Default::default(),
-            events_local: [0; NR_MEMCG_EVENTS],
-            events: [0; NR_MEMCG_EVENTS],
+            events_local: EventCounts::default(),
+            events: EventCounts::default(),
             oom_group: false,
             swappiness: 60,
             oom_kill_disable: false,
