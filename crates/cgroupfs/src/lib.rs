@@ -136,6 +136,8 @@ pub struct System {
     task_cg: BTreeMap<Pid, (usize, u64)>,
     /// Raised from outside (a signal handler) to stop `wait` and `advance` between events.
     interrupt: Option<Arc<AtomicBool>>,
+    /// Attaches so far: the next attach's sequence number on its cgroup's task list.
+    attach_seq: u64,
 }
 
 /// A resolved path.
@@ -171,6 +173,7 @@ impl System {
             next_fd: 3,
             task_cg: BTreeMap::new(),
             interrupt: None,
+            attach_seq: 0,
         })
     }
 
@@ -645,7 +648,9 @@ impl System {
         let memcg = self.effective_memcg(i);
         let name = opts.name.unwrap_or_else(|| program.name().to_string());
         let pid = self.machine.spawn(memcg, name, opts.oom_score_adj, program);
-        let seq = self.cg_mut(i).tasks.push(pid);
+        let seq = self.attach_seq;
+        self.attach_seq += 1;
+        self.cg_mut(i).tasks.push(seq, pid);
         self.task_cg.insert(pid, (i, seq));
         let psi = self.cg(i).psi;
         self.machine.psi_move_task(pid, psi);
@@ -785,7 +790,9 @@ impl System {
         }
         self.can_attach(i)?;
         self.cg_mut(old).tasks.remove(old_seq);
-        let seq = self.cg_mut(i).tasks.push(pid);
+        let seq = self.attach_seq;
+        self.attach_seq += 1;
+        self.cg_mut(i).tasks.push(seq, pid);
         self.task_cg.insert(pid, (i, seq));
         let m = self.effective_memcg(i);
         self.machine.move_task(pid, m);

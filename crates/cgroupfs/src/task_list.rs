@@ -2,9 +2,10 @@
 //! on its css_set's `tasks` list (a linked list: a task is added at the tail on fork or
 //! migration and unlinked in O(1) by cgroup_exit() or the next migration).
 //!
-//! Here the list is keyed by an attach sequence number, which the caller keeps beside the
-//! task's cgroup, so a task leaves the list in O(log n) whatever its place and the order read
-//! back is the attach order. An emptied list frees its nodes.
+//! Here the list is keyed by an attach sequence number (increasing over all attaches; the
+//! caller hands it out and keeps it beside the task's cgroup), so a task leaves the list in
+//! O(log n) whatever its place and the order read back is the attach order. An emptied list
+//! frees its nodes, and the list is no bigger than a vector.
 
 use std::collections::BTreeMap;
 
@@ -14,16 +15,14 @@ use memcgsim_model::program::Pid;
 pub(crate) struct TaskList {
     /// Attach sequence number -> task, in attach order.
     order: BTreeMap<u64, Pid>,
-    next_seq: u64,
 }
 
 impl TaskList {
-    /// Attach `pid` at the tail; returns its attach sequence number, which unlinks it.
-    pub fn push(&mut self, pid: Pid) -> u64 {
-        let seq = self.next_seq;
-        self.next_seq += 1;
+    /// Attach `pid` at the tail as `seq`, greater than every sequence number attached
+    /// before (what unlinks it).
+    pub fn push(&mut self, seq: u64, pid: Pid) {
+        debug_assert!(self.order.last_key_value().is_none_or(|(&s, _)| s < seq));
         self.order.insert(seq, pid);
-        seq
     }
 
     /// Unlink the task attached as `seq`, if it is still on the list.
@@ -59,20 +58,22 @@ mod tests {
     fn keeps_attach_order_through_removals() {
         let mut l = TaskList::default();
         assert!(l.is_empty());
-        let seqs: Vec<u64> = [105, 101, 103, 102].map(|p| l.push(Pid(p))).to_vec();
-        l.remove(seqs[1]);
+        for (seq, p) in [(0, 105), (1, 101), (2, 103), (3, 102)] {
+            l.push(seq, Pid(p));
+        }
+        l.remove(1);
         l.remove(99);
-        let again = l.push(Pid(101));
-        l.remove(seqs[2]);
+        l.push(4, Pid(101));
+        l.remove(2);
         assert_eq!(l.to_vec(), vec![Pid(105), Pid(102), Pid(101)]);
         assert_eq!(l.iter().count(), 3);
-        for s in [seqs[0], seqs[3], again] {
+        for s in [0, 3, 4] {
             l.remove(s);
         }
         assert!(l.is_empty());
-        // The sequence goes on: a task attached later still comes last.
-        l.push(Pid(107));
-        l.push(Pid(106));
+        // Later attaches still come last.
+        l.push(7, Pid(107));
+        l.push(8, Pid(106));
         assert_eq!(l.to_vec(), vec![Pid(107), Pid(106)]);
     }
 }
