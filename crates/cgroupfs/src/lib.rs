@@ -11,6 +11,7 @@
 mod parse;
 mod proc;
 mod stat;
+mod task_list;
 mod v1;
 mod v2;
 
@@ -81,7 +82,7 @@ pub(crate) struct Cgroup {
     /// v2: `memory` is in cgroup.subtree_control.
     pub subtree_memory: bool,
     /// Tasks attached to this cgroup, in attach order.
-    pub tasks: Vec<Pid>,
+    pub tasks: task_list::TaskList,
     /// cgroup.freeze as written (the subtree is frozen if this or an ancestor's is set).
     pub freeze: bool,
     /// cgroup.max.depth and cgroup.max.descendants (i32::MAX is "max").
@@ -131,10 +132,12 @@ pub struct System {
     pub(crate) cgroups: Vec<Option<Cgroup>>,
     fds: BTreeMap<u32, OpenFile>,
     next_fd: u32,
-    /// Task -> cgroup index.
-    task_cg: BTreeMap<Pid, usize>,
+    /// Task -> cgroup index, and its attach sequence number on that cgroup's task list.
+    task_cg: BTreeMap<Pid, (usize, u64)>,
     /// Raised from outside (a signal handler) to stop `wait` and `advance` between events.
     interrupt: Option<Arc<AtomicBool>>,
+    /// Attaches so far: the next attach's sequence number on its cgroup's task list.
+    attach_seq: u64,
 }
 
 /// A resolved path.
@@ -159,7 +162,7 @@ impl System {
                 children: BTreeMap::new(),
                 memcg: Some(ROOT_MEMCG),
                 subtree_memory: root_mem,
-                tasks: Vec::new(),
+                tasks: Default::default(),
                 freeze: false,
                 max_depth: i32::MAX,
                 max_descendants: i32::MAX,
@@ -170,6 +173,7 @@ impl System {
             next_fd: 3,
             task_cg: BTreeMap::new(),
             interrupt: None,
+            attach_seq: 0,
         })
     }
 
@@ -323,7 +327,7 @@ impl System {
             children: BTreeMap::new(),
             memcg,
             subtree_memory: false,
-            tasks: Vec::new(),
+            tasks: Default::default(),
             freeze: false,
             max_depth: i32::MAX,
             max_descendants: i32::MAX,
@@ -644,8 +648,10 @@ impl System {
         let memcg = self.effective_memcg(i);
         let name = opts.name.unwrap_or_else(|| program.name().to_string());
         let pid = self.machine.spawn(memcg, name, opts.oom_score_adj, program);
-        self.cg_mut(i).tasks.push(pid);
-        self.task_cg.insert(pid, i);
+        let seq = self.attach_seq;
+        self.attach_seq += 1;
+        self.cg_mut(i).tasks.push(seq, pid);
+        self.task_cg.insert(pid, (i, seq));
         let psi = self.cg(i).psi;
         self.machine.psi_move_task(pid, psi);
         // A task forked into a frozen cgroup is frozen too.
@@ -776,16 +782,18 @@ impl System {
 
     /// Move a task to cgroup `i` (a write of its pid to cgroup.procs).
     pub(crate) fn attach(&mut self, i: usize, pid: Pid) -> Result<(), Errno> {
-        let Some(&old) = self.task_cg.get(&pid) else {
+        let Some(&(old, old_seq)) = self.task_cg.get(&pid) else {
             return Err(Errno::ESRCH);
         };
         if !self.machine.task_exists(pid) || self.machine.task(pid).exited() {
             return Err(Errno::ESRCH);
         }
         self.can_attach(i)?;
-        self.cg_mut(old).tasks.retain(|&p| p != pid);
-        self.cg_mut(i).tasks.push(pid);
-        self.task_cg.insert(pid, i);
+        self.cg_mut(old).tasks.remove(old_seq);
+        let seq = self.attach_seq;
+        self.attach_seq += 1;
+        self.cg_mut(i).tasks.push(seq, pid);
+        self.task_cg.insert(pid, (i, seq));
         let m = self.effective_memcg(i);
         self.machine.move_task(pid, m);
         let psi = self.cg(i).psi;
@@ -846,7 +854,7 @@ impl System {
         let mut stack = vec![i];
         while let Some(c) = stack.pop() {
             let frozen = self.effectively_frozen(c);
-            for p in self.cg(c).tasks.clone() {
+            for p in self.cg(c).tasks.to_vec() {
                 self.machine.set_task_frozen(p, frozen);
             }
             stack.extend(self.cg(c).children.values().copied());
@@ -855,16 +863,13 @@ impl System {
 
     /// Drop exited tasks from the cgroups' task lists.
     pub(crate) fn reap(&mut self) {
-        let dead: Vec<Pid> = self
-            .task_cg
-            .keys()
-            .copied()
-            .filter(|&p| self.machine.task(p).exited())
-            .collect();
-        for p in dead {
-            let i = self.task_cg.remove(&p).expect("known task");
+        // The machine lists its exits, so this costs what exited, not what lives.
+        for p in self.machine.take_exited() {
+            let Some((i, seq)) = self.task_cg.remove(&p) else {
+                continue;
+            };
             if let Some(c) = self.cgroups[i].as_mut() {
-                c.tasks.retain(|&x| x != p);
+                c.tasks.remove(seq);
             }
         }
     }
@@ -872,7 +877,7 @@ impl System {
     /// Pids in a cgroup (cgroup.procs), live tasks only.
     pub(crate) fn procs(&mut self, i: usize) -> Vec<Pid> {
         self.reap();
-        self.cg(i).tasks.clone()
+        self.cg(i).tasks.to_vec()
     }
 
     /// Whether the cgroup or a descendant has a live task.
@@ -1283,7 +1288,7 @@ impl System {
         let mut stack = vec![c];
         while let Some(x) = stack.pop() {
             let m = self.effective_memcg(x);
-            for p in self.cg(x).tasks.clone() {
+            for p in self.cg(x).tasks.to_vec() {
                 self.machine.move_task(p, m);
             }
             stack.extend(self.cg(x).children.values().copied());

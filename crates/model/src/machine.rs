@@ -38,6 +38,10 @@ pub struct Machine {
     pub files: Files,
     pub vmas: Vmas,
     pub tasks: Vec<Task>,
+    /// Tasks that exited since the last [`Machine::take_exited`], in the order they exited:
+    /// what the cgroup layer drops from its task lists (cgroup_exit() unlinks an exiting task
+    /// from its css_set's list at once) without looking at every task.
+    pub exited_pids: Vec<crate::program::Pid>,
     pub sched: Sched,
     /// The context currently executing (a task's quantum, kswapd, or none for a control-file
     /// write from outside), to which CPU and wait time are charged.
@@ -116,6 +120,7 @@ impl Machine {
             files: Files::default(),
             vmas: Vmas::default(),
             tasks: Vec::new(),
+            exited_pids: Vec::new(),
             sched: Sched::new(cfg.cpus),
             cur: None,
             kswapd: Kswapd::default(),

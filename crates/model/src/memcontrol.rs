@@ -61,6 +61,28 @@ pub enum MemcgEvent {
 }
 pub const NR_MEMCG_EVENTS: usize = 9;
 
+/// A group's memory.events counters (one per [`MemcgEvent`]), allocated at its first event:
+/// most groups never have one, and two inline arrays were 144 bytes of every group. Reads
+/// of a group without any see zeros; a write allocates.
+#[derive(Clone, Debug, Default)]
+pub struct EventCounts(Option<Box<[u64; NR_MEMCG_EVENTS]>>);
+
+/// What a group without events reads.
+static NO_EVENTS: [u64; NR_MEMCG_EVENTS] = [0; NR_MEMCG_EVENTS];
+
+impl std::ops::Deref for EventCounts {
+    type Target = [u64];
+    fn deref(&self) -> &[u64] {
+        self.0.as_deref().unwrap_or(&NO_EVENTS)
+    }
+}
+
+impl std::ops::DerefMut for EventCounts {
+    fn deref_mut(&mut self) -> &mut [u64] {
+        &mut self.0.get_or_insert_with(|| Box::new([0; NR_MEMCG_EVENTS]))[..]
+    }
+}
+
 /// One memory cgroup.
 #[derive(Clone, Debug)]
 pub struct Memcg {
@@ -88,14 +110,16 @@ pub struct Memcg {
     /// Live memcgs in its subtree, itself and dying ones included (kept at create and free,
     /// for the read-side-sum figure of /proc/memcgsim/stats).
     pub subtree_groups: u64,
-    /// One lruvec per NUMA node (mem_cgroup_per_node); index with the node id.
-    pub lruvec: Vec<Lruvec>,
+    /// One lruvec per NUMA node (mem_cgroup_per_node); index with the node id. In the
+    /// struct (a fixed number of nodes), not behind a pointer of its own.
+    pub lruvec: [Lruvec; crate::swap::MAX_NUMNODES_MODELLED],
     /// Exact counters: what every update changed, at once.
     pub stats: MemcgStats,
     /// The counters as readers see them under the statistics scheme (rstat.rs).
     pub vm: crate::rstat::MemcgVmstats,
-    pub events_local: [u64; NR_MEMCG_EVENTS],
-    pub events: [u64; NR_MEMCG_EVENTS],
+    /// memory.events.local and memory.events (allocated at the group's first event).
+    pub events_local: EventCounts,
+    pub events: EventCounts,
     pub oom_group: bool,
     /// v1 memory.swappiness (v2 uses vm.swappiness).
     pub swappiness: u32,
@@ -105,8 +129,8 @@ pub struct Memcg {
     pub nr_tasks: u32,
     /// Soft-limit tree node and the rework's counters (soft_limit.rs).
     pub soft: crate::soft_limit::SoftNode,
-    /// Per-CPU page events and their ratelimit targets.
-    pub page_events: Vec<crate::soft_limit::PageEvents>,
+    /// Per-CPU page events and their ratelimit targets (one per CPU, never resized).
+    pub page_events: Box<[crate::soft_limit::PageEvents]>,
     /// Its obj_cgroup and dentry list_lru (kmem.rs).
     pub kmem: crate::kmem::MemcgKmem,
 }
@@ -125,18 +149,18 @@ impl Memcg {
             prev_sibling: None,
             depth,
             subtree_groups: 1,
-            lruvec: vec![Lruvec::default(); crate::swap::MAX_NUMNODES_MODELLED],
+            lruvec: std::array::from_fn(|_| Lruvec::default()),
             stats: MemcgStats::default(),
             vm: Default::default(),
-            events_local: [0; NR_MEMCG_EVENTS],
-            events: [0; NR_MEMCG_EVENTS],
+            events_local: EventCounts::default(),
+            events: EventCounts::default(),
             oom_group: false,
             swappiness: 60,
             oom_kill_disable: false,
             under_oom: false,
             nr_tasks: 0,
             soft: Default::default(),
-            page_events: Vec::new(),
+            page_events: Box::default(),
             kmem: Default::default(),
             dirty_param: Default::default(),
             use_hierarchy: false,
@@ -370,7 +394,7 @@ impl Machine {
         };
         let depth = parent.map(|p| self.memcg(p).depth + 1).unwrap_or(0);
         let mut mc = Memcg::new(id, parent, depth);
-        mc.page_events = vec![Default::default(); self.cfg.cpus as usize];
+        mc.page_events = vec![Default::default(); self.cfg.cpus as usize].into_boxed_slice();
         mc.swappiness = match parent {
             Some(p) => self.memcg(p).swappiness,
             None => self.vm_swappiness,

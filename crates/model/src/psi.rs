@@ -112,8 +112,8 @@ struct GroupCpu {
 #[derive(Clone, Debug)]
 struct Group {
     parent: Option<PsiId>,
-    /// Per-CPU state, allocated at the group's first change.
-    pcpu: Vec<GroupCpu>,
+    /// Per-CPU state, allocated at the group's first change (never resized).
+    pcpu: Box<[GroupCpu]>,
     /// total[PSI_AVGS] (the poller's is in [`Poll`]).
     total: [u64; NR_STATES - 1],
     avg_total: [u64; NR_STATES - 1],
@@ -158,7 +158,7 @@ impl Group {
     fn new(parent: Option<PsiId>, now: u64) -> Group {
         Group {
             parent,
-            pcpu: Vec::new(),
+            pcpu: Box::default(),
             total: [0; NR_STATES - 1],
             avg_total: [0; NR_STATES - 1],
             avg: [[0; 3]; NR_STATES - 1],
@@ -828,7 +828,8 @@ impl Psi {
                     ..GroupCpu::default()
                 };
                 cpus
-            ];
+            ]
+            .into_boxed_slice();
         }
         let gc = &mut grp.pcpu[cpu];
         let mut state_mask = if clear & TSK_ONCPU != 0 {

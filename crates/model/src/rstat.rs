@@ -81,6 +81,27 @@ const NONE: u16 = 0;
 /// End of a child list, and the root's "on the tree" mark (memcg ids are never 0xffff).
 const END: u16 = u16::MAX;
 
+/// A group's pending deltas (one per statistic), allocated when a child first pushes one:
+/// reads of a group without any see zeros; a write allocates them.
+#[derive(Clone, Debug, Default)]
+pub struct PendingDeltas(Option<Box<[i64; NR_STATS]>>);
+
+/// What a group without pending deltas reads.
+static NO_DELTAS: [i64; NR_STATS] = [0; NR_STATS];
+
+impl std::ops::Deref for PendingDeltas {
+    type Target = [i64];
+    fn deref(&self) -> &[i64] {
+        self.0.as_deref().unwrap_or(&NO_DELTAS)
+    }
+}
+
+impl std::ops::DerefMut for PendingDeltas {
+    fn deref_mut(&mut self) -> &mut [i64] {
+        &mut self.0.get_or_insert_with(|| Box::new([0; NR_STATS]))[..]
+    }
+}
+
 /// One group's statistics as a reader sees them (struct memcg_vmstats with its per-CPU part).
 #[derive(Clone, Debug)]
 pub struct MemcgVmstats {
@@ -90,8 +111,9 @@ pub struct MemcgVmstats {
     pub local: [i64; NR_STATS],
     /// rstat: deltas that children pushed up during a flush and this group has not folded
     /// yet. legacy: residues stranded in removed descendants (never read; kept so the
-    /// checker can account for every update).
-    pub pending: [i64; NR_STATS],
+    /// checker can account for every update). Allocated at the first push: a leaf group
+    /// never has any.
+    pub pending: PendingDeltas,
     /// Per-CPU deltas not yet folded (rstat: state − state_prev; legacy: the batch residue),
     /// CPU-major, allocated at the group's first update.
     pub percpu: Vec<i64>,
@@ -109,7 +131,7 @@ impl Default for MemcgVmstats {
             on_tree: 0,
             state: [0; NR_STATS],
             local: [0; NR_STATS],
-            pending: [0; NR_STATS],
+            pending: PendingDeltas::default(),
             percpu: Vec::new(),
             updated_next: Vec::new(),
             updated_children: Vec::new(),
@@ -509,8 +531,10 @@ impl Machine {
         {
             let vm = &mut self.memcgs[m as usize].vm;
             let has_cpu = !vm.percpu.is_empty();
+            // Read without allocating: a group no child pushed to has none.
+            let mut pending = vm.pending.0.as_deref_mut();
             for (i, u) in up.iter_mut().enumerate() {
-                let mut delta = std::mem::take(&mut vm.pending[i]);
+                let mut delta = pending.as_mut().map_or(0, |p| std::mem::take(&mut p[i]));
                 if has_cpu {
                     let d = std::mem::take(&mut vm.percpu[cpu * NR_STATS + i]);
                     vm.local[i] += d;

@@ -311,6 +311,9 @@ impl Machine {
         for (f, exec) in std::mem::take(&mut self.task_mut(pid).file_maps) {
             self.file_munmap_shared(f, exec);
         }
+        // Its open files' readahead state goes with them (file_ra_state lives in the struct
+        // file); nothing reads it once the task has exited.
+        drop(std::mem::take(&mut self.task_mut(pid).ra));
         // Closing the last fd of an unlinked file frees its page cache and its inode.
         for f in std::mem::take(&mut self.task_mut(pid).tmpfiles) {
             self.file_truncate(f, 0);
@@ -349,6 +352,12 @@ impl Machine {
         // The program is dropped unless it is running right now (then the scheduler drops it).
         t.program = None;
         t.nr_pages_over_high = 0;
+        self.exited_pids.push(pid);
+    }
+
+    /// The tasks that exited since the last call, in the order they exited.
+    pub fn take_exited(&mut self) -> Vec<Pid> {
+        std::mem::take(&mut self.exited_pids)
     }
 
     /// The cgroup freezer (kernel/cgroup/freezer.c), at the granularity of events: a frozen
