@@ -55,10 +55,19 @@ pub struct RaStates {
 impl RaStates {
     /// The state for file `f` (created empty on first use), with every read noted.
     pub fn get(&mut self, f: u32) -> &mut RaState {
-        if let Some((g, i)) = self.last.take() {
-            self.map.entry(g).or_default().prev = Some(i);
+        match self.last.take() {
+            Some((g, i)) if g == f => {
+                let ra = self.map.entry(f).or_default();
+                ra.prev = Some(i);
+                ra
+            }
+            last => {
+                if let Some((g, i)) = last {
+                    self.map.entry(g).or_default().prev = Some(i);
+                }
+                self.map.entry(f).or_default()
+            }
         }
-        self.map.entry(f).or_default()
     }
 
     /// Note a read of page `idx` of `f` (prev_pos).
