@@ -140,6 +140,19 @@ pub struct XaNodes {
     pub nodes: u64,
 }
 
+impl XaNodes {
+    /// A host cache hint for the leaf node holding index `idx`, which an insertion or a
+    /// removal there updates.
+    #[inline]
+    fn prefetch_leaf(&self, idx: u64) {
+        let leaf = (idx >> XA_CHUNK_SHIFT) as usize;
+        if let (Some(o), Some(l)) = (self.owner[0].get(leaf), self.lru.get(leaf)) {
+            crate::page_cgroup::prefetch_read(o);
+            crate::page_cgroup::prefetch_read(l);
+        }
+    }
+}
+
 /// The levels of an xarray whose last entry is in leaf position `max_leaf`, with `used0`
 /// entries in leaf 0 and slot 0 in use or not: none for a lone entry at index 0 (it lives in
 /// the root), else as many as the largest index needs.
@@ -499,6 +512,9 @@ impl Machine {
             crate::page_cgroup::prefetch_read(e);
         } else if *e & PRESENT != 0 {
             self.frames.prefetch((*e & 0xffff_ffff) as Pfn);
+        } else {
+            // A miss: its insertion updates the leaf's node (xa_update()).
+            file.xa.prefetch_leaf(idx);
         }
     }
 
@@ -515,6 +531,7 @@ impl Machine {
                 .and_then(|file| file.entries.get(m.index as usize))
             {
                 crate::page_cgroup::prefetch_read(e);
+                self.files.v[f].xa.prefetch_leaf(u64::from(m.index));
             }
         }
     }
