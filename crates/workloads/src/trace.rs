@@ -35,8 +35,8 @@ use crate::common::{fault_step, Budget, Region, MAX_SIZE};
 use crate::rand::{mix64, unmix64};
 
 /// How many records ahead a replay asks the host to load a page-cache slot, and the frame
-/// metadata of a resident page (Machine::prefetch_file_page()'s stages; hints only:
-/// results do not depend on them).
+/// metadata of a resident page or the xarray leaf a missing page's insertion updates
+/// (Machine::prefetch_file_page()'s stages; hints only: results do not depend on them).
 const PREFETCH_AHEAD: [usize; 2] = [16, 6];
 
 /// The most records a replay accepts.
@@ -400,15 +400,19 @@ impl Program for TraceReplay {
                 // The trace is known ahead: load what the records a few steps on will need.
                 for (stage, ahead) in PREFETCH_AHEAD.iter().enumerate() {
                     if let Some(&r) = self.recs.get(self.idx + ahead) {
-                        self.region
-                            .prefetch(cx, (r >> 32) % self.region.pages, stage as u8);
+                        // A record's start page is already within the region.
+                        self.region.prefetch(cx, r >> 32, stage as u8);
                     }
                 }
             }
             let rec = self.recs[self.idx];
             let start = rec >> 32;
             let npages = rec & (WRITE_BIT - 1);
-            let page = (start + self.off) % self.region.pages;
+            // start < pages and off < npages <= pages: (start + off) % pages.
+            let mut page = start + self.off;
+            if page >= self.region.pages {
+                page -= self.region.pages;
+            }
             if let Err(e) = self.region.access(cx, page, rec & WRITE_BIT != 0) {
                 return fault_step(e);
             }
