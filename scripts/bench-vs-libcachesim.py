@@ -10,10 +10,13 @@ requests per second and miss ratio, and memcgsim's speed as a multiple of libCac
 
     pip install libcachesim          # optional: without it only memcgsim's figure is shown
     cargo build --release
-    scripts/bench-vs-libcachesim.py [--scale 10] [--runs 3] [--memcgsim PATH]
+    scripts/bench-vs-libcachesim.py [--scale 10] [--runs 3] [--memcgsim PATH] [--baseline PATH]
 
 --scale 10 is 20 million requests. Wall-clock figures depend on the machine and its load:
 compare the ratios, measured here in one run, not figures from different runs.
+--baseline PATH replays the trace with a second memcgsim binary too (an earlier build),
+alternating with the others, and prints its figures and the speed-up of --memcgsim over it;
+the two must report the same miss ratio.
 """
 
 import argparse
@@ -65,11 +68,13 @@ def main():
         default=os.path.join(here, "..", "target", "release", "memcgsim"),
         help="the memcgsim binary (default: target/release/memcgsim)",
     )
+    p.add_argument("--baseline", help="an earlier memcgsim binary to compare with")
     a = p.parse_args()
     if a.scale < 1 or a.runs < 1:
         sys.exit("--scale and --runs must be at least 1")
-    if not os.access(a.memcgsim, os.X_OK):
-        sys.exit(f"{a.memcgsim}: not found; build it with cargo build --release")
+    for b in [a.memcgsim] + ([a.baseline] if a.baseline else []):
+        if not os.access(b, os.X_OK):
+            sys.exit(f"{b}: not found; build it with cargo build --release")
     try:
         import libcachesim as lcs
     except ImportError:
@@ -83,9 +88,12 @@ def main():
               f"cache {CACHE_PAGES} pages")
         algorithms = ["LRU", "Clock", "S3FIFO"]
         theirs = {alg: [] for alg in algorithms}
+        base = []
         for run in range(a.runs):
             if run > 0:
                 ours.append(memcgsim_replay(a.memcgsim, ["--trace", trace]))
+            if a.baseline:
+                base.append(memcgsim_replay(a.baseline, ["--trace", trace]))
             if lcs is not None:
                 for alg in algorithms:
                     theirs[alg].append(libcachesim_replay(lcs, alg, trace))
@@ -97,14 +105,23 @@ def main():
               f"miss ratio {runs[0][1]:.4f}")
 
     line("memcgsim", ours)
+    if a.baseline:
+        line("memcgsim (baseline)", base)
+        speedup = [o[0] / b[0] for o, b in zip(ours, base)]
+        print(f"memcgsim / baseline: {statistics.median(speedup):.2f}x "
+              f"(median of {len(speedup)} pairs; min {min(speedup):.2f}, "
+              f"max {max(speedup):.2f})")
+        if base[0][1] != ours[0][1]:
+            sys.exit(f"the miss ratios differ: {ours[0][1]} against {base[0][1]}")
     if lcs is None:
         print("libcachesim is not installed (pip install libcachesim): no comparison")
         return
     for alg in algorithms:
         line(f"libCacheSim {alg}", theirs[alg])
-    pairs = [o[0] / t[0] for o, t in zip(ours, theirs["LRU"])]
-    print(f"memcgsim / libCacheSim LRU: {statistics.median(pairs):.2f}x "
-          f"(median of {len(pairs)} pairs; min {min(pairs):.2f}, max {max(pairs):.2f})")
+    for name, runs in [("memcgsim", ours)] + ([("baseline", base)] if a.baseline else []):
+        pairs = [o[0] / t[0] for o, t in zip(runs, theirs["LRU"])]
+        print(f"{name} / libCacheSim LRU: {statistics.median(pairs):.2f}x "
+              f"(median of {len(pairs)} pairs; min {min(pairs):.2f}, max {max(pairs):.2f})")
 
 
 if __name__ == "__main__":

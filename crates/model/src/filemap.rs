@@ -45,6 +45,9 @@ const ONDISK: u64 = 1 << 61;
 const SHADOW_TAG: u64 = 1 << 63;
 /// A resident page with buffer heads attached (PG_private): bit 60, free in a present entry.
 const BUFFERS: u64 = 1 << 60;
+/// A resident page some reader's readahead window marks (PG_readahead): bit 59, free in a
+/// present entry, set while `File::ra_marks` counts the index (readahead.rs).
+const RA_MARK: u64 = 1 << 59;
 /// PAGEVEC_SIZE: the folios of one folio_batch.
 const PAGEVEC_SIZE: usize = 15;
 
@@ -71,9 +74,33 @@ pub struct File {
     pub marks: crate::xarray_marks::XaMarks,
     /// Windows of asynchronous readahead whose reads may be in flight (readahead.rs).
     pub ra_pending: Vec<crate::readahead::PendingRead>,
+    /// The pages tasks' readahead windows mark (PG_readahead), with how many tasks mark
+    /// each; a resident one carries `RA_MARK` in its entry.
+    pub ra_marks: BTreeMap<u64, u32>,
     /// Live shared mappings of the file, and how many of them are VM_EXEC.
     pub mappers: u32,
     pub exec_mappers: u32,
+}
+
+/// Set or clear the PG_readahead bit of page `idx` of `file`, if it is resident.
+pub(crate) fn set_ra_mark(file: &mut File, idx: u64, on: bool) {
+    if let Some(e) = file.entries.get_mut(idx as usize) {
+        if *e & PRESENT != 0 {
+            if on {
+                *e |= RA_MARK;
+            } else {
+                *e &= !RA_MARK;
+            }
+        }
+    }
+}
+
+/// Whether page `idx` of `file` is resident and carries the PG_readahead bit.
+#[cfg(test)]
+pub(crate) fn ra_marked(file: &File, idx: u64) -> bool {
+    file.entries
+        .get(idx as usize)
+        .is_some_and(|&e| e & (PRESENT | RA_MARK) == PRESENT | RA_MARK)
 }
 
 /// The frame of a resident page-cache entry.
@@ -111,6 +138,19 @@ pub struct XaNodes {
     height: u8,
     /// Nodes in the tree.
     pub nodes: u64,
+}
+
+impl XaNodes {
+    /// A host cache hint for the leaf node holding index `idx`, which an insertion or a
+    /// removal there updates.
+    #[inline]
+    fn prefetch_leaf(&self, idx: u64) {
+        let leaf = (idx >> XA_CHUNK_SHIFT) as usize;
+        if let (Some(o), Some(l)) = (self.owner[0].get(leaf), self.lru.get(leaf)) {
+            crate::page_cgroup::prefetch_read(o);
+            crate::page_cgroup::prefetch_read(l);
+        }
+    }
 }
 
 /// The levels of an xarray whose last entry is in leaf position `max_leaf`, with `used0`
@@ -232,6 +272,7 @@ impl Machine {
             xa: XaNodes::default(),
             marks: crate::xarray_marks::XaMarks::default(),
             ra_pending: Vec::new(),
+            ra_marks: BTreeMap::new(),
             mappers: 0,
             exec_mappers: 0,
         });
@@ -443,7 +484,12 @@ impl Machine {
         self.mod_stat(memcg, Stat::File, 1);
         self.lru_add(pfn);
         let file = &mut self.files.v[f as usize];
-        file.entries[idx as usize] = PRESENT | ondisk | pfn as u64;
+        let mark = if !file.ra_marks.is_empty() && file.ra_marks.contains_key(&idx) {
+            RA_MARK
+        } else {
+            0
+        };
+        file.entries[idx as usize] = PRESENT | ondisk | mark | pfn as u64;
         file.nrpages += 1;
         let shadow = e & SHADOW_TAG != 0;
         let objcg = self.memcg_objcg(memcg);
@@ -466,6 +512,9 @@ impl Machine {
             crate::page_cgroup::prefetch_read(e);
         } else if *e & PRESENT != 0 {
             self.frames.prefetch((*e & 0xffff_ffff) as Pfn);
+        } else {
+            // A miss: its insertion updates the leaf's node (xa_update()).
+            file.xa.prefetch_leaf(idx);
         }
     }
 
@@ -482,6 +531,7 @@ impl Machine {
                 .and_then(|file| file.entries.get(m.index as usize))
             {
                 crate::page_cgroup::prefetch_read(e);
+                self.files.v[f].xa.prefetch_leaf(u64::from(m.index));
             }
         }
     }
@@ -493,11 +543,24 @@ impl Machine {
 
     /// read() of one page, with the kernel's readahead (readahead.rs). Reads past the end of
     /// the file do nothing.
+    ///
+    /// A resident page that no window marks (PG_readahead), of a file with no window in
+    /// flight, is found with one load of its entry, as filemap_get_pages() finds an
+    /// uptodate folio: what filemap_get_page_ra() would do for it reduces to the hit's cost
+    /// and noting the read.
     pub fn file_read(&mut self, pid: Pid, f: u32, idx: u64) -> Result<(), Fault> {
-        if idx >= self.files.v[f as usize].size {
+        let file = &self.files.v[f as usize];
+        if idx >= file.size {
             return Ok(());
         }
-        let pfn = self.filemap_get_page_ra(pid, f, idx)?;
+        let e = file.entries[idx as usize];
+        let pfn = if e & (PRESENT | RA_MARK) == PRESENT && file.ra_pending.is_empty() {
+            self.spend_cpu(self.cfg.costs.read_hit_ns);
+            self.task_mut(pid).ra.note_read(f, idx);
+            (e & 0xffff_ffff) as Pfn
+        } else {
+            self.filemap_get_page_ra(pid, f, idx)?
+        };
         self.mark_page_accessed(pfn);
         if self.task(pid).killed {
             return Err(Fault::Killed);

@@ -14,6 +14,14 @@
 //! file_ra_state). Simplified: a task sees only its own PG_readahead marks; a marked page met
 //! out of order starts a fresh window after it (the kernel works the window out from the
 //! cache's contents); the mmap fault path (do_sync_mmap_readahead) is not modelled.
+//!
+//! The PG_readahead flag itself is kept where the kernel's filemap_get_pages() finds it, in
+//! the page: a resident page-cache entry carries a mark bit while some task's window marks
+//! it (`File::ra_marks` counts the tasks, so a page read in again gets its bit back). A read
+//! of a resident page without the bit, with no window of the file in flight, is then a hit
+//! that needs neither the task's state nor the pending windows (filemap.rs's fast path); the
+//! task's last page read (prev_pos) is noted without a lookup and written to its file's
+//! state when that state is next used.
 
 use crate::machine::Machine;
 use crate::page_cgroup::Pfn;
@@ -33,6 +41,45 @@ pub struct RaState {
     pub marker: Option<u64>,
     /// The last page read (prev_pos).
     pub prev: Option<u64>,
+}
+
+/// The readahead state of each file a task reads, with the last page read kept apart until
+/// the state is next used (so a page-cache hit notes prev_pos without a map lookup).
+#[derive(Clone, Debug, Default)]
+pub struct RaStates {
+    map: std::collections::BTreeMap<u32, RaState>,
+    /// The last page read, (file, index), not yet written to its file's `prev`.
+    last: Option<(u32, u64)>,
+}
+
+impl RaStates {
+    /// The state for file `f` (created empty on first use), with every read noted.
+    pub fn get(&mut self, f: u32) -> &mut RaState {
+        match self.last.take() {
+            Some((g, i)) if g == f => {
+                let ra = self.map.entry(f).or_default();
+                ra.prev = Some(i);
+                ra
+            }
+            last => {
+                if let Some((g, i)) = last {
+                    self.map.entry(g).or_default().prev = Some(i);
+                }
+                self.map.entry(f).or_default()
+            }
+        }
+    }
+
+    /// Note a read of page `idx` of `f` (prev_pos).
+    #[inline]
+    pub fn note_read(&mut self, f: u32, idx: u64) {
+        if let Some((g, i)) = self.last {
+            if g != f {
+                self.map.entry(g).or_default().prev = Some(i);
+            }
+        }
+        self.last = Some((f, idx));
+    }
 }
 
 /// A window read asynchronously: pages [from, to) whose read completes at `until`.
@@ -69,9 +116,8 @@ impl Machine {
         let pfn = if self.file_page_present(f, idx) {
             let (pfn, _) = self.file_find_or_add(pid, f, idx)?;
             self.wait_pending_read(pid, f, idx);
-            let ra = self.task_mut(pid).ra.entry(f).or_default();
-            if ra.marker == Some(idx) {
-                ra.marker = None;
+            if self.task_mut(pid).ra.get(f).marker == Some(idx) {
+                self.ra_set_marker(pid, f, None);
                 self.ondemand_readahead(pid, f, idx, true)?;
             }
             pfn
@@ -84,8 +130,30 @@ impl Machine {
                 None => self.file_get_page_read(pid, f, idx)?,
             }
         };
-        self.task_mut(pid).ra.entry(f).or_default().prev = Some(idx);
+        self.task_mut(pid).ra.note_read(f, idx);
         Ok(pfn)
+    }
+
+    /// Move the task's PG_readahead mark on file `f` to `mark`, keeping the file's count of
+    /// marks and the mark bit of the resident entries they name.
+    fn ra_set_marker(&mut self, pid: Pid, f: u32, mark: Option<u64>) {
+        let old = std::mem::replace(&mut self.task_mut(pid).ra.get(f).marker, mark);
+        if old == mark {
+            return;
+        }
+        let file = &mut self.files.v[f as usize];
+        if let Some(o) = old {
+            let n = file.ra_marks.get_mut(&o).expect("a mark is counted");
+            *n -= 1;
+            if *n == 0 {
+                file.ra_marks.remove(&o);
+                crate::filemap::set_ra_mark(file, o, false);
+            }
+        }
+        if let Some(m) = mark {
+            *file.ra_marks.entry(m).or_default() += 1;
+            crate::filemap::set_ra_mark(file, m, true);
+        }
     }
 
     fn file_get_page_read(&mut self, pid: Pid, f: u32, idx: u64) -> Result<Pfn, Fault> {
@@ -128,7 +196,7 @@ impl Machine {
     ) -> Result<(), Fault> {
         let max = self.ra_pages;
         let file_size = self.files.v[f as usize].size;
-        let ra = self.task_mut(pid).ra.entry(f).or_default();
+        let ra = self.task_mut(pid).ra.get(f);
         if max == 0 {
             // read_ahead_kb 0: the page alone.
             return self.file_get_page_read(pid, f, idx).map(|_| ());
@@ -235,7 +303,7 @@ impl Machine {
                 reads.push(crate::blkdev::file_pos(f as usize, i));
             }
             if mark == Some(i) {
-                self.task_mut(pid).ra.entry(f).or_default().marker = Some(i);
+                self.ra_set_marker(pid, f, Some(i));
             }
         }
         reads
@@ -331,6 +399,47 @@ mod tests {
             TaskState::Exited(crate::TaskOutcome::Exited(0))
         );
         m
+    }
+
+    /// The PG_readahead bits of the resident pages are the marks of the tasks' windows.
+    fn assert_marks_are_the_windows(m: &mut Machine) {
+        let mut want: std::collections::BTreeMap<(u32, u64), u32> = Default::default();
+        for t in 0..m.tasks.len() {
+            let pid = m.tasks[t].pid;
+            for f in 0..m.files.v.len() as u32 {
+                if let Some(i) = m.task_mut(pid).ra.get(f).marker {
+                    *want.entry((f, i)).or_default() += 1;
+                }
+            }
+        }
+        let mut got: std::collections::BTreeMap<(u32, u64), u32> = Default::default();
+        for (f, file) in m.files.v.iter().enumerate() {
+            for (&i, &n) in &file.ra_marks {
+                got.insert((f as u32, i), n);
+            }
+            for i in 0..file.entries.len() as u64 {
+                let present = crate::filemap::resident(file.entries[i as usize]).is_some();
+                assert_eq!(
+                    crate::filemap::ra_marked(file, i),
+                    present && file.ra_marks.contains_key(&i),
+                    "file {f} page {i}"
+                );
+            }
+        }
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn readahead_marks_are_kept_in_the_pages() {
+        let mut m = read(1, 4096);
+        assert_marks_are_the_windows(&mut m);
+        // The window of the read at index 0 marks page 1, which this reader never reads.
+        let mut m = read(7, 512);
+        assert_eq!(m.files.v[0].ra_marks.get(&1), Some(&1));
+        assert!(crate::filemap::ra_marked(&m.files.v[0], 1));
+        assert_marks_are_the_windows(&mut m);
+        let mut m = read(3, 2048);
+        assert_marks_are_the_windows(&mut m);
     }
 
     #[test]

@@ -6,6 +6,13 @@
 //! Lists are intrusive and doubly linked through frame numbers in [`PageCgroup`]: O(1) add at
 //! the head, isolate from the tail, move and delete. Per-CPU LRU add batches are not modelled
 //! (a page is on its list as soon as it is added).
+//!
+//! Reaching the tail's pages one after another is a chain of dependent loads, one frame's
+//! metadata after another. So that isolation does not wait on each, a reader's requests
+//! advance a cursor from the tail of its group's file lists towards the head, a page a
+//! request, asking the host to load the page it reaches (`Lruvec::walk`, lru_walk_step()):
+//! by the time reclaim isolates from the tail, the frames it will walk are mostly in the
+//! host's cache. The cursor is a hint only: nothing in the model reads it.
 
 use crate::machine::Machine;
 use crate::memcontrol::MemcgId;
@@ -34,7 +41,15 @@ pub struct Lruvec {
     /// LRUVEC_CONGESTED: reclaim found every dirty page queued and marked for immediate
     /// reclaim.
     pub congested: bool,
+    /// Per list, the page up to which the frames from the tail were last asked to be loaded
+    /// (NIL: start again at the tail), and how many pages that is.
+    walk: [Pfn; lru::NR_LRU_LISTS],
+    walk_ahead: [u32; lru::NR_LRU_LISTS],
 }
+
+/// How far from a list's tail its cursor loads frames ahead of isolation: two batches of
+/// SWAP_CLUSTER_MAX.
+const WALK_AHEAD: u32 = 64;
 
 impl Default for Lruvec {
     fn default() -> Self {
@@ -47,6 +62,8 @@ impl Default for Lruvec {
             nonresident_age: 0,
             refaults: [0; 2],
             congested: false,
+            walk: [NIL; lru::NR_LRU_LISTS],
+            walk_ahead: [0; lru::NR_LRU_LISTS],
         }
     }
 }
@@ -82,6 +99,7 @@ impl Machine {
     /// Link a page at the head (or tail) of list `l` of its memcg's lruvec.
     fn lru_link(&mut self, pfn: Pfn, l: usize, at_tail: bool) {
         let memcg = self.lru_link_nostat(pfn, l, at_tail);
+        self.lru_walk_step(memcg, l);
         self.mod_stat(memcg, lru::stat(l), 1);
     }
 
@@ -120,6 +138,31 @@ impl Machine {
         memcg
     }
 
+    /// One step of list `l`'s cursor towards the head: ask the host to load the frame that
+    /// reclaim will take from the tail after those already loaded. Called once per request
+    /// by a reader whose pages the list holds, so that each load has the time of a request
+    /// to arrive before the next step follows it.
+    #[inline]
+    pub(crate) fn lru_walk_step(&mut self, memcg: MemcgId, l: usize) {
+        let lv = &mut self.memcgs[memcg as usize].lruvec[NID0];
+        if lv.walk_ahead[l] >= WALK_AHEAD {
+            return;
+        }
+        let pc = &self.frames.meta;
+        let c = lv.walk[l];
+        let next = if c == NIL {
+            lv.walk_ahead[l] = 0;
+            lv.tail[l]
+        } else {
+            pc[c as usize].pc.prev
+        };
+        if next != NIL {
+            crate::page_cgroup::prefetch_read(&pc[next as usize]);
+            lv.walk[l] = next;
+            lv.walk_ahead[l] += 1;
+        }
+    }
+
     /// Unlink a page from whatever list it is on.
     pub fn lru_del(&mut self, pfn: Pfn) {
         if let Some((memcg, l)) = self.lru_unlink(pfn) {
@@ -151,6 +194,11 @@ impl Machine {
             pc[next as usize].pc.prev = prev;
         }
         lv.size[l] -= 1;
+        if lv.walk[l] == pfn {
+            // The cursor goes back to the page after it, towards the tail (or starts over).
+            lv.walk[l] = next;
+            lv.walk_ahead[l] = lv.walk_ahead[l].saturating_sub(1);
+        }
         pc[pfn as usize].pc.prev = NIL;
         pc[pfn as usize].pc.next = NIL;
         let f = &mut pc[pfn as usize].pc.flags;
@@ -175,7 +223,10 @@ impl Machine {
         let meta = &mut self.frames.meta;
         let mut t = lv.tail[l];
         let mut taken = 0u64;
+        let cursor = lv.walk[l];
+        let mut passed = false;
         while taken < n && t != NIL {
+            passed |= t == cursor;
             let pc = &mut meta[t as usize].pc;
             debug_assert_eq!(pc.memcg, memcg);
             debug_assert_eq!((pc.flags & pf::LRU_MASK) as usize, l);
@@ -194,6 +245,11 @@ impl Machine {
             meta[t as usize].pc.next = NIL;
         }
         lv.size[l] -= taken;
+        if passed {
+            lv.walk[l] = NIL;
+        } else {
+            lv.walk_ahead[l] = lv.walk_ahead[l].saturating_sub(taken as u32);
+        }
     }
 
     /// move_folios_to_lru(): put isolated pages of `memcg` back, in order, each at the head

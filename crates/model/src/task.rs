@@ -66,7 +66,7 @@ pub struct Task {
     /// Its shared read-only file mappings: (file, VM_EXEC), one entry per mmap().
     pub file_maps: Vec<(u32, bool)>,
     /// The readahead state of each file the task reads (its open file's file_ra_state).
-    pub ra: std::collections::BTreeMap<u32, crate::readahead::RaState>,
+    pub ra: crate::readahead::RaStates,
     /// Pages of all its mappings (mm->total_vm).
     pub total_vm: u64,
     /// PMD pages of its page tables, and the obj_cgroup they are charged to (kmem.rs).
