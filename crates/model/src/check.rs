@@ -191,6 +191,14 @@ impl Machine {
                     ));
                 }
             }
+            if (mc.online || mc.dying)
+                && !self.memcg_topo.lru_seen(m)
+                && mc.lruvec[NID0].evictable_size() != 0
+            {
+                return Err(format!(
+                    "memcg {id} has pages on its LRU lists but no LRU update reached it"
+                ));
+            }
             if (mc.online || mc.dying) != seen[id] {
                 return Err(format!(
                     "memcg {id} (online {}, dying {}) {} by the walk from the root",
@@ -313,6 +321,7 @@ impl Machine {
     /// Check every invariant; Err describes the first violation.
     pub fn check(&self) -> Result<(), String> {
         self.check_memcg_topology()?;
+        self.check_slab_lru_len()?;
         self.check_soft_limit()?;
         self.check_stats_scheme()?;
         self.check_tasks()?;

@@ -156,6 +156,10 @@ const TOPO_DYING: u16 = 2;
 /// Sticky; whenever a group has it every ancestor has it, so marking stops at the first
 /// group already marked.
 const TOPO_ANON_SEEN: u16 = 4;
+/// `TopoLinks::flags`: an update of one of the group's own evictable LRU sizes has come since
+/// it was created. Without it the group's lruvec is empty (a page joins a list only with its
+/// statistic's update), so get_scan_count() of it finds nothing to scan. Sticky.
+const TOPO_LRU_SEEN: u16 = 8;
 
 /// One memcg's entry in `MemcgTopo`: its links (0 for none) and the flags a walk tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -184,6 +188,8 @@ pub struct MemcgTopo {
     soft_limit: Vec<u64>,
     /// The rework's children_in_excess: contributing descendants (soft_limit.rs).
     children_in_excess: Vec<u32>,
+    /// How many entries of `soft_limit` are below PAGE_COUNTER_MAX.
+    soft_limited: u32,
 }
 
 #[inline]
@@ -206,8 +212,22 @@ impl MemcgTopo {
             next_sibling: NO_MEMCG,
             flags: TOPO_ONLINE,
         };
-        self.soft_limit[i] = PAGE_COUNTER_MAX;
+        self.set_soft_limit(id, PAGE_COUNTER_MAX);
         self.children_in_excess[i] = 0;
+    }
+
+    /// Set `id`'s soft limit, keeping the count of groups that have one.
+    fn set_soft_limit(&mut self, id: MemcgId, pages: u64) {
+        let old = std::mem::replace(&mut self.soft_limit[id as usize], pages);
+        self.soft_limited = self.soft_limited + u32::from(pages < PAGE_COUNTER_MAX)
+            - u32::from(old < PAGE_COUNTER_MAX);
+    }
+
+    /// How many memcg ids hold a soft limit (a freed group's counts until its id is reused):
+    /// with none, no group is in excess of its soft limit.
+    #[inline]
+    pub fn nr_soft_limited(&self) -> u32 {
+        self.soft_limited
     }
 
     #[inline]
@@ -248,6 +268,19 @@ impl MemcgTopo {
         self.links[id as usize].flags & TOPO_ANON_SEEN != 0
     }
 
+    /// Whether a page may be on one of `id`'s evictable LRU lists (if not, every list of its
+    /// lruvec is empty).
+    #[inline]
+    pub fn lru_seen(&self, id: MemcgId) -> bool {
+        self.links[id as usize].flags & TOPO_LRU_SEEN != 0
+    }
+
+    /// Mark `id` as having had an evictable LRU size update.
+    #[cold]
+    fn note_lru(&mut self, id: MemcgId) {
+        self.links[id as usize].flags |= TOPO_LRU_SEEN;
+    }
+
     /// Mark `id` and its ancestors as reached by an active-anon update.
     #[cold]
     fn note_anon(&mut self, id: MemcgId) {
@@ -286,7 +319,7 @@ impl MemcgTopo {
             flags,
         };
         let l = TopoLinks {
-            flags: l.flags & !TOPO_ANON_SEEN,
+            flags: l.flags & !(TOPO_ANON_SEEN | TOPO_LRU_SEEN),
             ..l
         };
         if l != want {
@@ -459,7 +492,7 @@ impl Machine {
         mc.online = false;
         mc.dying = true;
         let l = &mut self.memcg_topo.links[id as usize];
-        l.flags = (l.flags & TOPO_ANON_SEEN) | TOPO_DYING;
+        l.flags = (l.flags & (TOPO_ANON_SEEN | TOPO_LRU_SEEN)) | TOPO_DYING;
         self.memcg_try_release(id);
         Ok(())
     }
@@ -550,7 +583,7 @@ impl Machine {
     /// Set v1 memory.soft_limit_in_bytes of `id`, in pages. As in the kernel the soft-limit
     /// tree and the rework's counters catch up at the group's next ratelimited update.
     pub fn set_memcg_soft_limit(&mut self, id: MemcgId, pages: u64) {
-        self.memcg_topo.soft_limit[id as usize] = pages;
+        self.memcg_topo.set_soft_limit(id, pages);
     }
 
     /// Dying memcgs below `id` (cgroup.stat nr_dying_descendants).
@@ -650,8 +683,13 @@ impl Machine {
     /// The exact counters of an update: local on `memcg`, total on it and every ancestor.
     #[inline]
     fn stat_add_exact(&mut self, memcg: MemcgId, i: usize, delta: i64) {
-        if i == Stat::ActiveAnon as usize && !self.memcg_topo.anon_seen(memcg) {
-            self.memcg_topo.note_anon(memcg);
+        if i <= Stat::ActiveFile as usize {
+            if !self.memcg_topo.lru_seen(memcg) {
+                self.memcg_topo.note_lru(memcg);
+            }
+            if i == Stat::ActiveAnon as usize && !self.memcg_topo.anon_seen(memcg) {
+                self.memcg_topo.note_anon(memcg);
+            }
         }
         self.memcgs[memcg as usize].stats.local[i] += delta;
         let mut cur = Some(memcg);

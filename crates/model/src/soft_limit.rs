@@ -434,6 +434,13 @@ impl Machine {
     /// recorded at that level. Only `root` itself climbs, past `root`, to the top.
     pub fn soft_eligible_walk(&self, root: MemcgId, out: &mut Vec<MemcgId>) -> usize {
         out.clear();
+        if self.cfg.softlimit == SoftLimitPolicy::ReworkWalk
+            && self.memcg_topo.nr_soft_limited() == 0
+        {
+            // No group has a soft limit, so none is in excess: the walk visits none and looks
+            // at every group of the subtree (this predicate never skips a subtree).
+            return self.memcg(root).subtree_groups as usize;
+        }
         let t = &self.memcg_topo;
         // below[d]: the group last looked at `d` levels below `root`, or an ancestor of it up
         // to `root`, is in excess.

@@ -853,7 +853,7 @@ impl Machine {
         let list = self.shrink_node_walk(sc, soft);
         let groups = list.len();
         for memcg in list {
-            if !self.memcg_reclaim_check(memcg, sc) {
+            if self.memcg_reclaim_noop(memcg) || !self.memcg_reclaim_check(memcg, sc) {
                 continue;
             }
             self.shrink_lruvec(memcg, sc);
@@ -877,6 +877,22 @@ impl Machine {
         };
         self.charge_walk(looked);
         list
+    }
+
+    /// Whether shrink_node_memcgs()' work on `memcg` (the protection check, shrink_lruvec(),
+    /// shrink_slab()) would change nothing: no memory.min or memory.low was ever set (every
+    /// effective protection is 0, which calculate_protection() writes again), no page ever
+    /// joined its LRU lists (get_scan_count() finds nothing to scan), no active-anon update
+    /// reached it (its anon list is never low on inactive pages: no ageing) and its list_lrus
+    /// are empty (the shrinkers count nothing). The kernel visits such a group and does that
+    /// work; the model tests it at the time the work would be done, from dense arrays, and
+    /// skips it.
+    #[inline]
+    fn memcg_reclaim_noop(&self, memcg: MemcgId) -> bool {
+        !self.memory.ever_protected()
+            && !self.memcg_topo.lru_seen(memcg)
+            && !self.memcg_topo.anon_seen(memcg)
+            && self.slab_lru_empty(memcg)
     }
 
     /// shrink_node_memcgs()' protection checks for one memcg: may reclaim touch it?
@@ -919,6 +935,10 @@ impl Machine {
 
     /// get_scan_count(): how many pages of each evictable list to scan.
     fn get_scan_count(&mut self, memcg: MemcgId, sc: &mut ScanControl) -> [u64; 4] {
+        if !self.memcg_topo.lru_seen(memcg) && self.scan_count_unprotected(memcg, sc) {
+            // An empty lruvec without protection: every target is 0 whatever the balance.
+            return [0; 4];
+        }
         let swappiness = sc
             .proactive_swappiness
             .unwrap_or_else(|| self.memcg_swappiness(memcg)) as u64;
@@ -997,6 +1017,18 @@ impl Machine {
             };
         }
         nr
+    }
+
+    /// Whether get_scan_count() scales no list of `memcg` by protection (the target's own
+    /// protection is ignored). A protected list is scanned for at least SWAP_CLUSTER_MAX >>
+    /// priority pages even when it is empty, and may note that memory.low was skipped.
+    #[inline]
+    fn scan_count_unprotected(&self, memcg: MemcgId, sc: &ScanControl) -> bool {
+        if memcg == sc.target {
+            return true;
+        }
+        let c = self.memory.get(memcg as usize);
+        c.emin == 0 && c.elow == 0
     }
 
     /// shrink_lruvec().
@@ -1091,7 +1123,11 @@ impl Machine {
     /// The end of shrink_lruvec(): what it reclaimed, and the anon list's ageing.
     fn lruvec_scan_end(&mut self, s: LruvecScan, sc: &mut ScanControl) {
         sc.nr_reclaimed += s.reclaimed;
-        if self.total_swap_pages > 0 && self.inactive_is_low(s.memcg, false) {
+        // A group no active-anon page ever reached is never low (no view to load).
+        if self.total_swap_pages > 0
+            && self.memcg_topo.anon_seen(s.memcg)
+            && self.inactive_is_low(s.memcg, false)
+        {
             self.shrink_active_list(SWAP_CLUSTER_MAX, s.memcg, sc, lru::ACTIVE_ANON);
         }
     }
@@ -1659,7 +1695,10 @@ impl Machine {
             if st.pos < st.list.len() {
                 let memcg = st.list[st.pos];
                 st.pos += 1;
-                if self.memcg_alive(memcg) && self.memcg_reclaim_check(memcg, &mut st.sc) {
+                if !self.memcg_reclaim_noop(memcg)
+                    && self.memcg_alive(memcg)
+                    && self.memcg_reclaim_check(memcg, &mut st.sc)
+                {
                     st.lruvec = Some(self.lruvec_scan_begin(memcg, &mut st.sc));
                 }
                 continue;
@@ -1719,12 +1758,26 @@ impl Machine {
         sc.priority = self.kswapd.priority;
         // kswapd_age_node()
         if self.total_swap_pages > 0 {
+            // The walk visits every group. A group no active-anon update ever reached is
+            // never low (no view to load), nor is any group below it (an update marks the
+            // ancestors too): the model skips those subtrees and charges the walk of all of
+            // them. Ageing changes no group's mark (it ages only marked groups, whose
+            // ancestors are marked).
             let mut all = Vec::new();
-            let looked = self.memcg_walk(ROOT_MEMCG, |_, _| IterVisit::Visit, &mut all);
-            self.charge_walk(looked);
+            self.memcg_walk(
+                ROOT_MEMCG,
+                |m, x| {
+                    if m.memcg_topo.anon_seen(x) {
+                        IterVisit::Visit
+                    } else {
+                        IterVisit::SkipTree
+                    }
+                },
+                &mut all,
+            );
+            self.charge_walk(self.memcg(ROOT_MEMCG).subtree_groups as usize);
             for m in all {
-                // A group no active-anon page ever reached is never low (no view to load).
-                if self.memcg_topo.anon_seen(m) && self.inactive_is_low(m, false) {
+                if self.inactive_is_low(m, false) {
                     self.shrink_active_list(SWAP_CLUSTER_MAX, m, &mut sc, lru::ACTIVE_ANON);
                 }
             }
