@@ -192,6 +192,23 @@ impl Machine {
                 }
             }
             if (mc.online || mc.dying)
+                && mc
+                    .parent
+                    .is_some_and(|p| self.memcg_topo.soft_seen(m) && !self.memcg_topo.soft_seen(p))
+            {
+                return Err(format!(
+                    "memcg {id} is marked for a soft limit but its parent is not"
+                ));
+            }
+            if (mc.online || mc.dying)
+                && self.memcg_soft_limit(m) < crate::page_counter::PAGE_COUNTER_MAX
+                && !self.memcg_topo.soft_seen(m)
+            {
+                return Err(format!(
+                    "memcg {id} has a soft limit but is not marked for one"
+                ));
+            }
+            if (mc.online || mc.dying)
                 && !self.memcg_topo.lru_seen(m)
                 && mc.lruvec[NID0].evictable_size() != 0
             {

@@ -160,6 +160,12 @@ const TOPO_ANON_SEEN: u16 = 4;
 /// it was created. Without it the group's lruvec is empty (a page joins a list only with its
 /// statistic's update), so get_scan_count() of it finds nothing to scan. Sticky.
 const TOPO_LRU_SEEN: u16 = 8;
+/// `TopoLinks::flags`: a soft limit below PAGE_COUNTER_MAX was set on this group or a
+/// descendant since it was created. Without it no group of its subtree is in excess of a
+/// soft limit. Sticky; marking stops at the first ancestor already marked.
+const TOPO_SOFT_SEEN: u16 = 16;
+/// The flags that say what has happened to a group and stay until it is freed.
+const TOPO_STICKY: u16 = TOPO_ANON_SEEN | TOPO_LRU_SEEN | TOPO_SOFT_SEEN;
 
 /// One memcg's entry in `MemcgTopo`: its links (0 for none) and the flags a walk tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -219,8 +225,22 @@ impl MemcgTopo {
     /// Set `id`'s soft limit, keeping the count of groups that have one.
     fn set_soft_limit(&mut self, id: MemcgId, pages: u64) {
         let old = std::mem::replace(&mut self.soft_limit[id as usize], pages);
+        if pages < PAGE_COUNTER_MAX {
+            let mut cur = id;
+            while cur != NO_MEMCG && self.links[cur as usize].flags & TOPO_SOFT_SEEN == 0 {
+                self.links[cur as usize].flags |= TOPO_SOFT_SEEN;
+                cur = self.links[cur as usize].parent;
+            }
+        }
         self.soft_limited = self.soft_limited + u32::from(pages < PAGE_COUNTER_MAX)
             - u32::from(old < PAGE_COUNTER_MAX);
+    }
+
+    /// Whether a soft limit was ever set on `id` or a group below it (if not, none of its
+    /// subtree is in excess).
+    #[inline]
+    pub fn soft_seen(&self, id: MemcgId) -> bool {
+        self.links[id as usize].flags & TOPO_SOFT_SEEN != 0
     }
 
     /// How many memcg ids hold a soft limit (a freed group's counts until its id is reused):
@@ -319,7 +339,7 @@ impl MemcgTopo {
             flags,
         };
         let l = TopoLinks {
-            flags: l.flags & !(TOPO_ANON_SEEN | TOPO_LRU_SEEN),
+            flags: l.flags & !TOPO_STICKY,
             ..l
         };
         if l != want {
@@ -492,7 +512,7 @@ impl Machine {
         mc.online = false;
         mc.dying = true;
         let l = &mut self.memcg_topo.links[id as usize];
-        l.flags = (l.flags & (TOPO_ANON_SEEN | TOPO_LRU_SEEN)) | TOPO_DYING;
+        l.flags = (l.flags & TOPO_STICKY) | TOPO_DYING;
         self.memcg_try_release(id);
         Ok(())
     }

@@ -441,6 +441,7 @@ impl Machine {
             // at every group of the subtree (this predicate never skips a subtree).
             return self.memcg(root).subtree_groups as usize;
         }
+        let walk_policy = self.cfg.softlimit == SoftLimitPolicy::ReworkWalk;
         let t = &self.memcg_topo;
         // below[d]: the group last looked at `d` levels below `root`, or an ancestor of it up
         // to `root`, is in excess.
@@ -472,7 +473,16 @@ impl Machine {
             }
             // memcg_iter_next(), keeping the depth.
             let l = t.links(cur);
-            if v != IterVisit::SkipTree && l.first_child != NO_MEMCG {
+            let mut descend = v != IterVisit::SkipTree;
+            if walk_policy && v == IterVisit::Skip && l.first_child != NO_MEMCG && !t.soft_seen(cur)
+            {
+                // Neither it nor an ancestor up to `root` is in excess, and no soft limit was
+                // ever set below it: the walk would look at its whole subtree and visit none
+                // of it (this policy's predicate never skips a subtree).
+                looked += self.memcg(cur).subtree_groups as usize - 1;
+                descend = false;
+            }
+            if descend && l.first_child != NO_MEMCG {
                 cur = l.first_child;
                 depth += 1;
                 continue;
