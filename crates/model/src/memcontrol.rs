@@ -196,6 +196,11 @@ pub struct MemcgTopo {
     children_in_excess: Vec<u32>,
     /// How many entries of `soft_limit` are below PAGE_COUNTER_MAX.
     soft_limited: u32,
+    /// Bumped whenever a group joins or leaves the tree.
+    generation: u64,
+    /// The last full pre-order walk (`memcg_subtree_preorder`): the generation it was made
+    /// at, its root and the groups.
+    preorder: Option<(u64, MemcgId, Vec<MemcgId>)>,
 }
 
 #[inline]
@@ -207,6 +212,7 @@ impl MemcgTopo {
     /// A fresh entry for `id` under `parent`: no children, online, no soft limit.
     fn create(&mut self, id: MemcgId, parent: Option<MemcgId>) {
         let i = id as usize;
+        self.generation += 1;
         if self.links.len() <= i {
             self.links.resize(i + 1, TopoLinks::default());
             self.soft_limit.resize(i + 1, PAGE_COUNTER_MAX);
@@ -584,6 +590,7 @@ impl Machine {
         mc.next_sibling = None;
         mc.prev_sibling = None;
         self.memcg_topo.links[id as usize] = TopoLinks::default();
+        self.memcg_topo.generation += 1;
         self.free_memcg_ids.push(id);
         self.memcg_try_release(parent);
     }
@@ -688,6 +695,30 @@ impl Machine {
                 None => return looked,
             }
         }
+    }
+
+    /// `memcg_walk(root, |_, _| IterVisit::Visit, out)`: every group of `root`'s subtree in
+    /// pre-order; returns how many the walk looked at (all of them). Reclaim's walks repeat
+    /// this with the tree unchanged: the list is kept and copied until a group joins or
+    /// leaves the tree.
+    pub fn memcg_subtree_preorder(&mut self, root: MemcgId, out: &mut Vec<MemcgId>) -> usize {
+        let generation = self.memcg_topo.generation;
+        if let Some((g, r, list)) = &self.memcg_topo.preorder {
+            if *g == generation && *r == root {
+                out.clear();
+                out.extend_from_slice(list);
+                return list.len();
+            }
+        }
+        let looked = self.memcg_walk(root, |_, _| IterVisit::Visit, out);
+        debug_assert_eq!(looked, out.len());
+        let mut list = match self.memcg_topo.preorder.take() {
+            Some((_, _, v)) => v,
+            None => Vec::new(),
+        };
+        list.clone_from(out);
+        self.memcg_topo.preorder = Some((generation, root, list));
+        looked
     }
 
     // ---------------------------------------------------------------- stats & events

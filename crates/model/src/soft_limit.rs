@@ -725,10 +725,18 @@ mod tests {
 
     /// The eligibility walk that keeps the ancestors' excess on a stack returns what the
     /// predicate walk returns (same groups, same order, same count looked at) for every
-    /// policy, walk root and mix of soft limits, usages and removed groups.
+    /// policy, walk root and mix of soft limits, usages and removed groups, with soft limits
+    /// set anywhere or only on a few groups (whole subtrees never have one). The kept
+    /// pre-order list of reclaim's full walk stays what a fresh walk returns.
     #[test]
     fn eligible_walk_equals_the_predicate_walk() {
-        for policy in ["tree", "rework-walk", "rework"] {
+        for (policy, limited) in [
+            ("tree", 1),
+            ("rework-walk", 1),
+            ("rework", 1),
+            ("rework-walk", 17),
+            ("rework", 17),
+        ] {
             let mut m = machine(policy);
             let mut rng = crate::rng::Rng::new(7);
             let mut ids = vec![ROOT_MEMCG];
@@ -742,7 +750,7 @@ mod tests {
                         continue;
                     }
                     match rng.below(6) {
-                        0 => m.set_memcg_soft_limit(x, rng.below(4)),
+                        0 if x % limited == 0 => m.set_memcg_soft_limit(x, rng.below(4)),
                         1 => m.set_memcg_soft_limit(x, PAGE_COUNTER_MAX),
                         2 => charge(&mut m, x, 1 + rng.below(3)),
                         _ => {}
@@ -771,6 +779,11 @@ mod tests {
                         "{policy}, round {round}, root {r}"
                     );
                     assert_eq!(got, want, "{policy}, round {round}, root {r}");
+                    let looked = m.memcg_walk(r, |_, _| IterVisit::Visit, &mut want);
+                    for _ in 0..2 {
+                        assert_eq!(m.memcg_subtree_preorder(r, &mut got), looked);
+                        assert_eq!(got, want, "full walk, round {round}, root {r}");
+                    }
                 }
             }
         }

@@ -873,7 +873,7 @@ impl Machine {
         let looked = if soft {
             self.soft_eligible_walk(root, &mut list)
         } else {
-            self.memcg_walk(root, |_, _| IterVisit::Visit, &mut list)
+            self.memcg_subtree_preorder(root, &mut list)
         };
         self.charge_walk(looked);
         list
@@ -1983,5 +1983,42 @@ mod tests {
         });
         assert_eq!(m.try_to_free_pages(), (0, None));
         m.cur = None;
+    }
+
+    /// Reclaim skips a group's work only where it would change nothing: a new group with
+    /// usage but nothing reclaimable is skipped; a page that joined its LRU (even once gone
+    /// again), a negative dentry on its list or a memory.low set anywhere makes reclaim do
+    /// the work. An empty unprotected lruvec gets no scan targets.
+    #[test]
+    fn reclaim_skips_only_groups_whose_work_changes_nothing() {
+        let mut m = Machine::new(MachineConfig::default()).unwrap();
+        let a = m.memcg_create(ROOT_MEMCG).unwrap();
+        let b = m.memcg_create(ROOT_MEMCG).unwrap();
+        let c = m.memcg_create(ROOT_MEMCG).unwrap();
+        // Usage that is not on an LRU list.
+        m.memory.try_charge(a as usize, 5).unwrap();
+        assert!(m.memcg_reclaim_noop(a) && m.memcg_reclaim_noop(b));
+        let mut sc = ScanControl::new(ROOT_MEMCG, 32, false);
+        assert_eq!(m.get_scan_count(a, &mut sc), [0; 4]);
+        // A page on b's inactive file list, then off it again: b stays worked on.
+        m.mod_stat(b, Stat::InactiveFile, 1);
+        assert!(!m.memcg_reclaim_noop(b));
+        m.mod_stat(b, Stat::InactiveFile, -1);
+        assert!(!m.memcg_reclaim_noop(b));
+        // Negative dentries on c's list_lru, counted without walking it.
+        m.kmem_neg_dentries(c, 7).unwrap();
+        assert_eq!(m.nr_dentries(c), 7);
+        assert!(!m.memcg_reclaim_noop(c));
+        m.check_slab_lru_len().unwrap();
+        // memory.low anywhere: every group's protection is recomputed.
+        m.memory.set_low(b as usize, 1);
+        assert!(!m.memcg_reclaim_noop(a));
+        // A protected empty lruvec is scanned for SWAP_CLUSTER_MAX >> priority pages.
+        m.memory.set_low(a as usize, 100);
+        m.memcg_reclaim_check(a, &mut sc);
+        sc.priority = 0;
+        sc.memcg_low_reclaim = true;
+        let nr = m.get_scan_count(a, &mut sc);
+        assert!(nr.iter().any(|&n| n > 0), "{nr:?}");
     }
 }
