@@ -242,6 +242,11 @@ impl Machine {
             return Ok(());
         }
         let n = self.memcgs.len();
+        if let Some(i) = (1..n).find(|&i| !self.memcgs[i].vm.dirty_masks_cover()) {
+            return Err(format!(
+                "memcg {i}: a pending or per-CPU statistics delta is not marked for the flush"
+            ));
+        }
         let mut order: Vec<usize> = (1..n)
             .filter(|&i| self.memcgs[i].online || self.memcgs[i].dying)
             .collect();

@@ -101,12 +101,22 @@ pub struct MemcgVmstats {
     pub updated_children: Vec<u16>,
     /// Bit c set: on CPU c's updated tree (CPUs 0-63; the update's fast path).
     on_tree: u64,
+    /// Per CPU, bit i set when item i's per-CPU delta may be non-zero (allocated with
+    /// `percpu`): a flush folds those items only, the others adding 0.
+    percpu_dirty: Vec<u64>,
+    /// Bit i set when `pending[i]` may be non-zero.
+    pending_dirty: u64,
 }
+
+// The per-item masks hold every item.
+const _: () = assert!(NR_STATS <= 64);
 
 impl Default for MemcgVmstats {
     fn default() -> Self {
         MemcgVmstats {
             on_tree: 0,
+            percpu_dirty: Vec::new(),
+            pending_dirty: 0,
             state: [0; NR_STATS],
             local: [0; NR_STATS],
             pending: [0; NR_STATS],
@@ -139,6 +149,18 @@ impl MemcgVmstats {
                 self.on_tree |= 1 << cpu;
             }
         }
+    }
+
+    /// Whether every non-zero per-CPU delta and pending delta has its bit set (the
+    /// invariant the flush relies on).
+    pub fn dirty_masks_cover(&self) -> bool {
+        let pending =
+            (0..NR_STATS).all(|i| self.pending[i] == 0 || self.pending_dirty >> i & 1 != 0);
+        let percpu =
+            self.percpu.iter().enumerate().all(|(k, &v)| {
+                v == 0 || self.percpu_dirty[k / NR_STATS] >> (k % NR_STATS) & 1 != 0
+            });
+        pending && percpu
     }
 
     /// The sum of this group's per-CPU deltas of one item.
@@ -242,7 +264,9 @@ impl Machine {
             return;
         }
         let cpu = self.current_cpu();
-        self.memcgs[memcg as usize].vm.percpu[cpu * NR_STATS + i] += unit * n as i64;
+        let vm = &mut self.memcgs[memcg as usize].vm;
+        vm.percpu[cpu * NR_STATS + i] += unit * n as i64;
+        vm.percpu_dirty[cpu] |= 1 << i;
         let ncpus = self.rstat.ncpus as u64;
         let r = &mut self.rstat;
         let s0 = r.stats_updates[cpu];
@@ -264,6 +288,7 @@ impl Machine {
     fn alloc_percpu(&mut self, memcg: MemcgId) {
         let n = self.rstat.ncpus;
         self.memcgs[memcg as usize].vm.percpu = vec![0; n * NR_STATS];
+        self.memcgs[memcg as usize].vm.percpu_dirty = vec![0; n];
     }
 
     /// __mod_memcg_lruvec_state() + memcg_rstat_updated() of 6.1.
@@ -278,6 +303,7 @@ impl Machine {
         }
         let vm = &mut self.memcgs[memcg as usize].vm;
         vm.percpu[cpu * NR_STATS + i] += delta;
+        vm.percpu_dirty[cpu] |= 1 << i;
         if !vm.is_on_tree(cpu) {
             self.cgroup_rstat_updated(memcg, cpu);
         }
@@ -354,6 +380,7 @@ impl Machine {
         };
         if x.abs() <= batch {
             vm.percpu[slot] = x;
+            vm.percpu_dirty[cpu] |= 1 << i;
             return;
         }
         vm.percpu[slot] = 0;
@@ -501,15 +528,22 @@ impl Machine {
     }
 
     /// mem_cgroup_css_rstat_flush(): fold one group's delta on one CPU and its children's
-    /// pending deltas, and push the sum to the parent.
+    /// pending deltas, and push the sum to the parent. The kernel adds every item; the
+    /// model adds those whose dirty bit says they may be non-zero (adding 0 changes nothing).
     fn rstat_flush_one(&mut self, m: MemcgId, cpu: usize) {
         let parent = self.memcgs[m as usize].parent;
         let mut up = [0i64; NR_STATS];
-        let mut any = false;
+        let mut up_mask = 0u64;
         {
             let vm = &mut self.memcgs[m as usize].vm;
             let has_cpu = !vm.percpu.is_empty();
-            for (i, u) in up.iter_mut().enumerate() {
+            let mut mask = std::mem::take(&mut vm.pending_dirty);
+            if has_cpu {
+                mask |= std::mem::take(&mut vm.percpu_dirty[cpu]);
+            }
+            while mask != 0 {
+                let i = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
                 let mut delta = std::mem::take(&mut vm.pending[i]);
                 if has_cpu {
                     let d = std::mem::take(&mut vm.percpu[cpu * NR_STATS + i]);
@@ -518,15 +552,19 @@ impl Machine {
                 }
                 if delta != 0 {
                     vm.state[i] += delta;
-                    *u = delta;
-                    any = true;
+                    up[i] = delta;
+                    up_mask |= 1 << i;
                 }
             }
         }
-        if let (Some(p), true) = (parent, any) {
+        if let (Some(p), true) = (parent, up_mask != 0) {
             let pv = &mut self.memcgs[p as usize].vm;
-            for (pp, u) in pv.pending.iter_mut().zip(up) {
-                *pp += u;
+            pv.pending_dirty |= up_mask;
+            let mut mask = up_mask;
+            while mask != 0 {
+                let i = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                pv.pending[i] += up[i];
             }
         }
     }
@@ -564,6 +602,11 @@ impl Machine {
                 let mut cur = self.memcgs[memcg as usize].parent;
                 while let Some(m) = cur {
                     let mc = &mut self.memcgs[m as usize];
+                    for (i, r) in res.iter().enumerate() {
+                        if *r != 0 {
+                            mc.vm.pending_dirty |= 1 << i;
+                        }
+                    }
                     for (pp, r) in mc.vm.pending.iter_mut().zip(res) {
                         *pp += r;
                     }

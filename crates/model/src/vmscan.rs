@@ -930,7 +930,8 @@ impl Machine {
 
     /// can_reclaim_anon_pages().
     fn can_reclaim_anon_pages(&self, memcg: MemcgId) -> bool {
-        self.mem_cgroup_get_nr_swap_pages(memcg) > 0
+        // No free swap: the memcg's share is 0 without climbing its ancestors' counters.
+        self.swap.nr_free() > 0 && self.mem_cgroup_get_nr_swap_pages(memcg) > 0
     }
 
     /// get_scan_count(): how many pages of each evictable list to scan.
