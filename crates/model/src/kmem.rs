@@ -21,7 +21,8 @@
 //! - Slab: inode and dentry of each file created (freed when the file goes), negative
 //!   dentries of failed lookups on a per-memcg list_lru, which the memcg-aware dcache
 //!   shrinker (shrink_slab() in mm/vmscan.c, do_shrink_slab() with DEFAULT_SEEKS) frees in
-//!   reclaim; the dentries of files are not shrunk (a simplification).
+//!   reclaim; the dentries of files are not shrunk (a simplification). Each list_lru's
+//!   length is a counter (list_lru_one.nr_items), kept for all memcgs in one dense array.
 //! - Slab that comes with the page cache (filemap.rs): the nodes of each file's xarray
 //!   (radix_tree_node, charged to the task that inserts a page, freed when their range
 //!   empties) and a buffer head per page written through ext4 (charged to the page's memcg,

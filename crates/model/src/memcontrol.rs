@@ -180,8 +180,11 @@ pub struct TopoLinks {
 /// The memcg tree packed for walks: per memcg id, the links `mem_cgroup_iter()` follows
 /// (the css parent, its children list's head and the next sibling) with the online and
 /// dying flags, and beside them v1 memory.soft_limit_in_bytes and the rework's
-/// children_in_excess, which the soft-limit walk tests at each group, and whether an
-/// active-anon update ever reached the group, which kswapd's ageing walk tests. The links
+/// children_in_excess, which the soft-limit walk tests at each group, and sticky flags:
+/// whether an active-anon update ever reached the group (kswapd's ageing walk), whether a
+/// page ever joined its LRU lists (reclaim's per-group work) and whether a soft limit was
+/// ever set on it or below it (the soft-limit walk). It also keeps the last full pre-order
+/// list (css_next_descendant_pre() from one root), valid until a group joins or leaves. The links
 /// and the online / dying flags mirror the `Memcg` fields (kept in step at create, offline
 /// and free; `check_memcg_topology` compares them); the soft limit, children_in_excess and
 /// the anon flag live only here. Measured against one 24-byte struct per group holding all

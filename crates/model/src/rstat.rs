@@ -8,7 +8,9 @@
 //!   updated tree of each CPU and visits it children first, folding each group's per-CPU
 //!   delta into its local and hierarchical counters and pushing the sum into its parent's
 //!   pending deltas, which the parent folds when it is visited later in the same walk. Only
-//!   groups with pending updates are visited. 6.1 ratelimits flushing: every update adds its
+//!   groups with pending updates are visited. The kernel adds every item of a visited group;
+//!   the model marks each per-CPU and pending delta's item when it is written and adds the
+//!   marked ones only (the others are 0). 6.1 ratelimits flushing: every update adds its
 //!   magnitude to a per-CPU count; each time that count passes MEMCG_CHARGE_BATCH (64) it adds
 //!   count/64 to a global threshold (capped), and mem_cgroup_flush_stats() flushes the whole
 //!   tree from the root only when the threshold exceeds the number of CPUs. A periodic worker

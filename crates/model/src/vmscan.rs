@@ -7,7 +7,10 @@
 //!   balance, may_deactivate from refaults and inactive_is_low, cache_trim_mode,
 //!   file_is_tiny);
 //! * `shrink_node_memcgs()`: the pre-order memcg walk with effective min/low protection, and
-//!   the soft-limit rework's two passes (seed 000; the predicate is in soft_limit.rs);
+//!   the soft-limit rework's two passes (seed 000; the predicate is in soft_limit.rs); a
+//!   group whose protection check, shrink_lruvec() and shrink_slab() would change nothing
+//!   (no min/low ever set, no page ever on its LRU, no active anon, empty list_lrus) is
+//!   skipped when its turn comes, as the kernel's work on it has no effect;
 //! * the calls into mainline soft-limit reclaim from direct reclaim and kswapd;
 //! * `shrink_lruvec()` with `get_scan_count()` (all five scan balances, proportional
 //!   protection scaling) and the proportional rebalance once the goal is met;
