@@ -95,7 +95,9 @@ pub struct MemcgVmstats {
     /// checker can account for every update).
     pub pending: [i64; NR_STATS],
     /// Per-CPU deltas not yet folded (rstat: state − state_prev; legacy: the batch residue),
-    /// CPU-major, allocated at the group's first update.
+    /// CPU-major, allocated at the group's first update; after the ncpus × NR_STATS deltas,
+    /// one word per CPU whose bit i is set when item i's delta on that CPU may be non-zero
+    /// (a flush folds those items only, the others adding 0).
     pub percpu: Vec<i64>,
     /// rstat per-CPU tree links (updated_next, updated_children), allocated when the group
     /// first joins a tree.
@@ -103,9 +105,6 @@ pub struct MemcgVmstats {
     pub updated_children: Vec<u16>,
     /// Bit c set: on CPU c's updated tree (CPUs 0-63; the update's fast path).
     on_tree: u64,
-    /// Per CPU, bit i set when item i's per-CPU delta may be non-zero (allocated with
-    /// `percpu`): a flush folds those items only, the others adding 0.
-    percpu_dirty: Vec<u64>,
     /// Bit i set when `pending[i]` may be non-zero.
     pending_dirty: u64,
 }
@@ -117,7 +116,6 @@ impl Default for MemcgVmstats {
     fn default() -> Self {
         MemcgVmstats {
             on_tree: 0,
-            percpu_dirty: Vec::new(),
             pending_dirty: 0,
             state: [0; NR_STATS],
             local: [0; NR_STATS],
@@ -158,16 +156,41 @@ impl MemcgVmstats {
     pub fn dirty_masks_cover(&self) -> bool {
         let pending =
             (0..NR_STATS).all(|i| self.pending[i] == 0 || self.pending_dirty >> i & 1 != 0);
-        let percpu =
-            self.percpu.iter().enumerate().all(|(k, &v)| {
-                v == 0 || self.percpu_dirty[k / NR_STATS] >> (k % NR_STATS) & 1 != 0
-            });
+        let n = self.deltas_len();
+        let percpu = self.percpu[..n]
+            .iter()
+            .enumerate()
+            .all(|(k, &v)| v == 0 || self.percpu[n + k / NR_STATS] >> (k % NR_STATS) & 1 != 0);
         pending && percpu
     }
 
     /// The sum of this group's per-CPU deltas of one item.
     pub fn percpu_sum(&self, item: usize) -> i64 {
-        self.percpu.iter().skip(item).step_by(NR_STATS).sum()
+        self.percpu[..self.deltas_len()]
+            .iter()
+            .skip(item)
+            .step_by(NR_STATS)
+            .sum()
+    }
+
+    /// Where the per-CPU deltas end and the per-CPU dirty words begin.
+    #[inline]
+    fn deltas_len(&self) -> usize {
+        self.percpu.len() / (NR_STATS + 1) * NR_STATS
+    }
+
+    /// Mark item `i` of `cpu`'s deltas as possibly non-zero.
+    #[inline]
+    fn mark_dirty(&mut self, cpu: usize, i: usize) {
+        let k = self.deltas_len() + cpu;
+        self.percpu[k] |= 1 << i;
+    }
+
+    /// Take `cpu`'s dirty word (all clear after).
+    #[inline]
+    fn take_dirty(&mut self, cpu: usize) -> u64 {
+        let k = self.deltas_len() + cpu;
+        std::mem::take(&mut self.percpu[k]) as u64
     }
 }
 
@@ -268,7 +291,7 @@ impl Machine {
         let cpu = self.current_cpu();
         let vm = &mut self.memcgs[memcg as usize].vm;
         vm.percpu[cpu * NR_STATS + i] += unit * n as i64;
-        vm.percpu_dirty[cpu] |= 1 << i;
+        vm.mark_dirty(cpu, i);
         let ncpus = self.rstat.ncpus as u64;
         let r = &mut self.rstat;
         let s0 = r.stats_updates[cpu];
@@ -289,8 +312,7 @@ impl Machine {
     #[inline(never)]
     fn alloc_percpu(&mut self, memcg: MemcgId) {
         let n = self.rstat.ncpus;
-        self.memcgs[memcg as usize].vm.percpu = vec![0; n * NR_STATS];
-        self.memcgs[memcg as usize].vm.percpu_dirty = vec![0; n];
+        self.memcgs[memcg as usize].vm.percpu = vec![0; n * (NR_STATS + 1)];
     }
 
     /// __mod_memcg_lruvec_state() + memcg_rstat_updated() of 6.1.
@@ -305,7 +327,7 @@ impl Machine {
         }
         let vm = &mut self.memcgs[memcg as usize].vm;
         vm.percpu[cpu * NR_STATS + i] += delta;
-        vm.percpu_dirty[cpu] |= 1 << i;
+        vm.mark_dirty(cpu, i);
         if !vm.is_on_tree(cpu) {
             self.cgroup_rstat_updated(memcg, cpu);
         }
@@ -382,7 +404,7 @@ impl Machine {
         };
         if x.abs() <= batch {
             vm.percpu[slot] = x;
-            vm.percpu_dirty[cpu] |= 1 << i;
+            vm.mark_dirty(cpu, i);
             return;
         }
         vm.percpu[slot] = 0;
@@ -541,7 +563,7 @@ impl Machine {
             let has_cpu = !vm.percpu.is_empty();
             let mut mask = std::mem::take(&mut vm.pending_dirty);
             if has_cpu {
-                mask |= std::mem::take(&mut vm.percpu_dirty[cpu]);
+                mask |= vm.take_dirty(cpu);
             }
             while mask != 0 {
                 let i = mask.trailing_zeros() as usize;
