@@ -191,6 +191,31 @@ impl Machine {
                     ));
                 }
             }
+            if (mc.online || mc.dying)
+                && mc
+                    .parent
+                    .is_some_and(|p| self.memcg_topo.soft_seen(m) && !self.memcg_topo.soft_seen(p))
+            {
+                return Err(format!(
+                    "memcg {id} is marked for a soft limit but its parent is not"
+                ));
+            }
+            if (mc.online || mc.dying)
+                && self.memcg_soft_limit(m) < crate::page_counter::PAGE_COUNTER_MAX
+                && !self.memcg_topo.soft_seen(m)
+            {
+                return Err(format!(
+                    "memcg {id} has a soft limit but is not marked for one"
+                ));
+            }
+            if (mc.online || mc.dying)
+                && !self.memcg_topo.lru_seen(m)
+                && mc.lruvec[NID0].evictable_size() != 0
+            {
+                return Err(format!(
+                    "memcg {id} has pages on its LRU lists but no LRU update reached it"
+                ));
+            }
             if (mc.online || mc.dying) != seen[id] {
                 return Err(format!(
                     "memcg {id} (online {}, dying {}) {} by the walk from the root",
@@ -217,6 +242,11 @@ impl Machine {
             return Ok(());
         }
         let n = self.memcgs.len();
+        if let Some(i) = (1..n).find(|&i| !self.memcgs[i].vm.dirty_masks_cover()) {
+            return Err(format!(
+                "memcg {i}: a pending or per-CPU statistics delta is not marked for the flush"
+            ));
+        }
         let mut order: Vec<usize> = (1..n)
             .filter(|&i| self.memcgs[i].online || self.memcgs[i].dying)
             .collect();
@@ -313,6 +343,7 @@ impl Machine {
     /// Check every invariant; Err describes the first violation.
     pub fn check(&self) -> Result<(), String> {
         self.check_memcg_topology()?;
+        self.check_slab_lru_len()?;
         self.check_soft_limit()?;
         self.check_stats_scheme()?;
         self.check_tasks()?;

@@ -21,7 +21,8 @@
 //! - Slab: inode and dentry of each file created (freed when the file goes), negative
 //!   dentries of failed lookups on a per-memcg list_lru, which the memcg-aware dcache
 //!   shrinker (shrink_slab() in mm/vmscan.c, do_shrink_slab() with DEFAULT_SEEKS) frees in
-//!   reclaim; the dentries of files are not shrunk (a simplification).
+//!   reclaim; the dentries of files are not shrunk (a simplification). Each list_lru's
+//!   length is a counter (list_lru_one.nr_items), kept for all memcgs in one dense array.
 //! - Slab that comes with the page cache (filemap.rs): the nodes of each file's xarray
 //!   (radix_tree_node, charged to the task that inserts a page, freed when their range
 //!   empties) and a buffer head per page written through ext4 (charged to the page's memcg,
@@ -148,6 +149,17 @@ pub struct Kmem {
     /// Page-cache slab charged ahead of the change that allocates it (kmem_prepay()), by
     /// `Prepaid`: the obj_cgroup and the bytes not yet taken.
     pub prepaid: [Option<(ObjcgId, u64)>; 2],
+    /// Per memcg id, the lengths of its two list_lrus (list_lru_count_one(), which the
+    /// kernel keeps as a counter per list): in one dense array, so that reclaim's
+    /// shrink_slab() of a group with empty lists reads nothing else of it.
+    pub lru_len: Vec<SlabLruLen>,
+}
+
+/// The lengths of a memcg's negative-dentry and shadow-node list_lrus.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SlabLruLen {
+    pub dentries: u64,
+    pub shadow_nodes: u64,
 }
 
 /// What page-cache slab is charged ahead: an insertion's xarray nodes, a write's buffer head.
@@ -181,7 +193,9 @@ pub struct MemcgKmem {
 }
 
 impl MemcgKmem {
-    pub fn nr_dentries(&self) -> u64 {
+    /// The dentries on the list, counted run by run (the invariant check's reference for
+    /// `Kmem::lru_len`).
+    pub fn nr_dentries_counted(&self) -> u64 {
         self.dentry_lru.iter().map(|r| r.1).sum()
     }
 }
@@ -220,6 +234,49 @@ impl Machine {
             percpu_objcg: None,
             shadow_lru: BTreeMap::new(),
         };
+        let i = memcg as usize;
+        if self.kmem.lru_len.len() <= i {
+            self.kmem.lru_len.resize(i + 1, SlabLruLen::default());
+        }
+        self.kmem.lru_len[i] = SlabLruLen::default();
+    }
+
+    /// The lengths of `memcg`'s list_lrus (zero for an id never online).
+    #[inline]
+    pub fn slab_lru_len(&self, memcg: MemcgId) -> SlabLruLen {
+        self.kmem
+            .lru_len
+            .get(memcg as usize)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// Whether both of `memcg`'s list_lrus are empty.
+    #[inline]
+    pub fn slab_lru_empty(&self, memcg: MemcgId) -> bool {
+        self.slab_lru_len(memcg) == SlabLruLen::default()
+    }
+
+    /// Negative dentries on `memcg`'s list_lru (list_lru_shrink_count()).
+    pub fn nr_dentries(&self, memcg: MemcgId) -> u64 {
+        self.slab_lru_len(memcg).dentries
+    }
+
+    /// The invariant check: each memcg's list_lru lengths are what its lists hold.
+    pub(crate) fn check_slab_lru_len(&self) -> Result<(), String> {
+        for (id, mc) in self.memcgs.iter().enumerate() {
+            let want = SlabLruLen {
+                dentries: mc.kmem.nr_dentries_counted(),
+                shadow_nodes: mc.kmem.shadow_lru.len() as u64,
+            };
+            let have = self.slab_lru_len(id as MemcgId);
+            if have != want {
+                return Err(format!(
+                    "memcg {id}: list_lru lengths {have:?} but its lists hold {want:?}"
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The obj_cgroup new objects of `memcg` are charged to (the root's with kmem=off).
@@ -397,6 +454,10 @@ impl Machine {
             .kmem
             .shadow_lru
             .append(&mut shadow);
+        let moved = std::mem::take(&mut self.kmem.lru_len[memcg as usize]);
+        let plen = &mut self.kmem.lru_len[parent as usize];
+        plen.dentries += moved.dentries;
+        plen.shadow_nodes += moved.shadow_nodes;
         let lru = std::mem::take(&mut self.memcgs[memcg as usize].kmem.dentry_lru);
         let plru = &mut self.memcgs[parent as usize].kmem.dentry_lru;
         for run in lru {
@@ -452,6 +513,7 @@ impl Machine {
             Some(last) if last.0 == objcg => last.1 += n,
             _ => lru.push_back((objcg, n)),
         }
+        self.kmem.lru_len[lru_memcg as usize].dentries += n;
         Ok(())
     }
 
@@ -460,12 +522,16 @@ impl Machine {
     /// frees them; returns the pages this released, which reclaim counts as reclaimed
     /// (reclaim_state->reclaimed_slab).
     pub(crate) fn shrink_slab(&mut self, memcg: MemcgId, priority: i32) -> u64 {
+        if self.slab_lru_empty(memcg) {
+            // Both shrinkers count nothing to free (SHRINK_EMPTY).
+            return 0;
+        }
         self.shrink_dcache(memcg, priority) + self.shrink_shadow_nodes(memcg)
     }
 
     /// The dcache shrinker's part of shrink_slab().
     fn shrink_dcache(&mut self, memcg: MemcgId, priority: i32) -> u64 {
-        let freeable = self.memcgs[memcg as usize].kmem.nr_dentries();
+        let freeable = self.nr_dentries(memcg);
         if freeable == 0 {
             return 0;
         }
@@ -492,6 +558,7 @@ impl Machine {
             } else {
                 self.memcgs[memcg as usize].kmem.dentry_lru[0].1 -= k;
             }
+            self.kmem.lru_len[memcg as usize].dentries -= k;
             self.kmem_uncharge(objcg, KmemKind::SlabReclaimable, k * NEG_DENTRY_BYTES);
             self.kmem.dentries_shrunk += k;
             to_scan -= k;
@@ -506,7 +573,7 @@ impl Machine {
     /// limit is the node's pages. Simplified: the count reads the statistics as they stand
     /// (6.1 flushes them first).
     pub fn count_shadow_nodes(&self, memcg: MemcgId) -> u64 {
-        let nodes = self.memcgs[memcg as usize].kmem.shadow_lru.len() as u64;
+        let nodes = self.slab_lru_len(memcg).shadow_nodes;
         if nodes == 0 {
             return 0;
         }
@@ -552,6 +619,7 @@ impl Machine {
             else {
                 break;
             };
+            self.kmem.lru_len[memcg as usize].shadow_nodes -= 1;
             let xa = &mut self.files.v[f as usize].xa;
             xa.lru[leaf as usize] = 0;
             let owner = xa.leaf_owner(leaf);
@@ -587,6 +655,7 @@ impl Machine {
             .kmem
             .shadow_lru
             .insert(key, (f, leaf));
+        self.kmem.lru_len[memcg as usize].shadow_nodes += 1;
         self.files.v[f as usize].xa.lru[leaf as usize] = key;
     }
 
@@ -600,6 +669,9 @@ impl Machine {
         let memcg = self.xa_node_memcg(owner);
         let gone = self.memcgs[memcg as usize].kmem.shadow_lru.remove(&key);
         debug_assert!(gone.is_some(), "a listed leaf is on its memcg's list");
+        if gone.is_some() {
+            self.kmem.lru_len[memcg as usize].shadow_nodes -= 1;
+        }
     }
 
     /// Charge `bytes` of page-cache slab of `kind` to `objcg` ahead of the change that

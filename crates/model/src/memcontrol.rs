@@ -180,6 +180,16 @@ const TOPO_DYING: u16 = 2;
 /// Sticky; whenever a group has it every ancestor has it, so marking stops at the first
 /// group already marked.
 const TOPO_ANON_SEEN: u16 = 4;
+/// `TopoLinks::flags`: an update of one of the group's own evictable LRU sizes has come since
+/// it was created. Without it the group's lruvec is empty (a page joins a list only with its
+/// statistic's update), so get_scan_count() of it finds nothing to scan. Sticky.
+const TOPO_LRU_SEEN: u16 = 8;
+/// `TopoLinks::flags`: a soft limit below PAGE_COUNTER_MAX was set on this group or a
+/// descendant since it was created. Without it no group of its subtree is in excess of a
+/// soft limit. Sticky; marking stops at the first ancestor already marked.
+const TOPO_SOFT_SEEN: u16 = 16;
+/// The flags that say what has happened to a group and stay until it is freed.
+const TOPO_STICKY: u16 = TOPO_ANON_SEEN | TOPO_LRU_SEEN | TOPO_SOFT_SEEN;
 
 /// One memcg's entry in `MemcgTopo`: its links (0 for none) and the flags a walk tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -194,8 +204,11 @@ pub struct TopoLinks {
 /// The memcg tree packed for walks: per memcg id, the links `mem_cgroup_iter()` follows
 /// (the css parent, its children list's head and the next sibling) with the online and
 /// dying flags, and beside them v1 memory.soft_limit_in_bytes and the rework's
-/// children_in_excess, which the soft-limit walk tests at each group, and whether an
-/// active-anon update ever reached the group, which kswapd's ageing walk tests. The links
+/// children_in_excess, which the soft-limit walk tests at each group, and sticky flags:
+/// whether an active-anon update ever reached the group (kswapd's ageing walk), whether a
+/// page ever joined its LRU lists (reclaim's per-group work) and whether a soft limit was
+/// ever set on it or below it (the soft-limit walk). It also keeps the last full pre-order
+/// list (css_next_descendant_pre() from one root), valid until a group joins or leaves. The links
 /// and the online / dying flags mirror the `Memcg` fields (kept in step at create, offline
 /// and free; `check_memcg_topology` compares them); the soft limit, children_in_excess and
 /// the anon flag live only here. Measured against one 24-byte struct per group holding all
@@ -208,6 +221,13 @@ pub struct MemcgTopo {
     soft_limit: Vec<u64>,
     /// The rework's children_in_excess: contributing descendants (soft_limit.rs).
     children_in_excess: Vec<u32>,
+    /// How many entries of `soft_limit` are below PAGE_COUNTER_MAX.
+    soft_limited: u32,
+    /// Bumped whenever a group joins or leaves the tree.
+    generation: u64,
+    /// The last full pre-order walk (`memcg_subtree_preorder`): the generation it was made
+    /// at, its root and the groups.
+    preorder: Option<(u64, MemcgId, Vec<MemcgId>)>,
 }
 
 #[inline]
@@ -219,6 +239,7 @@ impl MemcgTopo {
     /// A fresh entry for `id` under `parent`: no children, online, no soft limit.
     fn create(&mut self, id: MemcgId, parent: Option<MemcgId>) {
         let i = id as usize;
+        self.generation += 1;
         if self.links.len() <= i {
             self.links.resize(i + 1, TopoLinks::default());
             self.soft_limit.resize(i + 1, PAGE_COUNTER_MAX);
@@ -230,8 +251,36 @@ impl MemcgTopo {
             next_sibling: NO_MEMCG,
             flags: TOPO_ONLINE,
         };
-        self.soft_limit[i] = PAGE_COUNTER_MAX;
+        self.set_soft_limit(id, PAGE_COUNTER_MAX);
         self.children_in_excess[i] = 0;
+    }
+
+    /// Set `id`'s soft limit, keeping the count of groups that have one.
+    fn set_soft_limit(&mut self, id: MemcgId, pages: u64) {
+        let old = std::mem::replace(&mut self.soft_limit[id as usize], pages);
+        if pages < PAGE_COUNTER_MAX {
+            let mut cur = id;
+            while cur != NO_MEMCG && self.links[cur as usize].flags & TOPO_SOFT_SEEN == 0 {
+                self.links[cur as usize].flags |= TOPO_SOFT_SEEN;
+                cur = self.links[cur as usize].parent;
+            }
+        }
+        self.soft_limited = self.soft_limited + u32::from(pages < PAGE_COUNTER_MAX)
+            - u32::from(old < PAGE_COUNTER_MAX);
+    }
+
+    /// Whether a soft limit was ever set on `id` or a group below it (if not, none of its
+    /// subtree is in excess).
+    #[inline]
+    pub fn soft_seen(&self, id: MemcgId) -> bool {
+        self.links[id as usize].flags & TOPO_SOFT_SEEN != 0
+    }
+
+    /// How many memcg ids hold a soft limit (a freed group's counts until its id is reused):
+    /// with none, no group is in excess of its soft limit.
+    #[inline]
+    pub fn nr_soft_limited(&self) -> u32 {
+        self.soft_limited
     }
 
     #[inline]
@@ -272,6 +321,19 @@ impl MemcgTopo {
         self.links[id as usize].flags & TOPO_ANON_SEEN != 0
     }
 
+    /// Whether a page may be on one of `id`'s evictable LRU lists (if not, every list of its
+    /// lruvec is empty).
+    #[inline]
+    pub fn lru_seen(&self, id: MemcgId) -> bool {
+        self.links[id as usize].flags & TOPO_LRU_SEEN != 0
+    }
+
+    /// Mark `id` as having had an evictable LRU size update.
+    #[cold]
+    fn note_lru(&mut self, id: MemcgId) {
+        self.links[id as usize].flags |= TOPO_LRU_SEEN;
+    }
+
     /// Mark `id` and its ancestors as reached by an active-anon update.
     #[cold]
     fn note_anon(&mut self, id: MemcgId) {
@@ -310,7 +372,7 @@ impl MemcgTopo {
             flags,
         };
         let l = TopoLinks {
-            flags: l.flags & !TOPO_ANON_SEEN,
+            flags: l.flags & !TOPO_STICKY,
             ..l
         };
         if l != want {
@@ -483,7 +545,7 @@ impl Machine {
         mc.online = false;
         mc.dying = true;
         let l = &mut self.memcg_topo.links[id as usize];
-        l.flags = (l.flags & TOPO_ANON_SEEN) | TOPO_DYING;
+        l.flags = (l.flags & TOPO_STICKY) | TOPO_DYING;
         self.memcg_try_release(id);
         Ok(())
     }
@@ -555,6 +617,7 @@ impl Machine {
         mc.next_sibling = None;
         mc.prev_sibling = None;
         self.memcg_topo.links[id as usize] = TopoLinks::default();
+        self.memcg_topo.generation += 1;
         self.free_memcg_ids.push(id);
         self.memcg_try_release(parent);
     }
@@ -574,7 +637,7 @@ impl Machine {
     /// Set v1 memory.soft_limit_in_bytes of `id`, in pages. As in the kernel the soft-limit
     /// tree and the rework's counters catch up at the group's next ratelimited update.
     pub fn set_memcg_soft_limit(&mut self, id: MemcgId, pages: u64) {
-        self.memcg_topo.soft_limit[id as usize] = pages;
+        self.memcg_topo.set_soft_limit(id, pages);
     }
 
     /// Dying memcgs below `id` (cgroup.stat nr_dying_descendants).
@@ -661,6 +724,30 @@ impl Machine {
         }
     }
 
+    /// `memcg_walk(root, |_, _| IterVisit::Visit, out)`: every group of `root`'s subtree in
+    /// pre-order; returns how many the walk looked at (all of them). Reclaim's walks repeat
+    /// this with the tree unchanged: the list is kept and copied until a group joins or
+    /// leaves the tree.
+    pub fn memcg_subtree_preorder(&mut self, root: MemcgId, out: &mut Vec<MemcgId>) -> usize {
+        let generation = self.memcg_topo.generation;
+        if let Some((g, r, list)) = &self.memcg_topo.preorder {
+            if *g == generation && *r == root {
+                out.clear();
+                out.extend_from_slice(list);
+                return list.len();
+            }
+        }
+        let looked = self.memcg_walk(root, |_, _| IterVisit::Visit, out);
+        debug_assert_eq!(looked, out.len());
+        let mut list = match self.memcg_topo.preorder.take() {
+            Some((_, _, v)) => v,
+            None => Vec::new(),
+        };
+        list.clone_from(out);
+        self.memcg_topo.preorder = Some((generation, root, list));
+        looked
+    }
+
     // ---------------------------------------------------------------- stats & events
 
     /// Add `delta` to a statistic of `memcg` (local) and of it and every ancestor (total),
@@ -674,8 +761,13 @@ impl Machine {
     /// The exact counters of an update: local on `memcg`, total on it and every ancestor.
     #[inline]
     fn stat_add_exact(&mut self, memcg: MemcgId, i: usize, delta: i64) {
-        if i == Stat::ActiveAnon as usize && !self.memcg_topo.anon_seen(memcg) {
-            self.memcg_topo.note_anon(memcg);
+        if i <= Stat::ActiveFile as usize {
+            if !self.memcg_topo.lru_seen(memcg) {
+                self.memcg_topo.note_lru(memcg);
+            }
+            if i == Stat::ActiveAnon as usize && !self.memcg_topo.anon_seen(memcg) {
+                self.memcg_topo.note_anon(memcg);
+            }
         }
         self.memcgs[memcg as usize].stats.local[i] += delta;
         let mut cur = Some(memcg);

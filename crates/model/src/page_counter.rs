@@ -58,6 +58,9 @@ impl PageCounter {
 #[derive(Clone, Debug, Default)]
 pub struct Counters {
     pub c: Vec<PageCounter>,
+    /// Some counter's min or low was set above 0 (sticky). Until then every effective
+    /// protection is 0, and page_counter_calculate_protection() computes 0 again.
+    ever_protected: bool,
 }
 
 impl Counters {
@@ -185,7 +188,15 @@ impl Counters {
         true
     }
 
+    /// Whether a min or low above 0 was ever set. If not, every counter's emin and elow are 0
+    /// and calculate_protection() leaves them so.
+    #[inline]
+    pub fn ever_protected(&self) -> bool {
+        self.ever_protected
+    }
+
     pub fn set_min(&mut self, idx: usize, nr: u64) {
+        self.ever_protected |= nr > 0;
         self.c[idx].min = nr;
         let mut cur = Some(idx);
         while let Some(i) = cur {
@@ -196,6 +207,7 @@ impl Counters {
     }
 
     pub fn set_low(&mut self, idx: usize, nr: u64) {
+        self.ever_protected |= nr > 0;
         self.c[idx].low = nr;
         let mut cur = Some(idx);
         while let Some(i) = cur {

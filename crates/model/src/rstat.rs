@@ -8,7 +8,9 @@
 //!   updated tree of each CPU and visits it children first, folding each group's per-CPU
 //!   delta into its local and hierarchical counters and pushing the sum into its parent's
 //!   pending deltas, which the parent folds when it is visited later in the same walk. Only
-//!   groups with pending updates are visited. 6.1 ratelimits flushing: every update adds its
+//!   groups with pending updates are visited. The kernel adds every item of a visited group;
+//!   the model marks each per-CPU and pending delta's item when it is written and adds the
+//!   marked ones only (the others are 0). 6.1 ratelimits flushing: every update adds its
 //!   magnitude to a per-CPU count; each time that count passes MEMCG_CHARGE_BATCH (64) it adds
 //!   count/64 to a global threshold (capped), and mem_cgroup_flush_stats() flushes the whole
 //!   tree from the root only when the threshold exceeds the number of CPUs. A periodic worker
@@ -115,7 +117,9 @@ pub struct MemcgVmstats {
     /// never has any.
     pub pending: PendingDeltas,
     /// Per-CPU deltas not yet folded (rstat: state − state_prev; legacy: the batch residue),
-    /// CPU-major, allocated at the group's first update.
+    /// CPU-major, allocated at the group's first update; after the ncpus × NR_STATS deltas,
+    /// one word per CPU whose bit i is set when item i's delta on that CPU may be non-zero
+    /// (a flush folds those items only, the others adding 0).
     pub percpu: Vec<i64>,
     /// rstat per-CPU tree links (updated_next, updated_children), allocated when the group
     /// first joins a tree.
@@ -123,12 +127,18 @@ pub struct MemcgVmstats {
     pub updated_children: Vec<u16>,
     /// Bit c set: on CPU c's updated tree (CPUs 0-63; the update's fast path).
     on_tree: u64,
+    /// Bit i set when `pending[i]` may be non-zero.
+    pending_dirty: u64,
 }
+
+// The per-item masks hold every item.
+const _: () = assert!(NR_STATS <= 64);
 
 impl Default for MemcgVmstats {
     fn default() -> Self {
         MemcgVmstats {
             on_tree: 0,
+            pending_dirty: 0,
             state: [0; NR_STATS],
             local: [0; NR_STATS],
             pending: PendingDeltas::default(),
@@ -163,9 +173,46 @@ impl MemcgVmstats {
         }
     }
 
+    /// Whether every non-zero per-CPU delta and pending delta has its bit set (the
+    /// invariant the flush relies on).
+    pub fn dirty_masks_cover(&self) -> bool {
+        let pending =
+            (0..NR_STATS).all(|i| self.pending[i] == 0 || self.pending_dirty >> i & 1 != 0);
+        let n = self.deltas_len();
+        let percpu = self.percpu[..n]
+            .iter()
+            .enumerate()
+            .all(|(k, &v)| v == 0 || self.percpu[n + k / NR_STATS] >> (k % NR_STATS) & 1 != 0);
+        pending && percpu
+    }
+
     /// The sum of this group's per-CPU deltas of one item.
     pub fn percpu_sum(&self, item: usize) -> i64 {
-        self.percpu.iter().skip(item).step_by(NR_STATS).sum()
+        self.percpu[..self.deltas_len()]
+            .iter()
+            .skip(item)
+            .step_by(NR_STATS)
+            .sum()
+    }
+
+    /// Where the per-CPU deltas end and the per-CPU dirty words begin.
+    #[inline]
+    fn deltas_len(&self) -> usize {
+        self.percpu.len() / (NR_STATS + 1) * NR_STATS
+    }
+
+    /// Mark item `i` of `cpu`'s deltas as possibly non-zero.
+    #[inline]
+    fn mark_dirty(&mut self, cpu: usize, i: usize) {
+        let k = self.deltas_len() + cpu;
+        self.percpu[k] |= 1 << i;
+    }
+
+    /// Take `cpu`'s dirty word (all clear after).
+    #[inline]
+    fn take_dirty(&mut self, cpu: usize) -> u64 {
+        let k = self.deltas_len() + cpu;
+        std::mem::take(&mut self.percpu[k]) as u64
     }
 }
 
@@ -264,7 +311,9 @@ impl Machine {
             return;
         }
         let cpu = self.current_cpu();
-        self.memcgs[memcg as usize].vm.percpu[cpu * NR_STATS + i] += unit * n as i64;
+        let vm = &mut self.memcgs[memcg as usize].vm;
+        vm.percpu[cpu * NR_STATS + i] += unit * n as i64;
+        vm.mark_dirty(cpu, i);
         let ncpus = self.rstat.ncpus as u64;
         let r = &mut self.rstat;
         let s0 = r.stats_updates[cpu];
@@ -285,7 +334,7 @@ impl Machine {
     #[inline(never)]
     fn alloc_percpu(&mut self, memcg: MemcgId) {
         let n = self.rstat.ncpus;
-        self.memcgs[memcg as usize].vm.percpu = vec![0; n * NR_STATS];
+        self.memcgs[memcg as usize].vm.percpu = vec![0; n * (NR_STATS + 1)];
     }
 
     /// __mod_memcg_lruvec_state() + memcg_rstat_updated() of 6.1.
@@ -300,6 +349,7 @@ impl Machine {
         }
         let vm = &mut self.memcgs[memcg as usize].vm;
         vm.percpu[cpu * NR_STATS + i] += delta;
+        vm.mark_dirty(cpu, i);
         if !vm.is_on_tree(cpu) {
             self.cgroup_rstat_updated(memcg, cpu);
         }
@@ -376,6 +426,7 @@ impl Machine {
         };
         if x.abs() <= batch {
             vm.percpu[slot] = x;
+            vm.mark_dirty(cpu, i);
             return;
         }
         vm.percpu[slot] = 0;
@@ -523,17 +574,24 @@ impl Machine {
     }
 
     /// mem_cgroup_css_rstat_flush(): fold one group's delta on one CPU and its children's
-    /// pending deltas, and push the sum to the parent.
+    /// pending deltas, and push the sum to the parent. The kernel adds every item; the
+    /// model adds those whose dirty bit says they may be non-zero (adding 0 changes nothing).
     fn rstat_flush_one(&mut self, m: MemcgId, cpu: usize) {
         let parent = self.memcgs[m as usize].parent;
         let mut up = [0i64; NR_STATS];
-        let mut any = false;
+        let mut up_mask = 0u64;
         {
             let vm = &mut self.memcgs[m as usize].vm;
             let has_cpu = !vm.percpu.is_empty();
+            let mut mask = std::mem::take(&mut vm.pending_dirty);
+            if has_cpu {
+                mask |= vm.take_dirty(cpu);
+            }
             // Read without allocating: a group no child pushed to has none.
             let mut pending = vm.pending.0.as_deref_mut();
-            for (i, u) in up.iter_mut().enumerate() {
+            while mask != 0 {
+                let i = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
                 let mut delta = pending.as_mut().map_or(0, |p| std::mem::take(&mut p[i]));
                 if has_cpu {
                     let d = std::mem::take(&mut vm.percpu[cpu * NR_STATS + i]);
@@ -542,15 +600,19 @@ impl Machine {
                 }
                 if delta != 0 {
                     vm.state[i] += delta;
-                    *u = delta;
-                    any = true;
+                    up[i] = delta;
+                    up_mask |= 1 << i;
                 }
             }
         }
-        if let (Some(p), true) = (parent, any) {
+        if let (Some(p), true) = (parent, up_mask != 0) {
             let pv = &mut self.memcgs[p as usize].vm;
-            for (pp, u) in pv.pending.iter_mut().zip(up) {
-                *pp += u;
+            pv.pending_dirty |= up_mask;
+            let mut mask = up_mask;
+            while mask != 0 {
+                let i = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                pv.pending[i] += up[i];
             }
         }
     }
@@ -588,6 +650,11 @@ impl Machine {
                 let mut cur = self.memcgs[memcg as usize].parent;
                 while let Some(m) = cur {
                     let mc = &mut self.memcgs[m as usize];
+                    for (i, r) in res.iter().enumerate() {
+                        if *r != 0 {
+                            mc.vm.pending_dirty |= 1 << i;
+                        }
+                    }
                     for (pp, r) in mc.vm.pending.iter_mut().zip(res) {
                         *pp += r;
                     }

@@ -434,6 +434,14 @@ impl Machine {
     /// recorded at that level. Only `root` itself climbs, past `root`, to the top.
     pub fn soft_eligible_walk(&self, root: MemcgId, out: &mut Vec<MemcgId>) -> usize {
         out.clear();
+        if self.cfg.softlimit == SoftLimitPolicy::ReworkWalk
+            && self.memcg_topo.nr_soft_limited() == 0
+        {
+            // No group has a soft limit, so none is in excess: the walk visits none and looks
+            // at every group of the subtree (this predicate never skips a subtree).
+            return self.memcg(root).subtree_groups as usize;
+        }
+        let walk_policy = self.cfg.softlimit == SoftLimitPolicy::ReworkWalk;
         let t = &self.memcg_topo;
         // below[d]: the group last looked at `d` levels below `root`, or an ancestor of it up
         // to `root`, is in excess.
@@ -465,7 +473,16 @@ impl Machine {
             }
             // memcg_iter_next(), keeping the depth.
             let l = t.links(cur);
-            if v != IterVisit::SkipTree && l.first_child != NO_MEMCG {
+            let mut descend = v != IterVisit::SkipTree;
+            if walk_policy && v == IterVisit::Skip && l.first_child != NO_MEMCG && !t.soft_seen(cur)
+            {
+                // Neither it nor an ancestor up to `root` is in excess, and no soft limit was
+                // ever set below it: the walk would look at its whole subtree and visit none
+                // of it (this policy's predicate never skips a subtree).
+                looked += self.memcg(cur).subtree_groups as usize - 1;
+                descend = false;
+            }
+            if descend && l.first_child != NO_MEMCG {
                 cur = l.first_child;
                 depth += 1;
                 continue;
@@ -708,10 +725,18 @@ mod tests {
 
     /// The eligibility walk that keeps the ancestors' excess on a stack returns what the
     /// predicate walk returns (same groups, same order, same count looked at) for every
-    /// policy, walk root and mix of soft limits, usages and removed groups.
+    /// policy, walk root and mix of soft limits, usages and removed groups, with soft limits
+    /// set anywhere or only on a few groups (whole subtrees never have one). The kept
+    /// pre-order list of reclaim's full walk stays what a fresh walk returns.
     #[test]
     fn eligible_walk_equals_the_predicate_walk() {
-        for policy in ["tree", "rework-walk", "rework"] {
+        for (policy, limited) in [
+            ("tree", 1),
+            ("rework-walk", 1),
+            ("rework", 1),
+            ("rework-walk", 17),
+            ("rework", 17),
+        ] {
             let mut m = machine(policy);
             let mut rng = crate::rng::Rng::new(7);
             let mut ids = vec![ROOT_MEMCG];
@@ -725,7 +750,7 @@ mod tests {
                         continue;
                     }
                     match rng.below(6) {
-                        0 => m.set_memcg_soft_limit(x, rng.below(4)),
+                        0 if x % limited == 0 => m.set_memcg_soft_limit(x, rng.below(4)),
                         1 => m.set_memcg_soft_limit(x, PAGE_COUNTER_MAX),
                         2 => charge(&mut m, x, 1 + rng.below(3)),
                         _ => {}
@@ -754,6 +779,11 @@ mod tests {
                         "{policy}, round {round}, root {r}"
                     );
                     assert_eq!(got, want, "{policy}, round {round}, root {r}");
+                    let looked = m.memcg_walk(r, |_, _| IterVisit::Visit, &mut want);
+                    for _ in 0..2 {
+                        assert_eq!(m.memcg_subtree_preorder(r, &mut got), looked);
+                        assert_eq!(got, want, "full walk, round {round}, root {r}");
+                    }
                 }
             }
         }

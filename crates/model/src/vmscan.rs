@@ -7,7 +7,10 @@
 //!   balance, may_deactivate from refaults and inactive_is_low, cache_trim_mode,
 //!   file_is_tiny);
 //! * `shrink_node_memcgs()`: the pre-order memcg walk with effective min/low protection, and
-//!   the soft-limit rework's two passes (seed 000; the predicate is in soft_limit.rs);
+//!   the soft-limit rework's two passes (seed 000; the predicate is in soft_limit.rs); a
+//!   group whose protection check, shrink_lruvec() and shrink_slab() would change nothing
+//!   (no min/low ever set, no page ever on its LRU, no active anon, empty list_lrus) is
+//!   skipped when its turn comes, as the kernel's work on it has no effect;
 //! * the calls into mainline soft-limit reclaim from direct reclaim and kswapd;
 //! * `shrink_lruvec()` with `get_scan_count()` (all five scan balances, proportional
 //!   protection scaling) and the proportional rebalance once the goal is met;
@@ -853,7 +856,7 @@ impl Machine {
         let list = self.shrink_node_walk(sc, soft);
         let groups = list.len();
         for memcg in list {
-            if !self.memcg_reclaim_check(memcg, sc) {
+            if self.memcg_reclaim_noop(memcg) || !self.memcg_reclaim_check(memcg, sc) {
                 continue;
             }
             self.shrink_lruvec(memcg, sc);
@@ -873,10 +876,26 @@ impl Machine {
         let looked = if soft {
             self.soft_eligible_walk(root, &mut list)
         } else {
-            self.memcg_walk(root, |_, _| IterVisit::Visit, &mut list)
+            self.memcg_subtree_preorder(root, &mut list)
         };
         self.charge_walk(looked);
         list
+    }
+
+    /// Whether shrink_node_memcgs()' work on `memcg` (the protection check, shrink_lruvec(),
+    /// shrink_slab()) would change nothing: no memory.min or memory.low was ever set (every
+    /// effective protection is 0, which calculate_protection() writes again), no page ever
+    /// joined its LRU lists (get_scan_count() finds nothing to scan), no active-anon update
+    /// reached it (its anon list is never low on inactive pages: no ageing) and its list_lrus
+    /// are empty (the shrinkers count nothing). The kernel visits such a group and does that
+    /// work; the model tests it at the time the work would be done, from dense arrays, and
+    /// skips it.
+    #[inline]
+    fn memcg_reclaim_noop(&self, memcg: MemcgId) -> bool {
+        !self.memory.ever_protected()
+            && !self.memcg_topo.lru_seen(memcg)
+            && !self.memcg_topo.anon_seen(memcg)
+            && self.slab_lru_empty(memcg)
     }
 
     /// shrink_node_memcgs()' protection checks for one memcg: may reclaim touch it?
@@ -914,11 +933,16 @@ impl Machine {
 
     /// can_reclaim_anon_pages().
     fn can_reclaim_anon_pages(&self, memcg: MemcgId) -> bool {
-        self.mem_cgroup_get_nr_swap_pages(memcg) > 0
+        // No free swap: the memcg's share is 0 without climbing its ancestors' counters.
+        self.swap.nr_free() > 0 && self.mem_cgroup_get_nr_swap_pages(memcg) > 0
     }
 
     /// get_scan_count(): how many pages of each evictable list to scan.
     fn get_scan_count(&mut self, memcg: MemcgId, sc: &mut ScanControl) -> [u64; 4] {
+        if !self.memcg_topo.lru_seen(memcg) && self.scan_count_unprotected(memcg, sc) {
+            // An empty lruvec without protection: every target is 0 whatever the balance.
+            return [0; 4];
+        }
         let swappiness = sc
             .proactive_swappiness
             .unwrap_or_else(|| self.memcg_swappiness(memcg)) as u64;
@@ -997,6 +1021,18 @@ impl Machine {
             };
         }
         nr
+    }
+
+    /// Whether get_scan_count() scales no list of `memcg` by protection (the target's own
+    /// protection is ignored). A protected list is scanned for at least SWAP_CLUSTER_MAX >>
+    /// priority pages even when it is empty, and may note that memory.low was skipped.
+    #[inline]
+    fn scan_count_unprotected(&self, memcg: MemcgId, sc: &ScanControl) -> bool {
+        if memcg == sc.target {
+            return true;
+        }
+        let c = self.memory.get(memcg as usize);
+        c.emin == 0 && c.elow == 0
     }
 
     /// shrink_lruvec().
@@ -1091,7 +1127,11 @@ impl Machine {
     /// The end of shrink_lruvec(): what it reclaimed, and the anon list's ageing.
     fn lruvec_scan_end(&mut self, s: LruvecScan, sc: &mut ScanControl) {
         sc.nr_reclaimed += s.reclaimed;
-        if self.total_swap_pages > 0 && self.inactive_is_low(s.memcg, false) {
+        // A group no active-anon page ever reached is never low (no view to load).
+        if self.total_swap_pages > 0
+            && self.memcg_topo.anon_seen(s.memcg)
+            && self.inactive_is_low(s.memcg, false)
+        {
             self.shrink_active_list(SWAP_CLUSTER_MAX, s.memcg, sc, lru::ACTIVE_ANON);
         }
     }
@@ -1659,7 +1699,10 @@ impl Machine {
             if st.pos < st.list.len() {
                 let memcg = st.list[st.pos];
                 st.pos += 1;
-                if self.memcg_alive(memcg) && self.memcg_reclaim_check(memcg, &mut st.sc) {
+                if !self.memcg_reclaim_noop(memcg)
+                    && self.memcg_alive(memcg)
+                    && self.memcg_reclaim_check(memcg, &mut st.sc)
+                {
                     st.lruvec = Some(self.lruvec_scan_begin(memcg, &mut st.sc));
                 }
                 continue;
@@ -1719,12 +1762,26 @@ impl Machine {
         sc.priority = self.kswapd.priority;
         // kswapd_age_node()
         if self.total_swap_pages > 0 {
+            // The walk visits every group. A group no active-anon update ever reached is
+            // never low (no view to load), nor is any group below it (an update marks the
+            // ancestors too): the model skips those subtrees and charges the walk of all of
+            // them. Ageing changes no group's mark (it ages only marked groups, whose
+            // ancestors are marked).
             let mut all = Vec::new();
-            let looked = self.memcg_walk(ROOT_MEMCG, |_, _| IterVisit::Visit, &mut all);
-            self.charge_walk(looked);
+            self.memcg_walk(
+                ROOT_MEMCG,
+                |m, x| {
+                    if m.memcg_topo.anon_seen(x) {
+                        IterVisit::Visit
+                    } else {
+                        IterVisit::SkipTree
+                    }
+                },
+                &mut all,
+            );
+            self.charge_walk(self.memcg(ROOT_MEMCG).subtree_groups as usize);
             for m in all {
-                // A group no active-anon page ever reached is never low (no view to load).
-                if self.memcg_topo.anon_seen(m) && self.inactive_is_low(m, false) {
+                if self.inactive_is_low(m, false) {
                     self.shrink_active_list(SWAP_CLUSTER_MAX, m, &mut sc, lru::ACTIVE_ANON);
                 }
             }
@@ -1930,5 +1987,42 @@ mod tests {
         });
         assert_eq!(m.try_to_free_pages(), (0, None));
         m.cur = None;
+    }
+
+    /// Reclaim skips a group's work only where it would change nothing: a new group with
+    /// usage but nothing reclaimable is skipped; a page that joined its LRU (even once gone
+    /// again), a negative dentry on its list or a memory.low set anywhere makes reclaim do
+    /// the work. An empty unprotected lruvec gets no scan targets.
+    #[test]
+    fn reclaim_skips_only_groups_whose_work_changes_nothing() {
+        let mut m = Machine::new(MachineConfig::default()).unwrap();
+        let a = m.memcg_create(ROOT_MEMCG).unwrap();
+        let b = m.memcg_create(ROOT_MEMCG).unwrap();
+        let c = m.memcg_create(ROOT_MEMCG).unwrap();
+        // Usage that is not on an LRU list.
+        m.memory.try_charge(a as usize, 5).unwrap();
+        assert!(m.memcg_reclaim_noop(a) && m.memcg_reclaim_noop(b));
+        let mut sc = ScanControl::new(ROOT_MEMCG, 32, false);
+        assert_eq!(m.get_scan_count(a, &mut sc), [0; 4]);
+        // A page on b's inactive file list, then off it again: b stays worked on.
+        m.mod_stat(b, Stat::InactiveFile, 1);
+        assert!(!m.memcg_reclaim_noop(b));
+        m.mod_stat(b, Stat::InactiveFile, -1);
+        assert!(!m.memcg_reclaim_noop(b));
+        // Negative dentries on c's list_lru, counted without walking it.
+        m.kmem_neg_dentries(c, 7).unwrap();
+        assert_eq!(m.nr_dentries(c), 7);
+        assert!(!m.memcg_reclaim_noop(c));
+        m.check_slab_lru_len().unwrap();
+        // memory.low anywhere: every group's protection is recomputed.
+        m.memory.set_low(b as usize, 1);
+        assert!(!m.memcg_reclaim_noop(a));
+        // A protected empty lruvec is scanned for SWAP_CLUSTER_MAX >> priority pages.
+        m.memory.set_low(a as usize, 100);
+        m.memcg_reclaim_check(a, &mut sc);
+        sc.priority = 0;
+        sc.memcg_low_reclaim = true;
+        let nr = m.get_scan_count(a, &mut sc);
+        assert!(nr.iter().any(|&n| n > 0), "{nr:?}");
     }
 }
