@@ -134,6 +134,24 @@ impl Machine {
         Ok(pfn)
     }
 
+    /// The task's open files go away (exit): their readahead state with them, and the
+    /// marks it held leave the files' counts (and the entries' bits when no task holds
+    /// them any more).
+    pub(crate) fn ra_exit(&mut self, pid: Pid) {
+        let marked: Vec<u32> = self
+            .task(pid)
+            .ra
+            .map
+            .iter()
+            .filter(|(_, r)| r.marker.is_some())
+            .map(|(&f, _)| f)
+            .collect();
+        for f in marked {
+            self.ra_set_marker(pid, f, None);
+        }
+        drop(std::mem::take(&mut self.task_mut(pid).ra));
+    }
+
     /// Move the task's PG_readahead mark on file `f` to `mark`, keeping the file's count of
     /// marks and the mark bit of the resident entries they name.
     fn ra_set_marker(&mut self, pid: Pid, f: u32, mark: Option<u64>) {
@@ -351,7 +369,8 @@ mod tests {
     use crate::task::{TaskCtx, TaskState};
     use crate::Machine;
 
-    /// Reads `pages` of a cold file of that size, sequentially or with a stride, then exits.
+    /// Reads `pages` of a cold file of that size, sequentially or with a stride, then holds
+    /// (its open file, and so its readahead state, stays until it is killed).
     struct Reader {
         pages: u64,
         stride: u64,
@@ -376,7 +395,7 @@ mod tests {
             if self.next < self.pages {
                 Step::Continue
             } else {
-                Step::Exit(0)
+                Step::Hold
             }
         }
     }
@@ -394,11 +413,21 @@ mod tests {
         m.run_until(100_000_000_000, |m| {
             m.task(pid).state != TaskState::Runnable
         });
-        assert_eq!(
-            m.task(pid).state,
-            TaskState::Exited(crate::TaskOutcome::Exited(0))
-        );
+        assert_eq!(m.task(pid).state, TaskState::Holding);
         m
+    }
+
+    /// Kill every task: their readahead marks go with their open files.
+    fn kill_all(m: &mut Machine) {
+        for t in 0..m.tasks.len() {
+            let pid = m.tasks[t].pid;
+            m.kill_task(pid);
+        }
+        m.run_until(m.now() + 1_000_000_000, |m| {
+            m.tasks
+                .iter()
+                .all(|t| matches!(t.state, TaskState::Exited(_)))
+        });
     }
 
     /// The PG_readahead bits of the resident pages are the marks of the tasks' windows.
@@ -437,6 +466,11 @@ mod tests {
         let mut m = read(7, 512);
         assert_eq!(m.files.v[0].ra_marks.get(&1), Some(&1));
         assert!(crate::filemap::ra_marked(&m.files.v[0], 1));
+        assert_marks_are_the_windows(&mut m);
+        // Its exit takes the mark off the page.
+        kill_all(&mut m);
+        assert!(m.files.v[0].ra_marks.is_empty());
+        assert!(!crate::filemap::ra_marked(&m.files.v[0], 1));
         assert_marks_are_the_windows(&mut m);
         let mut m = read(3, 2048);
         assert_marks_are_the_windows(&mut m);

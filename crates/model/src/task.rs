@@ -313,7 +313,7 @@ impl Machine {
         }
         // Its open files' readahead state goes with them (file_ra_state lives in the struct
         // file); nothing reads it once the task has exited.
-        drop(std::mem::take(&mut self.task_mut(pid).ra));
+        self.ra_exit(pid);
         // Closing the last fd of an unlinked file frees its page cache and its inode.
         for f in std::mem::take(&mut self.task_mut(pid).tmpfiles) {
             self.file_truncate(f, 0);
