@@ -89,6 +89,12 @@ pub struct Task {
     pub cpu: u32,
     /// CPU time used, as the run queue orders it (sched.rs; vruntime at nice 0).
     pub vruntime: u64,
+    /// memcg_nr_pages_over_high.
+    pub nr_pages_over_high: u64,
+    /// Asleep inside an allocation (reclaim_throttle(), or a wait on a page's writeback).
+    /// (It and the count above, which every fault's return tests, stay out of the live
+    /// part: reading them costs no load of it.)
+    pub block: Option<Block>,
     /// It slept in reclaim_throttle(VMSCAN_THROTTLE_ISOLATED): its next reclaim goes on
     /// past too many isolated pages instead of sleeping again (shrink_inactive_list()'s
     /// `stalled`).
@@ -122,10 +128,6 @@ pub struct TaskLive {
     pub threads: Vec<(crate::kmem::ObjcgId, u32)>,
     /// Its own kernel stack and task_struct were allocated (the root's).
     pub own_stack: bool,
-    /// memcg_nr_pages_over_high.
-    pub nr_pages_over_high: u64,
-    /// Asleep inside an allocation (reclaim_throttle(), or a wait on a page's writeback).
-    pub block: Option<Block>,
     /// Where the retry loop of the allocation it sleeps in stood.
     pub alloc_retry: Option<AllocRetry>,
     /// A global direct reclaim that gave its CPU up between priorities (cond_resched(),
@@ -143,8 +145,6 @@ impl TaskLive {
             && self.pmd_pages == 0
             && self.threads.is_empty()
             && !self.own_stack
-            && self.nr_pages_over_high == 0
-            && self.block.is_none()
             && self.alloc_retry.is_none()
             && self.reclaim_resume.is_none()
     }
@@ -157,13 +157,28 @@ static EXITED_LIVE: std::sync::LazyLock<TaskLive> = std::sync::LazyLock::new(Tas
 #[derive(Debug, Default)]
 struct LivePart(Option<Box<TaskLive>>);
 
+/// The live part an exited task reads (out of line: the paths that read a live task's
+/// fields stay as short as they were).
+#[cold]
+#[inline(never)]
+fn exited_live() -> &'static TaskLive {
+    &EXITED_LIVE
+}
+
+/// A fresh live part, for a write to an exited task's.
+#[cold]
+#[inline(never)]
+fn revive(live: &mut Option<Box<TaskLive>>) -> &mut TaskLive {
+    live.insert(Box::default())
+}
+
 impl std::ops::Deref for Task {
     type Target = TaskLive;
     #[inline]
     fn deref(&self) -> &TaskLive {
         match &self.live.0 {
             Some(l) => l,
-            None => &EXITED_LIVE,
+            None => exited_live(),
         }
     }
 }
@@ -171,7 +186,10 @@ impl std::ops::Deref for Task {
 impl std::ops::DerefMut for Task {
     #[inline]
     fn deref_mut(&mut self) -> &mut TaskLive {
-        self.live.0.get_or_insert_with(Default::default)
+        match self.live.0 {
+            Some(ref mut l) => l,
+            None => revive(&mut self.live.0),
+        }
     }
 }
 
@@ -304,6 +322,8 @@ impl Machine {
             gen: 0,
             cpu: (pid.0 - FIRST_PID) % self.cfg.cpus,
             vruntime: self.sched.rq.min_vruntime,
+            nr_pages_over_high: 0,
+            block: None,
             isolated_stalled: false,
             psi: crate::psi::PsiTask::new(
                 pid.0 - FIRST_PID,
