@@ -103,8 +103,8 @@ pub struct Task {
     pub psi: crate::psi::PsiTask,
     pub stats: TaskStats,
     /// The system call that last failed for want of memory, as the program reports it on
-    /// its standard error before it exits (None if none has).
-    pub error: Option<SyscallError>,
+    /// its standard error before it exits (None if none has; boxed: few tasks have one).
+    pub error: Option<Box<SyscallError>>,
 }
 
 /// The part of a task that its exit empties: its mappings, open files, threads and the
@@ -516,7 +516,7 @@ impl TaskCtx<'_> {
             None
         };
         if let Some(e) = refused {
-            self.m.task_mut(self.pid).error = Some(e);
+            self.m.task_mut(self.pid).error = Some(Box::new(e));
             return Err(Fault::Segv);
         }
         // vm_area_struct and anon_vma, charged to the task's group.
@@ -541,7 +541,7 @@ impl TaskCtx<'_> {
             Ok(()) => {}
             // clone() fails (EAGAIN/ENOMEM); the caller sees Segv.
             Err(crate::memcontrol::ChargeError::NoMem) => {
-                self.m.task_mut(self.pid).error = Some(SyscallError::CloneNoMem);
+                self.m.task_mut(self.pid).error = Some(Box::new(SyscallError::CloneNoMem));
                 return Err(Fault::Segv);
             }
             Err(e) => return Err(e.into()),
