@@ -986,7 +986,7 @@ impl System {
             .map(|m| (m != ROOT_MEMCG).then(|| self.memcg_path(m)));
         // Only an exit with a failure status follows a reported error.
         let error = match outcome {
-            TaskOutcome::Exited(c) if c != 0 => t.error.clone(),
+            TaskOutcome::Exited(c) if c != 0 => t.error.as_deref().cloned(),
             _ => None,
         };
         Some(TaskEnd {

@@ -76,10 +76,96 @@ pub struct File {
     pub ra_pending: Vec<crate::readahead::PendingRead>,
     /// The pages tasks' readahead windows mark (PG_readahead), with how many tasks mark
     /// each; a resident one carries `RA_MARK` in its entry.
-    pub ra_marks: BTreeMap<u64, u32>,
+    pub ra_marks: RaMarks,
     /// Live shared mappings of the file, and how many of them are VM_EXEC.
     pub mappers: u32,
     pub exec_mappers: u32,
+}
+
+/// The pages of a file that tasks' readahead windows mark, with how many tasks mark each,
+/// in index order. Most files carry one mark or none (a reader's last window leaves its
+/// mark when the reader exits), so one is held in place and a map is allocated only for a
+/// second: a map's first node was 144 bytes of every file read.
+#[derive(Clone, Debug, Default)]
+pub enum RaMarks {
+    #[default]
+    Empty,
+    One(u64, u32),
+    Many(BTreeMap<u64, u32>),
+}
+
+impl RaMarks {
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        matches!(self, RaMarks::Empty)
+    }
+
+    #[inline]
+    pub fn contains_key(&self, idx: &u64) -> bool {
+        self.get(idx).is_some()
+    }
+
+    pub fn get(&self, idx: &u64) -> Option<&u32> {
+        match self {
+            RaMarks::Empty => None,
+            RaMarks::One(i, n) => (i == idx).then_some(n),
+            RaMarks::Many(m) => m.get(idx),
+        }
+    }
+
+    pub fn get_mut(&mut self, idx: &u64) -> Option<&mut u32> {
+        match self {
+            RaMarks::Empty => None,
+            RaMarks::One(i, n) => (i == idx).then_some(n),
+            RaMarks::Many(m) => m.get_mut(idx),
+        }
+    }
+
+    /// The count of `idx`, inserted as 0 if it has none.
+    pub fn count_mut(&mut self, idx: u64) -> &mut u32 {
+        match self {
+            RaMarks::Empty => *self = RaMarks::One(idx, 0),
+            RaMarks::One(i, n) if *i != idx => {
+                *self = RaMarks::Many(BTreeMap::from([(*i, *n), (idx, 0)]));
+            }
+            _ => {}
+        }
+        match self {
+            RaMarks::Empty => unreachable!("a mark was just inserted"),
+            RaMarks::One(_, n) => n,
+            RaMarks::Many(m) => m.entry(idx).or_default(),
+        }
+    }
+
+    /// Forget `idx`; a map left with one mark goes back to holding it in place.
+    pub fn remove(&mut self, idx: &u64) {
+        match self {
+            RaMarks::Empty => {}
+            RaMarks::One(i, _) => {
+                if i == idx {
+                    *self = RaMarks::Empty;
+                }
+            }
+            RaMarks::Many(m) => {
+                m.remove(idx);
+                if m.len() <= 1 {
+                    *self = match m.pop_first() {
+                        Some((i, n)) => RaMarks::One(i, n),
+                        None => RaMarks::Empty,
+                    };
+                }
+            }
+        }
+    }
+
+    /// Every marked index and its count, in index order.
+    pub fn iter(&self) -> Box<dyn Iterator<Item = (&u64, &u32)> + '_> {
+        match self {
+            RaMarks::Empty => Box::new(std::iter::empty()),
+            RaMarks::One(i, n) => Box::new(std::iter::once((i, n))),
+            RaMarks::Many(m) => Box::new(m.iter()),
+        }
+    }
 }
 
 /// Set or clear the PG_readahead bit of page `idx` of `file`, if it is resident.
@@ -125,9 +211,9 @@ pub(crate) const UNCHARGED_NODE: ObjcgId = ObjcgId::MAX - 1;
 #[derive(Clone, Debug, Default)]
 pub struct XaNodes {
     /// Per level, per node position: slots in use (entries at level 0, child nodes above).
-    used: [Vec<u8>; XA_LEVELS],
+    used: Levels<u8>,
     /// Per level, per node position: the obj_cgroup the node is charged to, or NO_NODE.
-    owner: [Vec<ObjcgId>; XA_LEVELS],
+    owner: Levels<ObjcgId>,
     /// Shadow entries of each leaf.
     shadows: Vec<u8>,
     /// Each leaf's key on its memcg's shadow-node list (0: not on it).
@@ -140,13 +226,106 @@ pub struct XaNodes {
     pub nodes: u64,
 }
 
+/// Per-level arrays of an xarray's nodes, indexed by (level, node position): the leaf level
+/// in a vector of its own, the levels above it in one vector, position by position (the
+/// entries of position `p` of levels 1 to `XA_LEVELS - 1` side by side), all grown to as
+/// many positions as level 1 needs. Every level has a node position 0, so one vector per
+/// level was twelve allocations of a few bytes for every file, and six vectors in place
+/// were 144 bytes of it; the levels above the leaves are a 64th of the leaf level's size.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Levels<T> {
+    leaf: Vec<T>,
+    upper: Vec<T>,
+}
+
+/// Levels in `Levels::upper`.
+const UPPER_LEVELS: usize = XA_LEVELS - 1;
+
+impl<T: Copy> Levels<T> {
+    /// Node positions level `l` holds.
+    #[inline]
+    pub(crate) fn len(&self, l: usize) -> usize {
+        if l == 0 {
+            self.leaf.len()
+        } else {
+            self.upper.len() / UPPER_LEVELS
+        }
+    }
+
+    /// The leaf level.
+    #[inline]
+    pub(crate) fn leaves(&self) -> &[T] {
+        &self.leaf
+    }
+
+    #[inline]
+    pub(crate) fn get(&self, l: usize, pos: usize) -> Option<T> {
+        if l == 0 {
+            self.leaf.get(pos).copied()
+        } else if pos < self.len(l) {
+            Some(self.upper[pos * UPPER_LEVELS + l - 1])
+        } else {
+            None
+        }
+    }
+
+    /// Grow level `l` (and, above the leaves, every upper level) to `n` positions, `fill`
+    /// in the new ones.
+    pub(crate) fn grow(&mut self, l: usize, n: usize, fill: T) {
+        debug_assert!(l < XA_LEVELS);
+        if l == 0 {
+            self.leaf.resize(n, fill);
+        } else {
+            self.upper.resize(n * UPPER_LEVELS, fill);
+        }
+    }
+
+    /// Every position of every level, in no particular order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = T> + '_ {
+        self.leaf.iter().chain(self.upper.iter()).copied()
+    }
+}
+
+impl<T> std::ops::Index<(usize, usize)> for Levels<T> {
+    type Output = T;
+    #[inline]
+    fn index(&self, (l, pos): (usize, usize)) -> &T {
+        if l == 0 {
+            &self.leaf[pos]
+        } else {
+            debug_assert!(l < XA_LEVELS);
+            assert!(
+                pos < self.upper.len() / UPPER_LEVELS,
+                "node position {pos} of level {l}"
+            );
+            &self.upper[pos * UPPER_LEVELS + l - 1]
+        }
+    }
+}
+
+impl<T> std::ops::IndexMut<(usize, usize)> for Levels<T> {
+    #[inline]
+    fn index_mut(&mut self, (l, pos): (usize, usize)) -> &mut T {
+        if l == 0 {
+            &mut self.leaf[pos]
+        } else {
+            debug_assert!(l < XA_LEVELS);
+            assert!(
+                pos < self.upper.len() / UPPER_LEVELS,
+                "node position {pos} of level {l}"
+            );
+            &mut self.upper[pos * UPPER_LEVELS + l - 1]
+        }
+    }
+}
+
 impl XaNodes {
     /// A host cache hint for the leaf node holding index `idx`, which an insertion or a
     /// removal there updates.
     #[inline]
     fn prefetch_leaf(&self, idx: u64) {
         let leaf = (idx >> XA_CHUNK_SHIFT) as usize;
-        if let (Some(o), Some(l)) = (self.owner[0].get(leaf), self.lru.get(leaf)) {
+        if let (Some(o), Some(l)) = (self.owner.leaves().get(leaf), self.lru.get(leaf)) {
             crate::page_cgroup::prefetch_read(o);
             crate::page_cgroup::prefetch_read(l);
         }
@@ -179,7 +358,7 @@ impl XaNodes {
     /// those the tree's growth puts above the entries it already has.
     pub(crate) fn insert_cost(&self, idx: u64, slot0: bool) -> u64 {
         let leaf = idx >> XA_CHUNK_SHIFT;
-        let used = |l: usize, g: u64| self.used[l].get(g as usize).copied().unwrap_or(0);
+        let used = |l: usize, g: u64| self.used.get(l, g as usize).unwrap_or(0);
         let max_leaf = Some(self.max_leaf.map_or(leaf, |m| m.max(leaf)));
         let used0 = used(0, 0) + u8::from(leaf == 0);
         let height = usize::from(xa_height(max_leaf, used0, slot0 || idx == 0));
@@ -199,18 +378,12 @@ impl XaNodes {
 
     /// The obj_cgroup leaf `leaf` is charged to, if it exists.
     pub(crate) fn leaf_owner(&self, leaf: u64) -> Option<ObjcgId> {
-        self.owner[0]
-            .get(leaf as usize)
-            .copied()
-            .filter(|&o| o != NO_NODE)
+        self.owner.get(0, leaf as usize).filter(|&o| o != NO_NODE)
     }
 
     /// Every existing node's owner (for the invariant checks and tests).
     pub fn owners(&self) -> impl Iterator<Item = ObjcgId> + '_ {
-        self.owner
-            .iter()
-            .flat_map(|v| v.iter().copied())
-            .filter(|&o| o != NO_NODE)
+        self.owner.iter().filter(|&o| o != NO_NODE)
     }
 
     /// The nodes an xarray holding entries at `indices` (ascending) has: the reference the
@@ -272,7 +445,7 @@ impl Machine {
             xa: XaNodes::default(),
             marks: crate::xarray_marks::XaMarks::default(),
             ra_pending: Vec::new(),
-            ra_marks: BTreeMap::new(),
+            ra_marks: RaMarks::default(),
             mappers: 0,
             exec_mappers: 0,
         });
@@ -687,9 +860,9 @@ impl Machine {
         let xa = &mut file.xa;
         for l in 0..XA_LEVELS {
             let pos = (leaf >> (XA_CHUNK_SHIFT * l as u32)) as usize;
-            if xa.used[l].len() <= pos {
-                xa.used[l].resize(pos + 1, 0);
-                xa.owner[l].resize(pos + 1, NO_NODE);
+            if xa.used.len(l) <= pos {
+                xa.used.grow(l, pos + 1, 0);
+                xa.owner.grow(l, pos + 1, NO_NODE);
             }
         }
         if xa.shadows.len() <= leaf as usize {
@@ -706,10 +879,10 @@ impl Machine {
                     break;
                 }
                 let pos = (leaf >> (XA_CHUNK_SHIFT * l as u32)) as usize;
-                let before = xa.used[l][pos];
+                let before = xa.used[(l, pos)];
                 let after = i32::from(before) + delta;
                 debug_assert!((0..=64).contains(&after), "xarray slot count {after}");
-                xa.used[l][pos] = after as u8;
+                xa.used[(l, pos)] = after as u8;
                 delta = match (before, after) {
                     (0, a) if a > 0 => 1,
                     (b, 0) if b > 0 => -1,
@@ -719,11 +892,11 @@ impl Machine {
             }
             if d_used > 0 {
                 xa.max_leaf = Some(xa.max_leaf.map_or(leaf, |m| m.max(leaf)));
-            } else if xa.max_leaf == Some(leaf) && xa.used[0][leaf as usize] == 0 {
-                xa.max_leaf = (0..leaf).rev().find(|&p| xa.used[0][p as usize] > 0);
+            } else if xa.max_leaf == Some(leaf) && xa.used[(0, leaf as usize)] == 0 {
+                xa.max_leaf = (0..leaf).rev().find(|&p| xa.used[(0, p as usize)] > 0);
             }
         }
-        let height = xa_height(xa.max_leaf, xa.used[0][0], slot0);
+        let height = xa_height(xa.max_leaf, xa.used[(0, 0)], slot0);
         let old_height = xa.height;
         xa.height = height;
         if flipped || height != old_height {
@@ -737,8 +910,8 @@ impl Machine {
                     if g == 0 && path != 0 && height == old_height {
                         continue;
                     }
-                    let should = (l as u8) < height && xa.used[l][g] > 0;
-                    let exists = xa.owner[l][g] != NO_NODE;
+                    let should = (l as u8) < height && xa.used[(l, g)] > 0;
+                    let exists = xa.owner[(l, g)] != NO_NODE;
                     if should && !exists && !create.contains(&(l, g)) {
                         create.push((l, g));
                     } else if !should && exists && !free.contains(&(l, g)) {
@@ -751,22 +924,23 @@ impl Machine {
                     self.shadow_lru_del(f, g as u64);
                 }
                 let xa = &mut self.files.v[f as usize].xa;
-                let owner = std::mem::replace(&mut xa.owner[l][g], NO_NODE);
+                let owner = std::mem::replace(&mut xa.owner[(l, g)], NO_NODE);
                 xa.nodes -= 1;
                 self.xa_node_uncharge(owner);
             }
             for (l, g) in create {
                 let owner = self.xa_node_charge(objcg);
                 let xa = &mut self.files.v[f as usize].xa;
-                xa.owner[l][g] = owner;
+                xa.owner[(l, g)] = owner;
                 xa.nodes += 1;
             }
         }
         for lf in [leaf, 0] {
             let xa = &self.files.v[f as usize].xa;
             let i = lf as usize;
-            let on =
-                xa.owner[0][i] != NO_NODE && xa.used[0][i] > 0 && xa.shadows[i] == xa.used[0][i];
+            let on = xa.owner[(0, i)] != NO_NODE
+                && xa.used[(0, i)] > 0
+                && xa.shadows[i] == xa.used[(0, i)];
             let cur = xa.lru[i] != 0;
             if on && !cur {
                 self.shadow_lru_add(f, lf);
@@ -794,7 +968,7 @@ impl Machine {
             }
         }
         debug_assert_eq!(
-            u64::from(file.xa.used[0][leaf as usize]),
+            u64::from(file.xa.used[(0, leaf as usize)]),
             n,
             "a shadow node holds only shadow entries"
         );

@@ -169,7 +169,7 @@ impl Machine {
             }
         }
         if let Some(m) = mark {
-            *file.ra_marks.entry(m).or_default() += 1;
+            *file.ra_marks.count_mut(m) += 1;
             crate::filemap::set_ra_mark(file, m, true);
         }
     }
@@ -443,7 +443,7 @@ mod tests {
         }
         let mut got: std::collections::BTreeMap<(u32, u64), u32> = Default::default();
         for (f, file) in m.files.v.iter().enumerate() {
-            for (&i, &n) in &file.ra_marks {
+            for (&i, &n) in file.ra_marks.iter() {
                 got.insert((f as u32, i), n);
             }
             for i in 0..file.entries.len() as u64 {

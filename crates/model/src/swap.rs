@@ -44,12 +44,12 @@ pub struct Lruvec {
     /// Per list, the page up to which the frames from the tail were last asked to be loaded
     /// (NIL: start again at the tail), and how many pages that is.
     walk: [Pfn; lru::NR_LRU_LISTS],
-    walk_ahead: [u32; lru::NR_LRU_LISTS],
+    walk_ahead: [u8; lru::NR_LRU_LISTS],
 }
 
 /// How far from a list's tail its cursor loads frames ahead of isolation: two batches of
 /// SWAP_CLUSTER_MAX.
-const WALK_AHEAD: u32 = 64;
+const WALK_AHEAD: u8 = 64;
 
 impl Default for Lruvec {
     fn default() -> Self {
@@ -248,7 +248,7 @@ impl Machine {
         if passed {
             lv.walk[l] = NIL;
         } else {
-            lv.walk_ahead[l] = lv.walk_ahead[l].saturating_sub(taken as u32);
+            lv.walk_ahead[l] = u64::from(lv.walk_ahead[l]).saturating_sub(taken) as u8;
         }
     }
 

@@ -60,31 +60,19 @@ pub struct Task {
     pub oom_score_adj: i32,
     pub state: TaskState,
     pub program: Option<Box<dyn Program>>,
-    pub vmas: Vec<u32>,
-    /// Unnamed files (O_TMPFILE) the task holds open; deleted when it exits.
-    pub tmpfiles: Vec<u32>,
-    /// Its shared read-only file mappings: (file, VM_EXEC), one entry per mmap().
-    pub file_maps: Vec<(u32, bool)>,
-    /// The readahead state of each file the task reads (its open file's file_ra_state).
-    pub ra: crate::readahead::RaStates,
+    /// What only a task that has not exited holds; freed at its exit. Its fields read
+    /// through the task (`Deref`).
+    live: LivePart,
     /// Pages of all its mappings (mm->total_vm).
     pub total_vm: u64,
-    /// PMD pages of its page tables, and the obj_cgroup they are charged to (kmem.rs).
-    pub pmd_pages: u64,
+    /// PMD pages of its page tables are charged to this obj_cgroup (kmem.rs).
     pub pmd_objcg: crate::kmem::ObjcgId,
-    /// Its threads besides the first: the obj_cgroup each one's kernel stack and slab are
-    /// charged to.
-    pub threads: Vec<(crate::kmem::ObjcgId, u32)>,
     /// Threads created so far: the next one runs on the CPU this many places after the
     /// task's (round robin; see `kmem_thread_exit`).
     pub thread_seq: u32,
-    /// Its own kernel stack and task_struct were allocated (the root's).
-    pub own_stack: bool,
     pub rss_anon: u64,
     pub rss_file: u64,
     pub swapents: u64,
-    /// memcg_nr_pages_over_high.
-    pub nr_pages_over_high: u64,
     /// Dirty throttling (task_struct's nr_dirtied, nr_dirtied_pause, dirty_paused_when).
     pub dirty: crate::page_writeback::TaskDirty,
     /// SIGKILL (or a fatal SIGINT) received.
@@ -101,13 +89,12 @@ pub struct Task {
     pub cpu: u32,
     /// CPU time used, as the run queue orders it (sched.rs; vruntime at nice 0).
     pub vruntime: u64,
+    /// memcg_nr_pages_over_high.
+    pub nr_pages_over_high: u64,
     /// Asleep inside an allocation (reclaim_throttle(), or a wait on a page's writeback).
+    /// (It and the count above, which every fault's return tests, stay out of the live
+    /// part: reading them costs no load of it.)
     pub block: Option<Block>,
-    /// Where the retry loop of the allocation it sleeps in stood.
-    pub alloc_retry: Option<AllocRetry>,
-    /// A global direct reclaim that gave its CPU up between priorities (cond_resched(),
-    /// `Wait::Resched`): it goes on from its next priority when the task runs again.
-    pub reclaim_resume: Option<Box<crate::vmscan::ScanControl>>,
     /// It slept in reclaim_throttle(VMSCAN_THROTTLE_ISOLATED): its next reclaim goes on
     /// past too many isolated pages instead of sleeping again (shrink_inactive_list()'s
     /// `stalled`).
@@ -116,8 +103,94 @@ pub struct Task {
     pub psi: crate::psi::PsiTask,
     pub stats: TaskStats,
     /// The system call that last failed for want of memory, as the program reports it on
-    /// its standard error before it exits (None if none has).
-    pub error: Option<SyscallError>,
+    /// its standard error before it exits (None if none has; boxed: few tasks have one).
+    pub error: Option<Box<SyscallError>>,
+}
+
+/// The part of a task that its exit empties: its mappings, open files, threads and the
+/// allocation it may sleep in (in the kernel, the mm_struct, files_struct and the rest
+/// that exit_mm() and exit_files() release, while the task_struct stays for its parent to
+/// reap). Allocated at spawn and freed at exit, when every field holds its default: an
+/// exited task reads the defaults, and a write to one allocates it again.
+#[derive(Debug, Default)]
+pub struct TaskLive {
+    pub vmas: Vec<u32>,
+    /// Unnamed files (O_TMPFILE) the task holds open; deleted when it exits.
+    pub tmpfiles: Vec<u32>,
+    /// Its shared read-only file mappings: (file, VM_EXEC), one entry per mmap().
+    pub file_maps: Vec<(u32, bool)>,
+    /// The readahead state of each file the task reads (its open file's file_ra_state).
+    pub ra: crate::readahead::RaStates,
+    /// PMD pages of its page tables.
+    pub pmd_pages: u64,
+    /// Its threads besides the first: the obj_cgroup each one's kernel stack and slab are
+    /// charged to.
+    pub threads: Vec<(crate::kmem::ObjcgId, u32)>,
+    /// Its own kernel stack and task_struct were allocated (the root's).
+    pub own_stack: bool,
+    /// Where the retry loop of the allocation it sleeps in stood.
+    pub alloc_retry: Option<AllocRetry>,
+    /// A global direct reclaim that gave its CPU up between priorities (cond_resched(),
+    /// `Wait::Resched`): it goes on from its next priority when the task runs again.
+    pub reclaim_resume: Option<Box<crate::vmscan::ScanControl>>,
+}
+
+impl TaskLive {
+    /// Whether exit left every field as a fresh task's (the readahead state, taken at exit,
+    /// is not looked at).
+    fn emptied(&self) -> bool {
+        self.vmas.is_empty()
+            && self.tmpfiles.is_empty()
+            && self.file_maps.is_empty()
+            && self.pmd_pages == 0
+            && self.threads.is_empty()
+            && !self.own_stack
+            && self.alloc_retry.is_none()
+            && self.reclaim_resume.is_none()
+    }
+}
+
+/// What an exited task's live part reads as.
+static EXITED_LIVE: std::sync::LazyLock<TaskLive> = std::sync::LazyLock::new(TaskLive::default);
+
+/// A task's live part, or none once it has exited.
+#[derive(Debug, Default)]
+struct LivePart(Option<Box<TaskLive>>);
+
+/// The live part an exited task reads (out of line: the paths that read a live task's
+/// fields stay as short as they were).
+#[cold]
+#[inline(never)]
+fn exited_live() -> &'static TaskLive {
+    &EXITED_LIVE
+}
+
+/// A fresh live part, for a write to an exited task's.
+#[cold]
+#[inline(never)]
+fn revive(live: &mut Option<Box<TaskLive>>) -> &mut TaskLive {
+    live.insert(Box::default())
+}
+
+impl std::ops::Deref for Task {
+    type Target = TaskLive;
+    #[inline]
+    fn deref(&self) -> &TaskLive {
+        match &self.live.0 {
+            Some(l) => l,
+            None => exited_live(),
+        }
+    }
+}
+
+impl std::ops::DerefMut for Task {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut TaskLive {
+        match self.live.0 {
+            Some(ref mut l) => l,
+            None => revive(&mut self.live.0),
+        }
+    }
 }
 
 /// A system call a program could not do for want of memory, with what the kernel weighed.
@@ -234,20 +307,13 @@ impl Machine {
             oom_score_adj,
             state: TaskState::Runnable,
             program: Some(program),
-            vmas: Vec::new(),
-            tmpfiles: Vec::new(),
-            file_maps: Vec::new(),
+            live: LivePart(Some(Box::default())),
             total_vm: 0,
-            pmd_pages: 0,
             pmd_objcg: crate::kmem::ROOT_OBJCG,
-            threads: Vec::new(),
-            ra: Default::default(),
             thread_seq: 0,
-            own_stack: false,
             rss_anon: 0,
             rss_file: 0,
             swapents: 0,
-            nr_pages_over_high: 0,
             dirty: crate::page_writeback::TaskDirty::new(now),
             killed: false,
             oom_domain: None,
@@ -256,9 +322,8 @@ impl Machine {
             gen: 0,
             cpu: (pid.0 - FIRST_PID) % self.cfg.cpus,
             vruntime: self.sched.rq.min_vruntime,
+            nr_pages_over_high: 0,
             block: None,
-            alloc_retry: None,
-            reclaim_resume: None,
             isolated_stalled: false,
             psi: crate::psi::PsiTask::new(
                 pid.0 - FIRST_PID,
@@ -352,6 +417,9 @@ impl Machine {
         // The program is dropped unless it is running right now (then the scheduler drops it).
         t.program = None;
         t.nr_pages_over_high = 0;
+        if t.live.0.as_ref().is_some_and(|l| l.emptied()) {
+            t.live.0 = None;
+        }
         self.exited_pids.push(pid);
     }
 
@@ -448,7 +516,7 @@ impl TaskCtx<'_> {
             None
         };
         if let Some(e) = refused {
-            self.m.task_mut(self.pid).error = Some(e);
+            self.m.task_mut(self.pid).error = Some(Box::new(e));
             return Err(Fault::Segv);
         }
         // vm_area_struct and anon_vma, charged to the task's group.
@@ -473,7 +541,7 @@ impl TaskCtx<'_> {
             Ok(()) => {}
             // clone() fails (EAGAIN/ENOMEM); the caller sees Segv.
             Err(crate::memcontrol::ChargeError::NoMem) => {
-                self.m.task_mut(self.pid).error = Some(SyscallError::CloneNoMem);
+                self.m.task_mut(self.pid).error = Some(Box::new(SyscallError::CloneNoMem));
                 return Err(Fault::Segv);
             }
             Err(e) => return Err(e.into()),
