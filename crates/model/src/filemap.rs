@@ -83,9 +83,9 @@ pub struct File {
 }
 
 /// The pages of a file that tasks' readahead windows mark, with how many tasks mark each,
-/// in index order. Most files carry one mark or none (a reader's last window leaves its
-/// mark when the reader exits), so one is held in place and a map is allocated only for a
-/// second: a map's first node was 144 bytes of every file read.
+/// in index order. Most files carry one mark or none (one reader at a time; an exiting
+/// reader's marks go with its open files, readahead.rs `ra_exit()`), so one is held in place
+/// and a map is allocated only for a second: a map's first node is 144 bytes.
 #[derive(Clone, Debug, Default)]
 pub enum RaMarks {
     #[default]
