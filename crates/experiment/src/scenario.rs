@@ -809,7 +809,7 @@ fn machine_example(key: &str) -> &'static str {
         "disk_seek" | "swap_seek" | "swap_latency" => "8ms",
         "cgroup" => "v2",
         "lru" => "split",
-        "shrink_lruvec" => "3.11",
+        "shrink_lruvec" | "reclaim" => "3.11",
         "softlimit" => "tree",
         "dirty" => "seed001",
         "stats" => "rstat",

@@ -58,6 +58,24 @@ pub enum ShrinkLruvec {
     V3_11,
 }
 
+/// The era of page reclaim's heuristics (the `reclaim` key): which kernel's rules decide
+/// what reclaim scans and what it keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReclaimEra {
+    /// Linux 6.1 (default): get_scan_count() from the anon/file reclaim cost at the
+    /// reclaim root, deactivation decided once per shrink_node(), new anon pages inactive,
+    /// dirty and writeback file pages moved to the active list, kswapd balanced when one
+    /// zone is.
+    V6_1,
+    /// Linux 3.11 (the kernel of seed 000): get_scan_count() per lruvec (SCAN_ANON when the
+    /// lruvec's file pages and the free pages are below the high watermark, SCAN_FILE while
+    /// its inactive file list is not low, else the recent rotated/scanned ratios), the file
+    /// lists kept 1:1, new anon pages active, dirty and writeback file pages kept on the
+    /// inactive list, watermarks min + min/4 and min + min/2, and kswapd that balances every
+    /// zone and skips a zone soft-limit reclaim balanced (vmscan.rs, FIDELITY.md).
+    V3_11,
+}
+
 /// The dirty-memory design: how balance_dirty_pages() limits a cgroup's dirty pages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DirtyPolicy {
@@ -223,6 +241,8 @@ pub struct MachineConfig {
     pub dirty: DirtyPolicy,
     /// shrink_lruvec()'s proportional scanning: 6.1's (default) or 3.11's.
     pub shrink_lruvec: ShrinkLruvec,
+    /// Reclaim's heuristics: 6.1's (default) or 3.11's.
+    pub reclaim: ReclaimEra,
     /// How memcg statistics reach their readers (rstat.rs). Default rstat, as in 6.1.
     pub stats: crate::rstat::StatsScheme,
     /// Where each frame's memcg is kept (seed 004; page_cgroup_store.rs). Default flat.
@@ -275,6 +295,7 @@ impl Default for MachineConfig {
             softlimit: SoftLimitPolicy::Tree,
             dirty: DirtyPolicy::Mainline,
             shrink_lruvec: ShrinkLruvec::V6_1,
+            reclaim: ReclaimEra::V6_1,
             stats: crate::rstat::StatsScheme::Rstat,
             page_cgroup: crate::page_cgroup_store::PcDesign::Flat,
             kmem: true,
@@ -451,6 +472,7 @@ impl MachineConfig {
         "softlimit",
         "dirty",
         "shrink_lruvec",
+        "reclaim",
         "stats",
         "page_cgroup",
         "kmem",
@@ -564,6 +586,13 @@ impl MachineConfig {
                     self.shrink_lruvec = match value {
                         "6.1" => ShrinkLruvec::V6_1,
                         "3.11" => ShrinkLruvec::V3_11,
+                        _ => return Err(format!("expected 6.1 or 3.11, got '{value}'")),
+                    }
+                }
+                "reclaim" => {
+                    self.reclaim = match value {
+                        "6.1" => ReclaimEra::V6_1,
+                        "3.11" => ReclaimEra::V3_11,
                         _ => return Err(format!("expected 6.1 or 3.11, got '{value}'")),
                     }
                 }

@@ -66,8 +66,8 @@ pub mod workingset;
 pub mod xarray_marks;
 
 pub use config::{
-    CgroupVersion, Costs, DeviceConfig, DirtyPolicy, LruPolicy, MachineConfig, ShrinkLruvec,
-    SoftLimitPolicy, PAGE_SIZE,
+    CgroupVersion, Costs, DeviceConfig, DirtyPolicy, LruPolicy, MachineConfig, ReclaimEra,
+    ShrinkLruvec, SoftLimitPolicy, PAGE_SIZE,
 };
 pub use errno::Errno;
 pub use machine::Machine;

@@ -102,7 +102,13 @@ impl Machine {
             cfg.ram_pages(),
             nr_frames as u64,
             cfg.min_free_kbytes,
-            cfg.watermark_scale_factor,
+            // 3.11's __setup_per_zone_wmarks() had no watermark_scale_factor: low is min plus
+            // a quarter of it, high min plus half, as a factor of 0 gives.
+            if cfg.reclaim == crate::config::ReclaimEra::V3_11 {
+                0
+            } else {
+                cfg.watermark_scale_factor
+            },
             cfg.cpus,
         );
         let nr_swap = cfg.swap_bytes / PAGE_SIZE;

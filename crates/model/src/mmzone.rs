@@ -81,7 +81,9 @@ pub enum Wmark {
 
 impl Zones {
     /// The zones of a machine with `ram_pages` of RAM, `managed_pages` of them managed, and
-    /// their watermarks (`min_free_kbytes` None: calculate_min_free_kbytes()).
+    /// their watermarks (`min_free_kbytes` None: calculate_min_free_kbytes();
+    /// `watermark_scale_factor` 0, which 6.1's sysctl refuses: 3.11's watermarks, low at
+    /// min + min/4 and high at min + min/2).
     pub fn new(
         ram_pages: u64,
         managed_pages: u64,
@@ -139,7 +141,12 @@ impl Zones {
                 managed: m,
                 min,
                 low: min + tmp,
-                high: min + 2 * tmp,
+                // A factor of 0 is 3.11's __setup_per_zone_wmarks(): high is min + min/2.
+                high: if watermark_scale_factor == 0 {
+                    min + min / 2
+                } else {
+                    min + 2 * tmp
+                },
                 lowmem_reserve,
                 pcp_high,
                 pcp_batch,

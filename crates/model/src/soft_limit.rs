@@ -91,6 +91,17 @@ pub struct SoftLimitTree {
     pub seq: u64,
 }
 
+/// Where mem_cgroup_soft_reclaim() stands: its victim subtree, the excess it started from,
+/// what it reclaimed, the rounds it finished, and the group it visited last.
+#[derive(Clone, Copy, Debug)]
+pub struct SoftReclaimState {
+    pub root: MemcgId,
+    pub excess: u64,
+    pub total: u64,
+    pub loops: u32,
+    pub victim: Option<MemcgId>,
+}
+
 /// What soft-limit reclaim did, machine-wide (the model's own counters; the kernel does not
 /// export these, see /proc/memcgsim/reclaim in the cgroupfs crate).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -310,37 +321,82 @@ impl Machine {
         may_block: bool,
         total_scanned: &mut u64,
     ) -> (u64, Option<crate::vmscan::Wait>) {
-        let excess = self.soft_limit_excess(root);
-        let mut total = 0u64;
-        let mut loops = 0u32;
-        let mut victim: Option<MemcgId> = None;
+        let mut st = SoftReclaimState {
+            root,
+            excess: self.soft_limit_excess(root),
+            total: 0,
+            loops: 0,
+            victim: None,
+        };
+        let wait = self.soft_reclaim_rounds(&mut st, kswapd, may_block, total_scanned);
+        if wait.is_some() && kswapd && self.reclaim_3_11() {
+            // 3.11's kswapd sleeps in wait_on_page_writeback() and then goes on with the
+            // same rounds (soft_limit_resume()).
+            self.kswapd.soft_resume = Some(st);
+        }
+        (st.total, wait)
+    }
+
+    /// The rounds of mem_cgroup_soft_reclaim() from where `st` stands. Returns the sleep
+    /// that stopped them, if one did.
+    fn soft_reclaim_rounds(
+        &mut self,
+        st: &mut SoftReclaimState,
+        kswapd: bool,
+        may_block: bool,
+        total_scanned: &mut u64,
+    ) -> Option<crate::vmscan::Wait> {
         // Bound: at most MAX_RECLAIM_LOOPS + 1 rounds of the subtree.
         let bound = (MEM_CGROUP_MAX_RECLAIM_LOOPS as usize + 2) * (self.memcgs.len() + 1);
         for _ in 0..bound {
-            victim = self.soft_reclaim_iter(root, victim);
-            let Some(v) = victim else {
-                loops += 1;
-                if loops >= 2 {
-                    if total == 0 {
+            st.victim = self.soft_reclaim_iter(st.root, st.victim);
+            let Some(v) = st.victim else {
+                st.loops += 1;
+                if st.loops >= 2 {
+                    if st.total == 0 {
                         break;
                     }
-                    if total >= excess >> 2 || loops > MEM_CGROUP_MAX_RECLAIM_LOOPS {
+                    if st.total >= st.excess >> 2 || st.loops > MEM_CGROUP_MAX_RECLAIM_LOOPS {
                         break;
                     }
                 }
                 continue;
             };
             let (reclaimed, scanned, wait) = self.mem_cgroup_shrink_node(v, kswapd, may_block);
-            total += reclaimed;
+            st.total += reclaimed;
             *total_scanned += scanned;
             if wait.is_some() {
-                return (total, wait);
+                return wait;
             }
-            if self.soft_limit_excess(root) == 0 {
+            if self.soft_limit_excess(st.root) == 0 {
                 break;
             }
         }
-        (total, None)
+        None
+    }
+
+    /// 3.11's kswapd after its sleep on a page's writeback in soft-limit reclaim: the rest
+    /// of the victim's rounds. Returns (reclaimed, another sleep), or None when there was
+    /// nothing to resume (the victim went away).
+    pub(crate) fn soft_limit_resume(&mut self) -> Option<(u64, Option<crate::vmscan::Wait>)> {
+        let mut st = self.kswapd.soft_resume.take()?;
+        if !self.memcg_alive(st.root) {
+            return None;
+        }
+        let start = self.now();
+        let before = st.total;
+        let mut scanned = 0u64;
+        let wait = self.soft_reclaim_rounds(&mut st, true, true, &mut scanned);
+        let reclaimed = st.total - before;
+        if wait.is_some() {
+            self.kswapd.soft_resume = Some(st);
+        }
+        let excess = self.soft_limit_excess(st.root);
+        self.soft_tree_insert(st.root, excess);
+        self.soft_stats.ns += self.now() - start;
+        self.soft_stats.scanned += scanned;
+        self.soft_stats.reclaimed += reclaimed;
+        Some((reclaimed, wait))
     }
 
     /// mem_cgroup_shrink_node(): shrink_lruvec() of `memcg`'s own lruvec at priority 0 for

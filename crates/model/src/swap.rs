@@ -34,6 +34,11 @@ pub struct Lruvec {
     pub size: [u64; lru::NR_LRU_LISTS],
     pub anon_cost: u64,
     pub file_cost: u64,
+    /// 3.11's zone_reclaim_stat (`reclaim=3.11`): pages of each type (anon 0, file 1)
+    /// recently added or scanned, and those of them recently activated or found referenced;
+    /// get_scan_count() weighs each type by their ratio.
+    pub recent_scanned: [u64; 2],
+    pub recent_rotated: [u64; 2],
     /// The workingset eviction clock (nonresident_age).
     pub nonresident_age: u64,
     /// Snapshot of WORKINGSET_ACTIVATE_{ANON,FILE} at the end of the last reclaim cycle.
@@ -59,6 +64,8 @@ impl Default for Lruvec {
             size: [0; lru::NR_LRU_LISTS],
             anon_cost: 0,
             file_cost: 0,
+            recent_scanned: [0; 2],
+            recent_rotated: [0; 2],
             nonresident_age: 0,
             refaults: [0; 2],
             congested: false,
@@ -211,8 +218,22 @@ impl Machine {
         let l = self.page_lru_list(pfn);
         if l == lru::UNEVICTABLE {
             self.frames.clear(pfn, pf::ACTIVE);
+        } else if self.cfg.reclaim == crate::config::ReclaimEra::V3_11 {
+            // 3.11's __pagevec_lru_add_fn(): update_page_reclaim_stat(), an active page
+            // counting as rotated.
+            self.note_reclaim_stat(pfn, 1, lru::is_active(l) as u64);
         }
         self.lru_link(pfn, l, false);
+    }
+
+    /// 3.11's update_page_reclaim_stat() for `pfn`'s lruvec and type: `scanned` pages
+    /// scanned, `rotated` of them rotated.
+    pub(crate) fn note_reclaim_stat(&mut self, pfn: Pfn, scanned: u64, rotated: u64) {
+        let memcg = self.frames.memcg(pfn);
+        let file = (self.frames.flags(pfn) & pf::SWAPBACKED == 0) as usize;
+        let lv = &mut self.memcgs[memcg as usize].lruvec[NID0];
+        lv.recent_scanned[file] += scanned;
+        lv.recent_rotated[file] += rotated;
     }
 
     /// Unlink up to `n` pages from the tail of list `l` of `memcg`, appending them to `out`
@@ -273,7 +294,11 @@ impl Machine {
     /// Put back a page (after isolation or a flag change) at the head of its list.
     pub fn lru_putback(&mut self, pfn: Pfn) {
         self.lru_del(pfn);
-        self.lru_add(pfn);
+        let l = self.page_lru_list(pfn);
+        if l == lru::UNEVICTABLE {
+            self.frames.clear(pfn, pf::ACTIVE);
+        }
+        self.lru_link(pfn, l, false);
     }
 
     /// folio_rotate_reclaimable(): move to the tail of the inactive list, and count
@@ -307,6 +332,10 @@ impl Machine {
         if f & pf::ACTIVE == 0 {
             self.frames.set(pfn, pf::ACTIVE);
             if self.frames.lru(pfn) != LRU_NONE {
+                if self.cfg.reclaim == crate::config::ReclaimEra::V3_11 {
+                    // 3.11's __activate_page(): update_page_reclaim_stat(lruvec, file, 1).
+                    self.note_reclaim_stat(pfn, 1, 1);
+                }
                 self.lru_putback(pfn);
                 let memcg = self.frames.memcg(pfn);
                 self.mod_stat(memcg, Stat::Pgactivate, 1);

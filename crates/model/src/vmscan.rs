@@ -54,6 +54,15 @@
 //! of tasks not on a CPU (lazy TLB), flush without a wait. Mapped file pages, whose mappers
 //! the model does not track, never wait.
 //!
+//! With `reclaim=3.11` (seed 000's kernel), 3.11's heuristics instead: get_scan_count() per
+//! lruvec (SCAN_ANON when the lruvec's file pages and a zone's free pages are below its high
+//! watermark, SCAN_FILE while its inactive file list is not low, else zone_reclaim_stat's
+//! recent rotated/scanned ratios), shrink_list() aging an active list only while its
+//! inactive list is low, referenced anon pages activated, dirty and writeback file pages
+//! kept on the inactive list, memcg reclaim without 6.1's v1 throttle on unqueued dirty
+//! pages, and balance_pgdat()'s every-zone balance with kswapd_shrink_zone()'s skip of a
+//! zone soft-limit reclaim balanced. 3.11's lruvecs are per zone; the model's stay per node.
+//!
 //! Simplifications (docs/FIDELITY.md): swap writes are asynchronous (page_io.rs) except on a
 //! SWP_SYNCHRONOUS_IO device, and a batch's writes go to the device once its loop is done
 //! with its pages (no block plug held across batches); those that end before the batch's
@@ -84,6 +93,9 @@ enum ScanBalance {
 /// How long kswapd's event waits for a page's writeback before looking again (the wakeup at
 /// writeback end comes first; this only bounds the event).
 const KSWAPD_PAGE_WAIT_BOUND_NS: u64 = 10_000_000_000;
+
+/// KSWAPD_ZONE_BALANCE_GAP_RATIO (3.11): the balance gap is at most 1% of a zone.
+const KSWAPD_ZONE_BALANCE_GAP_RATIO: u64 = 100;
 
 /// struct scan_control.
 #[derive(Clone, Debug)]
@@ -272,6 +284,8 @@ pub struct Kswapd {
     pub throttled: bool,
     /// Asleep in folio_wait_writeback() on this page (soft-limit reclaim on cgroup v1).
     pub page_wait: Option<Pfn>,
+    /// 3.11: the soft-limit reclaim that sleeps on `page_wait`, to go on with after it.
+    pub soft_resume: Option<crate::soft_limit::SoftReclaimState>,
     /// Generation of kswapd's pending event (a wakeup supersedes the timeout's event).
     pub gen: u64,
     /// Its virtual runtime in the run queue (sched.rs) and the CPU it last ran on.
@@ -331,6 +345,7 @@ impl Default for Kswapd {
             cpu_ns: 0,
             throttled: false,
             page_wait: None,
+            soft_resume: None,
             gen: 0,
             vruntime: 0,
             cpu: 0,
@@ -943,6 +958,68 @@ impl Machine {
             // An empty lruvec without protection: every target is 0 whatever the balance.
             return [0; 4];
         }
+        let (balance, fraction, denominator, force_scan) = if self.reclaim_3_11() {
+            self.scan_balance_3_11(memcg, sc)
+        } else {
+            let (b, f, d) = self.scan_balance(memcg, sc);
+            (b, f, d, false)
+        };
+        let (emin, elow) = if memcg == sc.target {
+            (0, 0)
+        } else {
+            let c = self.memory.get(memcg as usize);
+            (c.emin, c.elow)
+        };
+        let usage = self.memory.get(memcg as usize).usage;
+        let mut nr = [0u64; 4];
+        for (l, slot) in nr.iter_mut().enumerate() {
+            let file = lru::is_file(l);
+            let size = self.memcg(memcg).lruvec[NID0].size[l];
+            let mut scan = if emin > 0 || elow > 0 {
+                let protection = if !sc.memcg_low_reclaim && elow > emin {
+                    sc.memcg_low_skipped = true;
+                    elow
+                } else {
+                    emin
+                };
+                let cgroup_size = usage.max(protection);
+                let s =
+                    size - (size as u128 * protection as u128 / (cgroup_size as u128 + 1)) as u64;
+                s.max(SWAP_CLUSTER_MAX)
+            } else {
+                size
+            };
+            scan >>= sc.priority;
+            if scan == 0 && force_scan {
+                // 3.11: a small lruvec is scanned a little even at a high priority.
+                scan = size.min(SWAP_CLUSTER_MAX);
+            }
+            *slot = match balance {
+                ScanBalance::Equal => scan,
+                ScanBalance::Fract => {
+                    (scan as u128 * fraction[file as usize] as u128 / denominator as u128) as u64
+                }
+                ScanBalance::File => {
+                    if file {
+                        scan
+                    } else {
+                        0
+                    }
+                }
+                ScanBalance::Anon => {
+                    if file {
+                        0
+                    } else {
+                        scan
+                    }
+                }
+            };
+        }
+        nr
+    }
+
+    /// get_scan_count()'s choice of balance in 6.1: (balance, fraction, denominator).
+    fn scan_balance(&self, memcg: MemcgId, sc: &ScanControl) -> (ScanBalance, [u64; 2], u64) {
         let swappiness = sc
             .proactive_swappiness
             .unwrap_or_else(|| self.memcg_swappiness(memcg)) as u64;
@@ -973,54 +1050,90 @@ impl Machine {
             denominator = ap + fp;
             ScanBalance::Fract
         };
-        let (emin, elow) = if memcg == sc.target {
-            (0, 0)
-        } else {
-            let c = self.memory.get(memcg as usize);
-            (c.emin, c.elow)
-        };
-        let usage = self.memory.get(memcg as usize).usage;
-        let mut nr = [0u64; 4];
-        for (l, slot) in nr.iter_mut().enumerate() {
-            let file = lru::is_file(l);
-            let size = self.memcg(memcg).lruvec[NID0].size[l];
-            let mut scan = if emin > 0 || elow > 0 {
-                let protection = if !sc.memcg_low_reclaim && elow > emin {
-                    sc.memcg_low_skipped = true;
-                    elow
-                } else {
-                    emin
-                };
-                let cgroup_size = usage.max(protection);
-                let s =
-                    size - (size as u128 * protection as u128 / (cgroup_size as u128 + 1)) as u64;
-                s.max(SWAP_CLUSTER_MAX)
-            } else {
-                size
-            };
-            scan >>= sc.priority;
-            *slot = match balance {
-                ScanBalance::Equal => scan,
-                ScanBalance::Fract => {
-                    (scan as u128 * fraction[file as usize] as u128 / denominator as u128) as u64
-                }
-                ScanBalance::File => {
-                    if file {
-                        scan
-                    } else {
-                        0
-                    }
-                }
-                ScanBalance::Anon => {
-                    if file {
-                        0
-                    } else {
-                        scan
-                    }
-                }
-            };
+        (balance, fraction, denominator)
+    }
+
+    /// get_scan_count()'s choice of balance in 3.11, from the lruvec's own lists: (balance,
+    /// fraction, denominator, force_scan). The swappiness is the reclaim target's
+    /// (vmscan_swappiness()); the recent ratios are halved as a floating average.
+    fn scan_balance_3_11(
+        &mut self,
+        memcg: MemcgId,
+        sc: &ScanControl,
+    ) -> (ScanBalance, [u64; 2], u64, bool) {
+        let global = !sc.cgroup_reclaim;
+        // force_scan: memcg reclaim scans a small lruvec a little at every priority (kswapd
+        // on a zone it found unreclaimable too, which the model's node does not track).
+        let force_scan = !global;
+        let swappiness = sc
+            .proactive_swappiness
+            .unwrap_or_else(|| self.memcg_swappiness(sc.target)) as u64;
+        let none = [0u64; 2];
+        if self.unified_lru {
+            return (ScanBalance::Equal, none, 1, force_scan);
         }
-        nr
+        if !sc.may_swap || !self.can_reclaim_anon_pages(memcg) {
+            return (ScanBalance::File, none, 1, force_scan);
+        }
+        if !global && swappiness == 0 {
+            return (ScanBalance::File, none, 1, force_scan);
+        }
+        if sc.priority == 0 && swappiness > 0 {
+            return (ScanBalance::Equal, none, 1, force_scan);
+        }
+        let size = self.memcg(memcg).lruvec[NID0].size;
+        let anon = size[lru::INACTIVE_ANON] + size[lru::ACTIVE_ANON];
+        let file = size[lru::INACTIVE_FILE] + size[lru::ACTIVE_FILE];
+        // A zone's free pages and high watermark: this lruvec's file pages will not bring
+        // it back, so swap. 3.11 asks it per zone of a per-zone lruvec; the model's lruvec
+        // is the node's, so its file pages against each zone, any zone low enough.
+        let zone_low =
+            self.zones.zone.iter().enumerate().any(|(z, zone)| {
+                zone.managed > 0 && file + self.frames.free.zone_len(z) <= zone.high
+            });
+        if global && zone_low {
+            return (ScanBalance::Anon, none, 1, force_scan);
+        }
+        // Enough inactive page cache: leave the anon working set alone.
+        if !self.inactive_list_is_low(memcg, true) {
+            return (ScanBalance::File, none, 1, force_scan);
+        }
+        let lv = &mut self.memcgs[memcg as usize].lruvec[NID0];
+        for (t, total) in [(0, anon), (1, file)] {
+            if lv.recent_scanned[t] > total / 4 {
+                lv.recent_scanned[t] /= 2;
+                lv.recent_rotated[t] /= 2;
+            }
+        }
+        let ap = swappiness * (lv.recent_scanned[0] + 1) / (lv.recent_rotated[0] + 1);
+        let fp = (200 - swappiness) * (lv.recent_scanned[1] + 1) / (lv.recent_rotated[1] + 1);
+        (ScanBalance::Fract, [ap, fp], ap + fp + 1, force_scan)
+    }
+
+    /// Whether reclaim runs 3.11's heuristics (`reclaim=3.11`).
+    #[inline]
+    pub(crate) fn reclaim_3_11(&self) -> bool {
+        self.cfg.reclaim == crate::config::ReclaimEra::V3_11
+    }
+
+    /// inactive_list_is_low() for shrink_list(), the anon ageing and 3.11's scan balance:
+    /// 6.1's inactive_is_low() on hierarchical sizes, or 3.11's on the lruvec's own lists
+    /// (file: more active than inactive pages; anon: the ratio by size, none without swap).
+    pub fn inactive_list_is_low(&self, memcg: MemcgId, file: bool) -> bool {
+        if !self.reclaim_3_11() {
+            return self.inactive_is_low(memcg, file);
+        }
+        let size = self.memcg(memcg).lruvec[NID0].size;
+        if file {
+            return size[lru::ACTIVE_FILE] > size[lru::INACTIVE_FILE];
+        }
+        if self.total_swap_pages == 0 {
+            return false;
+        }
+        let (inactive, active) = (size[lru::INACTIVE_ANON], size[lru::ACTIVE_ANON]);
+        let gb = (inactive + active) >> (30 - crate::config::PAGE_SHIFT);
+        let ratio = if gb > 0 { int_sqrt(10 * gb) } else { 1 };
+        inactive * ratio < active
     }
 
     /// Whether get_scan_count() scales no list of `memcg` by protection (the target's own
@@ -1130,13 +1243,20 @@ impl Machine {
         // A group no active-anon page ever reached is never low (no view to load).
         if self.total_swap_pages > 0
             && self.memcg_topo.anon_seen(s.memcg)
-            && self.inactive_is_low(s.memcg, false)
+            && self.inactive_list_is_low(s.memcg, false)
         {
             self.shrink_active_list(SWAP_CLUSTER_MAX, s.memcg, sc, lru::ACTIVE_ANON);
         }
     }
 
     fn shrink_list(&mut self, l: usize, n: u64, memcg: MemcgId, sc: &mut ScanControl) -> u64 {
+        if lru::is_active(l) && self.reclaim_3_11() {
+            // 3.11: an active list is aged only while its inactive list is low.
+            if self.inactive_list_is_low(memcg, lru::is_file(l)) {
+                self.shrink_active_list(n, memcg, sc, l);
+            }
+            return 0;
+        }
         if lru::is_active(l) {
             let bit = if lru::is_file(l) {
                 DEACTIVATE_FILE
@@ -1182,18 +1302,30 @@ impl Machine {
         self.mod_stat(memcg, Stat::Pgrefill, taken as i64);
         self.spend_cpu(taken * self.cfg.costs.scan_ns);
         let mut nr_deactivate = 0i64;
+        let mut nr_rotated = 0u64;
         for &pfn in &pages {
             if self.frames.test(pfn, pf::MLOCKED) {
                 continue;
             }
             // Referenced executable file pages get another trip round the active list; anon
             // VM_EXEC pages are not modelled (anon mappings are never executable here).
-            if self.page_referenced(pfn) && lru::is_file(l) && self.page_vm_exec(pfn) {
-                continue;
+            if self.page_referenced(pfn) {
+                nr_rotated += 1;
+                if lru::is_file(l) && self.page_vm_exec(pfn) {
+                    continue;
+                }
             }
             self.frames.clear(pfn, pf::ACTIVE);
             self.frames.set(pfn, pf::WORKINGSET);
             nr_deactivate += 1;
+        }
+        if self.reclaim_3_11() {
+            // 3.11's reclaim_stat: every page taken was scanned, and every referenced one
+            // counts as rotated, kept active or not.
+            let lv = &mut self.memcgs[memcg as usize].lruvec[NID0];
+            let t = lru::is_file(l) as usize;
+            lv.recent_scanned[t] += taken;
+            lv.recent_rotated[t] += nr_rotated;
         }
         // Every page goes back, in the order taken, to the list its flags now select.
         self.lru_add_batch(memcg, &pages);
@@ -1345,6 +1477,13 @@ impl Machine {
         // back to the head of the inactive list, clean, in the swap cache.
         self.free_page_list(&free_folios);
         self.swap_io_poll();
+        if self.reclaim_3_11() {
+            // 3.11's reclaim_stat: the batch was scanned; putback_inactive_pages() counts
+            // the pages it activates as rotated.
+            let lv = &mut self.memcgs[memcg as usize].lruvec[NID0];
+            lv.recent_scanned[file as usize] += taken;
+            lv.recent_rotated[file as usize] += nr_activate as u64;
+        }
         self.lru_add_batch(memcg, &putback);
         if nr_activate > 0 {
             self.mod_stat(memcg, Stat::Pgactivate, nr_activate);
@@ -1371,7 +1510,13 @@ impl Machine {
         // Legacy memcg has no dirty throttling of its own; its reclaim sleeps here.
         if sc.nr_unqueued_dirty - unqueued_before == taken {
             self.wakeup_flusher();
-            if !self.writeback_throttling_sane(sc) {
+            if self.reclaim_3_11() {
+                // 3.11: only global reclaim stalls here (congestion_wait(), HZ/10); memcg
+                // reclaim stalls on the pages themselves.
+                if !sc.cgroup_reclaim {
+                    self.reclaim_throttle(sc, Wait::Writeback);
+                }
+            } else if !self.writeback_throttling_sane(sc) {
                 self.reclaim_throttle(sc, Wait::Writeback);
             }
         }
@@ -1482,17 +1627,25 @@ impl Machine {
         if writeback && marked {
             sc.nr_congested += 1;
         }
+        // 6.1 moves a page it cannot reclaim until its write ends to the active list, out of
+        // the way (4.11's "move dirty pages out of the way until they're flushed"); 3.11
+        // keeps it at the head of the inactive list.
+        let busy = if self.reclaim_3_11() {
+            Verdict::Keep
+        } else {
+            Verdict::Activate
+        };
         if under_writeback {
             if sc.kswapd && marked && self.reclaim_wait.pgdat_writeback {
                 // Case 1: kswapd sees pages cycling under writeback.
                 sc.nr_immediate += 1;
-                return Verdict::Activate;
+                return busy;
             }
             if self.writeback_throttling_sane(sc) || !marked || !sc.may_block {
                 // Case 2: mark it, let it finish, and reclaim it when it comes round.
                 self.frames.set(pfn, pf::RECLAIM);
                 sc.nr_writeback += 1;
-                return Verdict::Activate;
+                return busy;
             }
             // Case 3: legacy memcg limit reclaim waits for this page's writeback, then
             // retries it (the model retries the allocation; the page went back at the head
@@ -1505,6 +1658,10 @@ impl Machine {
         let referenced_folio = self.frames.test_clear(pfn, pf::REFERENCED);
         let mut reclaim_clean = false;
         if referenced_ptes {
+            if anon && self.reclaim_3_11() {
+                // 3.11's page_check_references(): a referenced anon page stays active.
+                return Verdict::Activate;
+            }
             self.frames.set(pfn, pf::REFERENCED);
             if referenced_folio {
                 return Verdict::Activate;
@@ -1533,7 +1690,7 @@ impl Machine {
             // Reclaim does not write file pages (not even kswapd, here); mark the page for
             // immediate reclaim once the flusher has written it (NR_VMSCAN_IMMEDIATE).
             self.frames.set(pfn, pf::RECLAIM);
-            return Verdict::Activate;
+            return busy;
         }
         let _ = memcg;
         let shadow = self.workingset_eviction(pfn, sc.target);
@@ -1643,8 +1800,28 @@ impl Machine {
     /// pgdat_balanced() for order 0: any one zone above its high watermark plus its lowmem
     /// reserve balances the node.
     fn pgdat_balanced(&self) -> bool {
+        if self.reclaim_3_11() {
+            // 3.11's pgdat_balanced() for order 0: every zone above its high watermark (each
+            // zone its own classzone, so without a lowmem reserve).
+            return self.zones_balanced(false);
+        }
         self.zones.zone.iter().enumerate().any(|(z, zone)| {
             zone.managed > 0 && self.frames.free.zone_len(z) > zone.high + zone.lowmem_reserve
+        })
+    }
+
+    /// 3.11's zone_balanced() for every populated zone: free pages above the high
+    /// watermark, plus, with `gap`, kswapd_shrink_zone()'s balance gap (the low watermark or
+    /// 1% of the zone, whichever is smaller).
+    fn zones_balanced(&self, gap: bool) -> bool {
+        self.zones.zone.iter().enumerate().all(|(z, zone)| {
+            let g = if gap {
+                zone.low
+                    .min(zone.managed.div_ceil(KSWAPD_ZONE_BALANCE_GAP_RATIO))
+            } else {
+                0
+            };
+            zone.managed == 0 || self.frames.free.zone_len(z) > zone.high + g
         })
     }
 
@@ -1662,7 +1839,10 @@ impl Machine {
     pub fn kswapd_step(&mut self) -> Option<u64> {
         let mut st = match self.kswapd.scan.take() {
             Some(st) => st,
-            None => self.kswapd_step_begin()?,
+            None => match self.kswapd_step_begin() {
+                Ok(st) => st,
+                Err(sleep) => return sleep,
+            },
         };
         // Where this run's share of the current soft pass's time starts.
         let mut seg_start = self.now();
@@ -1750,18 +1930,22 @@ impl Machine {
     }
 
     /// The start of a balance_pgdat() priority step: the node's balance, ageing, soft-limit
-    /// tree reclaim, and shrink_node()'s start. None when the node is balanced.
-    fn kswapd_step_begin(&mut self) -> Option<Box<KswapdScan>> {
-        if self.pgdat_balanced() {
+    /// tree reclaim, and shrink_node()'s start. Err(None) when the node is balanced;
+    /// Err(Some(ns)) when, under 3.11's rules, the step ends before its node pass and kswapd
+    /// sleeps for ns.
+    fn kswapd_step_begin(&mut self) -> Result<Box<KswapdScan>, Option<u64>> {
+        // 3.11: a sleep in soft-limit reclaim is the middle of a step, not between steps.
+        let resuming = self.kswapd.soft_resume.is_some();
+        if !resuming && self.pgdat_balanced() {
             self.clear_pgdat_congested();
             self.kswapd.awake = false;
-            return None;
+            return Err(None);
         }
         let mut sc = ScanControl::new(ROOT_MEMCG, 0, false);
         sc.kswapd = true;
         sc.priority = self.kswapd.priority;
         // kswapd_age_node()
-        if self.total_swap_pages > 0 {
+        if self.total_swap_pages > 0 && !resuming {
             // The walk visits every group. A group no active-anon update ever reached is
             // never low (no view to load), nor is any group below it (an update marks the
             // ancestors too): the model skips those subtrees and charges the walk of all of
@@ -1781,7 +1965,7 @@ impl Machine {
             );
             self.charge_walk(self.memcg(ROOT_MEMCG).subtree_groups as usize);
             for m in all {
-                if self.inactive_is_low(m, false) {
+                if self.inactive_list_is_low(m, false) {
                     self.shrink_active_list(SWAP_CLUSTER_MAX, m, &mut sc, lru::ACTIVE_ANON);
                 }
             }
@@ -1803,9 +1987,29 @@ impl Machine {
             // A sleep it asks for (reclaim_throttle(), or folio_wait_writeback() on a page
             // it met again) comes after kswapd_shrink_node(): the kernel sleeps first and
             // then goes on; the model's kswapd step does the same work, then sleeps.
-            let (reclaimed, _, wait) = self.mem_cgroup_soft_limit_reclaim(true, true);
+            let (reclaimed, wait) = match self.soft_limit_resume() {
+                Some(r) => r,
+                None => {
+                    let (reclaimed, _, wait) = self.mem_cgroup_soft_limit_reclaim(true, true);
+                    (reclaimed, wait)
+                }
+            };
             sc.nr_reclaimed += reclaimed;
             soft_wait = wait;
+            if self.reclaim_3_11() {
+                // 3.11's kswapd waits on the page where soft-limit reclaim met it, then
+                // goes on at the same priority; the model's step ends here and the next one,
+                // after the sleep, reclaims afresh. kswapd_shrink_zone() leaves a zone the
+                // soft-limit reclaim balanced (with the gap) alone.
+                if wait.is_some() {
+                    self.kswapd.nr_reclaimed += reclaimed;
+                    return Err(Some(self.kswapd_sleep_for(wait)));
+                }
+                if self.zones_balanced(true) {
+                    self.kswapd.nr_reclaimed += reclaimed;
+                    return Err(Some(0));
+                }
+            }
         }
         let before = self.shrink_node_begin(&mut sc);
         let pass = if self.should_soft_reclaim(&sc) {
@@ -1828,7 +2032,7 @@ impl Machine {
             lruvec: None,
         });
         self.kswapd_pass_start(&mut st, pass);
-        Some(st)
+        Ok(st)
     }
 
     /// The end of a priority step: shrink_node()'s end, the priority, and the sleep.
@@ -1844,7 +2048,26 @@ impl Machine {
             self.kswapd.priority -= 1;
         }
         self.snapshot_refaults(ROOT_MEMCG);
-        let sleep = match sc.throttle {
+        let sleep = self.kswapd_sleep_for(sc.throttle);
+        if self.kswapd.priority < 1 {
+            // balance_pgdat() ends without balancing the node.
+            if self.kswapd.nr_reclaimed == 0 {
+                self.kswapd.failures += 1;
+            }
+            self.kswapd.priority = DEF_PRIORITY;
+            self.kswapd.nr_reclaimed = 0;
+            if self.kswapd.failures >= crate::memcontrol::MAX_RECLAIM_RETRIES {
+                self.kswapd_end_throttle();
+                self.kswapd.awake = false;
+                return None;
+            }
+        }
+        Some(sleep)
+    }
+
+    /// How long kswapd sleeps for the wait its step asked for (0: none).
+    fn kswapd_sleep_for(&mut self, throttle: Option<Wait>) -> u64 {
+        match throttle {
             Some(Wait::PageWriteback(pfn)) if !self.frames.test(pfn, pf::WRITEBACK) => {
                 // folio_wait_writeback() tests PG_writeback before it sleeps: the write
                 // ended while the page was still isolated in the batch.
@@ -1863,21 +2086,7 @@ impl Machine {
                 w.timeout_ns().expect("kswapd sleeps with a timeout")
             }
             None => 0,
-        };
-        if self.kswapd.priority < 1 {
-            // balance_pgdat() ends without balancing the node.
-            if self.kswapd.nr_reclaimed == 0 {
-                self.kswapd.failures += 1;
-            }
-            self.kswapd.priority = DEF_PRIORITY;
-            self.kswapd.nr_reclaimed = 0;
-            if self.kswapd.failures >= crate::memcontrol::MAX_RECLAIM_RETRIES {
-                self.kswapd_end_throttle();
-                self.kswapd.awake = false;
-                return None;
-            }
         }
-        Some(sleep)
     }
 
     /// kswapd's throttle sleep is over (timeout, or it stops).
@@ -2024,5 +2233,55 @@ mod tests {
         sc.memcg_low_reclaim = true;
         let nr = m.get_scan_count(a, &mut sc);
         assert!(nr.iter().any(|&n| n > 0), "{nr:?}");
+    }
+
+    /// `reclaim=3.11`: 3.11's watermarks (no watermark_scale_factor: low is min + min/4,
+    /// high min + min/2), its file lists kept 1:1 and its anon ratio on the lruvec's own
+    /// lists; any other value of the key is refused.
+    #[test]
+    fn reclaim_3_11_has_its_watermarks_and_list_ratios() {
+        let mut cfg = MachineConfig::default();
+        cfg.set("memory", "16G").unwrap();
+        cfg.set("swap", "1G").unwrap();
+        assert!(cfg
+            .set("reclaim", "4.0")
+            .unwrap_err()
+            .contains("expected 6.1 or 3.11"));
+        let v6 = Machine::new(cfg.clone()).unwrap();
+        cfg.set("reclaim", "3.11").unwrap();
+        let mut m = Machine::new(cfg).unwrap();
+        for (z, zone) in m.zones.zone.iter().enumerate() {
+            let min = zone.min;
+            assert_eq!(min, v6.zones.zone[z].min, "the same min in zone {z}");
+            assert_eq!(
+                (zone.low, zone.high),
+                (min + min / 4, min + min / 2),
+                "zone {z}"
+            );
+        }
+        assert!(
+            m.zones.total(crate::mmzone::Wmark::High) < v6.zones.total(crate::mmzone::Wmark::High)
+        );
+        let a = m.memcg_create(ROOT_MEMCG).unwrap();
+        let size = |m: &mut Machine, l: usize, n: u64| {
+            m.memcgs[a as usize].lruvec[NID0].size[l] = n;
+        };
+        // File: low as soon as more pages are active than inactive.
+        size(&mut m, lru::INACTIVE_FILE, 100);
+        size(&mut m, lru::ACTIVE_FILE, 100);
+        assert!(!m.inactive_list_is_low(a, true));
+        size(&mut m, lru::ACTIVE_FILE, 101);
+        assert!(m.inactive_list_is_low(a, true));
+        // Anon: 4G of it wants an inactive list of a sixth (int_sqrt(10 * 4) = 6).
+        let gb = 1 << (30 - crate::config::PAGE_SHIFT);
+        size(&mut m, lru::ACTIVE_ANON, 4 * gb - 100_000);
+        size(&mut m, lru::INACTIVE_ANON, 100_000);
+        assert!(m.inactive_list_is_low(a, false));
+        size(&mut m, lru::ACTIVE_ANON, 4 * gb - 200_000);
+        size(&mut m, lru::INACTIVE_ANON, 200_000);
+        assert!(!m.inactive_list_is_low(a, false));
+        for l in 0..4 {
+            size(&mut m, l, 0);
+        }
     }
 }
