@@ -108,6 +108,10 @@ pub struct SweepArgs {
     /// With `--backend ray`: the cluster's address (ray.init's); default: a local instance
     #[arg(long)]
     pub address: Option<String>,
+    /// Also print these columns of the table (names as in sweep.csv, comma-separated), a
+    /// line per run, aligned
+    #[arg(long, value_delimiter = ',')]
+    pub show: Vec<String>,
 }
 
 /// The table of a sweep run as Ray tasks by the Python package: `python3 -m memcgsim.sweep`
@@ -361,6 +365,10 @@ pub fn sweep_cmd(args: &SweepArgs) -> i32 {
     if let Some(pb) = &bar {
         pb.finish_and_clear();
     }
+    let shown = match table.show(&args.show) {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
     let json = match serde_json::to_string_pretty(&table) {
         Ok(j) => j + "\n",
         Err(e) => return fail(&e.to_string()),
@@ -388,6 +396,7 @@ pub fn sweep_cmd(args: &SweepArgs) -> i32 {
         count(sc.run.seeds.len(), "seed"),
         count(table.columns.len(), "column")
     );
+    print!("{shown}");
     eprintln!("memcgsim: results in {}", dir.display());
     0
 }

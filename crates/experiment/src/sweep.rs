@@ -121,6 +121,64 @@ impl Table {
         Table { columns, rows }
     }
 
+    /// `columns` of the table as aligned text: a header line, then a line per run (numbers
+    /// right-aligned, fractions to two decimals, null as `-`). Nothing for no columns; an
+    /// error naming the table's columns for a name it does not have.
+    pub fn show(&self, columns: &[String]) -> Result<String, String> {
+        if columns.is_empty() {
+            return Ok(String::new());
+        }
+        let mut idx = Vec::with_capacity(columns.len());
+        for c in columns {
+            match self.columns.iter().position(|x| x == c) {
+                Some(i) => idx.push(i),
+                None => {
+                    return Err(format!(
+                        "--show: the table has no column '{}'; it has: {}",
+                        memcgsim_model::text::clip(c),
+                        self.columns.join(", ")
+                    ))
+                }
+            }
+        }
+        let cell = |v: &Value| match v {
+            Value::Null => "-".to_string(),
+            Value::String(s) => s.clone(),
+            Value::Number(n) if n.is_f64() => format!("{:.2}", n.as_f64().unwrap_or(0.0)),
+            other => other.to_string(),
+        };
+        let mut grid = vec![columns.to_vec()];
+        grid.extend(
+            self.rows
+                .iter()
+                .map(|r| idx.iter().map(|&i| cell(&r[i])).collect::<Vec<_>>()),
+        );
+        let width: Vec<usize> = (0..idx.len())
+            .map(|j| grid.iter().map(|r| r[j].chars().count()).max().unwrap_or(0))
+            .collect();
+        // A column is right-aligned when every value in it is a number.
+        let numeric: Vec<bool> = idx
+            .iter()
+            .map(|&i| self.rows.iter().all(|r| r[i].is_number() || r[i].is_null()))
+            .collect();
+        let mut out = String::new();
+        for r in &grid {
+            let cells: Vec<String> = r
+                .iter()
+                .enumerate()
+                .map(|(j, c)| {
+                    if numeric[j] {
+                        format!("{c:>w$}", w = width[j])
+                    } else {
+                        format!("{c:<w$}", w = width[j])
+                    }
+                })
+                .collect();
+            let _ = writeln!(out, "{}", cells.join("  ").trim_end());
+        }
+        Ok(out)
+    }
+
     /// RFC 4180 CSV: a header line, then a line per run; null is an empty field.
     pub fn to_csv(&self) -> String {
         fn field(s: &str) -> String {
@@ -162,4 +220,47 @@ pub fn sweep(sc: &Scenario, jobs: usize, done: &(dyn Fn(usize) + Sync)) -> Resul
         Ok(row(sc, &pts[i], &r))
     })?;
     Ok(Table::from_rows(rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn show_prints_the_columns_asked_for_aligned() {
+        let t = Table::from_rows(vec![
+            vec![
+                ("variant".into(), "base".into()),
+                ("heap".into(), "10M".into()),
+                ("task.b.elapsed_s".into(), 3600.0.into()),
+                ("task.b.majflt".into(), 180_852u64.into()),
+            ],
+            vec![
+                ("variant".into(), "rework".into()),
+                ("heap".into(), "2M".into()),
+                ("task.b.elapsed_s".into(), 334.756.into()),
+                ("task.b.majflt".into(), Value::Null),
+            ],
+        ]);
+        let cols = |c: &[&str]| c.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(t.show(&[]).unwrap(), "");
+        assert_eq!(
+            t.show(&cols(&[
+                "variant",
+                "heap",
+                "task.b.elapsed_s",
+                "task.b.majflt"
+            ]))
+            .unwrap(),
+            "variant  heap  task.b.elapsed_s  task.b.majflt\n\
+             base     10M            3600.00         180852\n\
+             rework   2M              334.76              -\n"
+        );
+        let e = t.show(&cols(&["heap", "majflt"])).unwrap_err();
+        assert!(e.contains("no column 'majflt'"), "{e}");
+        assert!(
+            e.contains("variant, heap, task.b.elapsed_s, task.b.majflt"),
+            "{e}"
+        );
+    }
 }
