@@ -290,6 +290,8 @@ script_tests! {
     seed000_limit_tree => "seed000/limit_tree.mcg",
     seed000_limit_rework => "seed000/limit_rework.mcg",
     seed000_fallback_rework => "seed000/fallback_rework.mcg",
+    seed000_reclaim_3_11 => "seed000/reclaim_3_11.mcg",
+    seed000_reclaim_6_1 => "seed000/reclaim_6_1.mcg",
     // Issue 38 item 7: thread stacks kept and reused by the C library.
     kmem_thread_stacks => "kmem/thread_stacks.mcg",
     // Issue 38 item 8: global direct reclaim under a fast allocator.
