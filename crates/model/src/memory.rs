@@ -172,7 +172,7 @@ impl Machine {
 
     fn map_new_anon(&mut self, pid: Pid, vma: u32, idx: u32, pfn: Pfn) {
         self.map_anon(pid, vma, idx, pfn);
-        if self.cfg.reclaim == crate::config::ReclaimEra::V3_11 {
+        if self.reclaim_3_11() {
             // 3.11's page_add_new_anon_rmap(): a new anon page starts on the active list
             // (6.1 starts it inactive, since 5.9's "mm/vmscan: protect the workingset on
             // anonymous LRU").

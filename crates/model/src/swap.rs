@@ -215,25 +215,45 @@ impl Machine {
 
     /// folio_add_lru(): put a new page at the head of the list its flags select.
     pub fn lru_add(&mut self, pfn: Pfn) {
-        let l = self.page_lru_list(pfn);
-        if l == lru::UNEVICTABLE {
-            self.frames.clear(pfn, pf::ACTIVE);
-        } else if self.cfg.reclaim == crate::config::ReclaimEra::V3_11 {
+        let l = self.lru_link_head(pfn);
+        if l != lru::UNEVICTABLE && self.reclaim_3_11() {
             // 3.11's __pagevec_lru_add_fn(): update_page_reclaim_stat(), an active page
             // counting as rotated.
             self.note_reclaim_stat(pfn, 1, lru::is_active(l) as u64);
         }
+    }
+
+    /// Link a page off the LRU at the head of the list its flags select (an unevictable one
+    /// loses PG_active); returns the list.
+    fn lru_link_head(&mut self, pfn: Pfn) -> usize {
+        let l = self.page_lru_list(pfn);
+        if l == lru::UNEVICTABLE {
+            self.frames.clear(pfn, pf::ACTIVE);
+        }
         self.lru_link(pfn, l, false);
+        l
     }
 
     /// 3.11's update_page_reclaim_stat() for `pfn`'s lruvec and type: `scanned` pages
     /// scanned, `rotated` of them rotated.
     pub(crate) fn note_reclaim_stat(&mut self, pfn: Pfn, scanned: u64, rotated: u64) {
         let memcg = self.frames.memcg(pfn);
-        let file = (self.frames.flags(pfn) & pf::SWAPBACKED == 0) as usize;
+        let file = self.frames.flags(pfn) & pf::SWAPBACKED == 0;
+        self.note_lruvec_reclaim_stat(memcg, file, scanned, rotated);
+    }
+
+    /// 3.11's reclaim_stat of `memcg`'s lruvec for one type: `scanned` pages scanned,
+    /// `rotated` of them rotated.
+    pub(crate) fn note_lruvec_reclaim_stat(
+        &mut self,
+        memcg: MemcgId,
+        file: bool,
+        scanned: u64,
+        rotated: u64,
+    ) {
         let lv = &mut self.memcgs[memcg as usize].lruvec[NID0];
-        lv.recent_scanned[file] += scanned;
-        lv.recent_rotated[file] += rotated;
+        lv.recent_scanned[file as usize] += scanned;
+        lv.recent_rotated[file as usize] += rotated;
     }
 
     /// Unlink up to `n` pages from the tail of list `l` of `memcg`, appending them to `out`
@@ -294,11 +314,7 @@ impl Machine {
     /// Put back a page (after isolation or a flag change) at the head of its list.
     pub fn lru_putback(&mut self, pfn: Pfn) {
         self.lru_del(pfn);
-        let l = self.page_lru_list(pfn);
-        if l == lru::UNEVICTABLE {
-            self.frames.clear(pfn, pf::ACTIVE);
-        }
-        self.lru_link(pfn, l, false);
+        self.lru_link_head(pfn);
     }
 
     /// folio_rotate_reclaimable(): move to the tail of the inactive list, and count
@@ -332,7 +348,7 @@ impl Machine {
         if f & pf::ACTIVE == 0 {
             self.frames.set(pfn, pf::ACTIVE);
             if self.frames.lru(pfn) != LRU_NONE {
-                if self.cfg.reclaim == crate::config::ReclaimEra::V3_11 {
+                if self.reclaim_3_11() {
                     // 3.11's __activate_page(): update_page_reclaim_stat(lruvec, file, 1).
                     self.note_reclaim_stat(pfn, 1, 1);
                 }

@@ -1322,10 +1322,7 @@ impl Machine {
         if self.reclaim_3_11() {
             // 3.11's reclaim_stat: every page taken was scanned, and every referenced one
             // counts as rotated, kept active or not.
-            let lv = &mut self.memcgs[memcg as usize].lruvec[NID0];
-            let t = lru::is_file(l) as usize;
-            lv.recent_scanned[t] += taken;
-            lv.recent_rotated[t] += nr_rotated;
+            self.note_lruvec_reclaim_stat(memcg, lru::is_file(l), taken, nr_rotated);
         }
         // Every page goes back, in the order taken, to the list its flags now select.
         self.lru_add_batch(memcg, &pages);
@@ -1480,9 +1477,7 @@ impl Machine {
         if self.reclaim_3_11() {
             // 3.11's reclaim_stat: the batch was scanned; putback_inactive_pages() counts
             // the pages it activates as rotated.
-            let lv = &mut self.memcgs[memcg as usize].lruvec[NID0];
-            lv.recent_scanned[file as usize] += taken;
-            lv.recent_rotated[file as usize] += nr_activate as u64;
+            self.note_lruvec_reclaim_stat(memcg, file, taken, nr_activate as u64);
         }
         self.lru_add_batch(memcg, &putback);
         if nr_activate > 0 {
