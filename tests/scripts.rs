@@ -4,7 +4,8 @@
 //!   `tools/testing/selftests/cgroup/test_memcontrol.c`), `tests/kmem/` (ports of its
 //!   `test_kmem.c`), `tests/cgroup/` (the
 //!   cgroup core files), `tests/v1/` (cgroup v1 behaviour) and `tests/seed000/`, `tests/seed002/` (seed reports). Each runs
-//!   `memcgsim script --check FILE` and requires exit status 0.
+//!   `memcgsim script --check FILE` (without `--check` for [`UNCHECKED_SCRIPTS`]) and
+//!   requires exit status 0.
 //! * Tests of the script runner itself, on the small scripts in
 //!   `tests/fixtures/`: determinism, the report of a failed `expect`, the
 //!   report of a script error, and a failed write that the script survives.
@@ -32,6 +33,15 @@ const SLOW_SCRIPTS: &[&str] = &[
     "swap/kswapd_split.mcg",
     "swap/kswapd_single.mcg",
     "swap/direct_probe.mcg",
+];
+
+/// Scripts whose machines have a Normal zone (more than 4G of RAM, over a million frames)
+/// and stream gigabytes: the invariant checker after each of their millions of steps would
+/// take hours, so they run without it. The same mechanisms run checked on smaller machines
+/// (seed000/reclaim_3_11.mcg: per-zone lists on DMA and DMA32).
+const UNCHECKED_SCRIPTS: &[&str] = &[
+    "seed000/stream_tree_3_11.mcg",
+    "seed000/stream_rework_3_11.mcg",
 ];
 
 /// Wall-clock limit for [`SLOW_SCRIPTS`].
@@ -80,9 +90,14 @@ fn run_script_with(file: &str, args: &[&str]) -> Run {
         file,
         dir.display()
     );
+    let check: &[&str] = if UNCHECKED_SCRIPTS.contains(&file) {
+        &[]
+    } else {
+        &["--check"]
+    };
     let mut child = Command::new(env!("CARGO_BIN_EXE_memcgsim"))
         .arg("script")
-        .arg("--check")
+        .args(check)
         .args(args)
         .arg(file)
         .current_dir(&dir)
@@ -292,6 +307,8 @@ script_tests! {
     seed000_fallback_rework => "seed000/fallback_rework.mcg",
     seed000_reclaim_3_11 => "seed000/reclaim_3_11.mcg",
     seed000_reclaim_6_1 => "seed000/reclaim_6_1.mcg",
+    seed000_stream_tree_3_11 => "seed000/stream_tree_3_11.mcg",
+    seed000_stream_rework_3_11 => "seed000/stream_rework_3_11.mcg",
     // Issue 38 item 7: thread stacks kept and reused by the C library.
     kmem_thread_stacks => "kmem/thread_stacks.mcg",
     // Issue 38 item 8: global direct reclaim under a fast allocator.

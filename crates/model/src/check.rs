@@ -30,7 +30,6 @@ use crate::machine::Machine;
 use crate::memcontrol::{MemcgId, ROOT_MEMCG};
 use crate::page_cgroup::{pf, LRU_NONE, MAPPING_FILE_BIT, NIL};
 use crate::stat::{lru, Stat, NR_STATS};
-use crate::swap::NID0;
 
 impl Machine {
     /// Run the full check if enabled.
@@ -51,10 +50,9 @@ impl Machine {
                 if t.exited() {
                     return Err(format!("exited task {} keeps a direct reclaim", t.pid));
                 }
-                if sc.cgroup_reclaim
-                    || sc.kswapd
-                    || !(0..crate::vmscan::DEF_PRIORITY).contains(&sc.priority)
-                {
+                // A 3.11 reclaim asleep in a zone's soft-limit reclaim may be at any priority.
+                let top = crate::vmscan::DEF_PRIORITY + sc.resume_zone.is_some() as i32;
+                if sc.cgroup_reclaim || sc.kswapd || !(0..top).contains(&sc.priority) {
                     return Err(format!(
                         "task {} keeps a reclaim that is not a global direct reclaim part-way \
                          down (priority {})",
@@ -210,7 +208,7 @@ impl Machine {
             }
             if (mc.online || mc.dying)
                 && !self.memcg_topo.lru_seen(m)
-                && mc.lruvec[NID0].evictable_size() != 0
+                && mc.lruvec.iter().any(|lv| lv.evictable_size() != 0)
             {
                 return Err(format!(
                     "memcg {id} has pages on its LRU lists but no LRU update reached it"
@@ -357,56 +355,66 @@ impl Machine {
                 continue;
             }
             for l in 0..lru::NR_LRU_LISTS {
-                let mut count = 0u64;
-                let mut prev = NIL;
-                let mut cur = mc.lruvec[NID0].head[l];
-                while cur != NIL {
-                    let c = cur as usize;
-                    if c >= self.frames.meta.len() {
-                        return Err(format!("memcg {id} list {l}: bad frame {cur}"));
+                let mut total = 0u64;
+                for (slot, lv) in mc.lruvec.iter().enumerate() {
+                    let mut count = 0u64;
+                    let mut prev = NIL;
+                    let mut cur = lv.head[l];
+                    while cur != NIL {
+                        let c = cur as usize;
+                        if c >= self.frames.meta.len() {
+                            return Err(format!("memcg {id} list {l}: bad frame {cur}"));
+                        }
+                        if seen[c] {
+                            return Err(format!("frame {cur} on two lists (or a cycle)"));
+                        }
+                        seen[c] = true;
+                        let pc = self.frames.get(cur).pc;
+                        if pc.memcg as usize != id {
+                            return Err(format!(
+                                "frame {cur} on memcg {id}'s list {l} but owned by {}",
+                                pc.memcg
+                            ));
+                        }
+                        if (pc.flags & pf::LRU_MASK) as usize != l {
+                            return Err(format!(
+                                "frame {cur} on list {l} but flags say {}",
+                                pc.flags & pf::LRU_MASK
+                            ));
+                        }
+                        if self.page_lru_list(cur) != l {
+                            return Err(format!(
+                                "frame {cur} on list {l} but belongs on {}",
+                                self.page_lru_list(cur)
+                            ));
+                        }
+                        if pc.prev != prev {
+                            return Err(format!("frame {cur}: broken prev link"));
+                        }
+                        if self.lru_slot(cur) != slot {
+                            return Err(format!(
+                                "frame {cur} on memcg {id}'s lruvec {slot} but belongs on {}",
+                                self.lru_slot(cur)
+                            ));
+                        }
+                        prev = cur;
+                        cur = pc.next;
+                        count += 1;
                     }
-                    if seen[c] {
-                        return Err(format!("frame {cur} on two lists (or a cycle)"));
+                    if lv.tail[l] != prev {
+                        return Err(format!("memcg {id} lruvec {slot} list {l}: tail mismatch"));
                     }
-                    seen[c] = true;
-                    let pc = self.frames.get(cur).pc;
-                    if pc.memcg as usize != id {
+                    if count != lv.size[l] {
                         return Err(format!(
-                            "frame {cur} on memcg {id}'s list {l} but owned by {}",
-                            pc.memcg
+                            "memcg {id} lruvec {slot} list {l}: {count} pages but size {}",
+                            lv.size[l]
                         ));
                     }
-                    if (pc.flags & pf::LRU_MASK) as usize != l {
-                        return Err(format!(
-                            "frame {cur} on list {l} but flags say {}",
-                            pc.flags & pf::LRU_MASK
-                        ));
-                    }
-                    if self.page_lru_list(cur) != l {
-                        return Err(format!(
-                            "frame {cur} on list {l} but belongs on {}",
-                            self.page_lru_list(cur)
-                        ));
-                    }
-                    if pc.prev != prev {
-                        return Err(format!("frame {cur}: broken prev link"));
-                    }
-                    prev = cur;
-                    cur = pc.next;
-                    count += 1;
-                }
-                if mc.lruvec[NID0].tail[l] != prev {
-                    return Err(format!("memcg {id} list {l}: tail mismatch"));
-                }
-                if count != mc.lruvec[NID0].size[l] {
-                    return Err(format!(
-                        "memcg {id} list {l}: {count} pages but size {}",
-                        mc.lruvec[NID0].size[l]
-                    ));
+                    total += count;
                 }
                 let st = mc.stats.local[lru::stat(l) as usize];
-                if st != count as i64 {
-                    return Err(format!("memcg {id} list {l}: {count} pages but stat {st}"));
+                if st != total as i64 {
+                    return Err(format!("memcg {id} list {l}: {total} pages but stat {st}"));
                 }
             }
         }

@@ -76,6 +76,9 @@ pub struct Machine {
     /// The per-node soft-limit tree (one node) and what soft-limit reclaim did.
     pub soft_tree: crate::soft_limit::SoftLimitTree,
     pub soft_stats: crate::soft_limit::SoftStats,
+    /// 3.11: the soft-limit reclaim a sleep on a page's writeback just interrupted, for its
+    /// caller to keep and go on with after the sleep.
+    pub soft_interrupted: Option<crate::soft_limit::SoftReclaimState>,
     pub shrink_inactive_hist: crate::vmscan::ShrinkInactiveHist,
     /// The statistics scheme's machine-wide state (rstat.rs).
     pub rstat: crate::rstat::Rstat,
@@ -146,6 +149,7 @@ impl Machine {
             unified_lru: cfg.lru == crate::config::LruPolicy::Unified,
             soft_tree: Default::default(),
             soft_stats: Default::default(),
+            soft_interrupted: None,
             shrink_inactive_hist: Default::default(),
             rstat: crate::rstat::Rstat::new(cfg.stats, cfg.cpus as usize),
             node_events: Default::default(),

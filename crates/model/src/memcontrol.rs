@@ -110,9 +110,9 @@ pub struct Memcg {
     /// Live memcgs in its subtree, itself and dying ones included (kept at create and free,
     /// for the read-side-sum figure of /proc/memcgsim/stats).
     pub subtree_groups: u64,
-    /// One lruvec per NUMA node (mem_cgroup_per_node); index with the node id. In the
-    /// struct (a fixed number of nodes), not behind a pointer of its own.
-    pub lruvec: [Lruvec; crate::swap::MAX_NUMNODES_MODELLED],
+    /// Its lruvecs (mem_cgroup_per_node; mem_cgroup_per_zone under `reclaim=3.11`): see
+    /// `LRUVEC_SLOTS` in swap.rs. In the struct, not behind a pointer of its own.
+    pub lruvec: [Lruvec; crate::swap::LRUVEC_SLOTS],
     /// Exact counters: what every update changed, at once.
     pub stats: MemcgStats,
     /// The counters as readers see them under the statistics scheme (rstat.rs).

@@ -34,8 +34,16 @@
 //! walk cost worried its reviewers): the predicate never answers SKIP_TREE, the soft pass is
 //! always tried, and a soft pass that visited nobody is not repeated.
 //!
+//! Under `reclaim=3.11` the tree reclaim runs zone by zone, as 3.11 called it from
+//! balance_pgdat()'s and shrink_zones()' zone loops: each call shrinks the victims' lruvecs of
+//! one zone (mem_cgroup_shrink_node_zone()) until a quarter of the group's whole excess is
+//! back.
+//!
 //! Simplifications (docs/FIDELITY.md): one NUMA node, so one tree and one iterator position
-//! per memcg; uncharges are counted page by page, where the kernel counts a freed batch at
+//! per memcg (3.11 kept a tree per zone, a group joining a zone's tree when one of its
+//! charge events fell on a page of that zone; here every zone's reclaim pops from the one
+//! tree, and a group with no pages in the zone yields nothing, as it would not be on that
+//! zone's tree); uncharges are counted page by page, where the kernel counts a freed batch at
 //! once; the hierarchy is always on (use_hierarchy = 1), so the rework's patch 7 (the root
 //! counts every group when use_hierarchy = 0) changes nothing.
 
@@ -91,11 +99,13 @@ pub struct SoftLimitTree {
     pub seq: u64,
 }
 
-/// Where mem_cgroup_soft_reclaim() stands: its victim subtree, the excess it started from,
-/// what it reclaimed, the rounds it finished, and the group it visited last.
+/// Where mem_cgroup_soft_reclaim() stands: its victim subtree, the lruvec slot it shrinks
+/// (3.11: the zone), the excess it started from, what it reclaimed, the rounds it finished,
+/// and the group it visited last.
 #[derive(Clone, Copy, Debug)]
 pub struct SoftReclaimState {
     pub root: MemcgId,
+    pub slot: usize,
     pub excess: u64,
     pub total: u64,
     pub loops: u32,
@@ -230,13 +240,16 @@ impl Machine {
 
     /// mem_cgroup_soft_limit_reclaim() for an order-0 request: returns (reclaimed, scanned,
     /// the sleep it asked for). `kswapd` tells whose statistics the scan and steal counts go
-    /// to; `may_block` whether the reclaimer can sleep. Its scan controls are cgroup reclaim,
-    /// so on cgroup v1 a page met again under writeback is waited for (folio_wait_writeback(),
-    /// kswapd included): the reclaim stops there and the sleep is returned.
+    /// to; `may_block` whether the reclaimer can sleep; `slot` which lruvec of each group it
+    /// shrinks (3.11: the zone it was called for, against the group's whole excess). Its
+    /// scan controls are cgroup reclaim, so on cgroup v1 a page met again under writeback is
+    /// waited for (folio_wait_writeback(), kswapd included): the reclaim stops there and the
+    /// sleep is returned.
     pub fn mem_cgroup_soft_limit_reclaim(
         &mut self,
         kswapd: bool,
         may_block: bool,
+        slot: usize,
     ) -> (u64, u64, Option<crate::vmscan::Wait>) {
         if self.soft_tree.set.is_empty() {
             return (0, 0, None);
@@ -259,7 +272,7 @@ impl Machine {
                 break;
             };
             let (reclaimed, w) =
-                self.mem_cgroup_soft_reclaim(victim, kswapd, may_block, &mut total_scanned);
+                self.mem_cgroup_soft_reclaim(victim, slot, kswapd, may_block, &mut total_scanned);
             nr_reclaimed += reclaimed;
             if w.is_some() {
                 let excess = self.soft_limit_excess(victim);
@@ -317,22 +330,24 @@ impl Machine {
     fn mem_cgroup_soft_reclaim(
         &mut self,
         root: MemcgId,
+        slot: usize,
         kswapd: bool,
         may_block: bool,
         total_scanned: &mut u64,
     ) -> (u64, Option<crate::vmscan::Wait>) {
         let mut st = SoftReclaimState {
             root,
+            slot,
             excess: self.soft_limit_excess(root),
             total: 0,
             loops: 0,
             victim: None,
         };
         let wait = self.soft_reclaim_rounds(&mut st, kswapd, may_block, total_scanned);
-        if wait.is_some() && kswapd && self.reclaim_3_11() {
-            // 3.11's kswapd sleeps in wait_on_page_writeback() and then goes on with the
+        if wait.is_some() && self.reclaim_3_11() {
+            // 3.11's reclaimer sleeps in wait_on_page_writeback() and then goes on with the
             // same rounds (soft_limit_resume()).
-            self.kswapd.soft_resume = Some(st);
+            self.soft_interrupted = Some(st);
         }
         (st.total, wait)
     }
@@ -362,7 +377,8 @@ impl Machine {
                 }
                 continue;
             };
-            let (reclaimed, scanned, wait) = self.mem_cgroup_shrink_node(v, kswapd, may_block);
+            let (reclaimed, scanned, wait) =
+                self.mem_cgroup_shrink_node(v, st.slot, kswapd, may_block);
             st.total += reclaimed;
             *total_scanned += scanned;
             if wait.is_some() {
@@ -375,21 +391,25 @@ impl Machine {
         None
     }
 
-    /// 3.11's kswapd after its sleep on a page's writeback in soft-limit reclaim: the rest
-    /// of the victim's rounds. Returns (reclaimed, another sleep), or None when there was
-    /// nothing to resume (the victim went away).
-    pub(crate) fn soft_limit_resume(&mut self) -> Option<(u64, Option<crate::vmscan::Wait>)> {
-        let mut st = self.kswapd.soft_resume.take()?;
+    /// 3.11's reclaimer (kswapd, or a task in direct reclaim) after its sleep on a page's
+    /// writeback in soft-limit reclaim: the rest of the victim's rounds. Returns
+    /// (reclaimed, another sleep, with the rounds left in `soft_interrupted`), or None when
+    /// there was nothing to resume (the victim went away).
+    pub(crate) fn soft_limit_resume(
+        &mut self,
+        mut st: SoftReclaimState,
+        kswapd: bool,
+    ) -> Option<(u64, Option<crate::vmscan::Wait>)> {
         if !self.memcg_alive(st.root) {
             return None;
         }
         let start = self.now();
         let before = st.total;
         let mut scanned = 0u64;
-        let wait = self.soft_reclaim_rounds(&mut st, true, true, &mut scanned);
+        let wait = self.soft_reclaim_rounds(&mut st, kswapd, true, &mut scanned);
         let reclaimed = st.total - before;
         if wait.is_some() {
-            self.kswapd.soft_resume = Some(st);
+            self.soft_interrupted = Some(st);
         }
         let excess = self.soft_limit_excess(st.root);
         self.soft_tree_insert(st.root, excess);
@@ -399,17 +419,20 @@ impl Machine {
         Some((reclaimed, wait))
     }
 
-    /// mem_cgroup_shrink_node(): shrink_lruvec() of `memcg`'s own lruvec at priority 0 for
-    /// SWAP_CLUSTER_MAX pages, with a scan control nobody prepared (no deactivation, no
-    /// cost balance). Returns (reclaimed, scanned).
+    /// mem_cgroup_shrink_node() (3.11: mem_cgroup_shrink_node_zone()): shrink_lruvec() of
+    /// `memcg`'s own lruvec `slot` at priority 0 for SWAP_CLUSTER_MAX pages, with a scan
+    /// control nobody prepared (no deactivation, no cost balance). Returns (reclaimed,
+    /// scanned, the sleep it asked for).
     fn mem_cgroup_shrink_node(
         &mut self,
         memcg: MemcgId,
+        slot: usize,
         kswapd: bool,
         may_block: bool,
     ) -> (u64, u64, Option<crate::vmscan::Wait>) {
         let mut sc = ScanControl::new(memcg, SWAP_CLUSTER_MAX, true);
         sc.priority = 0;
+        sc.slot = slot;
         sc.kswapd = kswapd;
         sc.may_block = may_block;
         self.soft_stats.shrunk += 1;

@@ -22,8 +22,12 @@ use crate::stat::{lru, Stat};
 /// Node id of the (single) node modelled now: every frame is on node 0. Lruvecs are per
 /// (memcg, node) in the data; reclaim and placement use the page's node, which is always 0.
 pub const NID0: usize = 0;
-/// Number of lruvecs each memcg carries (the machine's node count; one is supported now).
-pub const MAX_NUMNODES_MODELLED: usize = 1;
+/// Number of lruvecs each memcg carries. With 6.1's reclaim, one per node: slot NID0 (one
+/// node is supported now). With `reclaim=3.11`, one per zone, as that kernel kept LRU lists
+/// per (memcg, zone) (mem_cgroup_per_zone): slot z holds the group's pages of zone z, and
+/// what 6.1 keeps per node (the reclaim costs, refault snapshots, the workingset clock, the
+/// congested flag) stays in slot NID0.
+pub const LRUVEC_SLOTS: usize = crate::mmzone::NR_ZONES;
 
 /// One (memcg, node) set of LRU lists and the reclaim state kept with it.
 #[derive(Clone, Debug)]
@@ -106,7 +110,8 @@ impl Machine {
     /// Link a page at the head (or tail) of list `l` of its memcg's lruvec.
     fn lru_link(&mut self, pfn: Pfn, l: usize, at_tail: bool) {
         let memcg = self.lru_link_nostat(pfn, l, at_tail);
-        self.lru_walk_step(memcg, l);
+        let slot = self.lru_slot(pfn);
+        self.lru_walk_step(memcg, slot, l);
         self.mod_stat(memcg, lru::stat(l), 1);
     }
 
@@ -116,7 +121,8 @@ impl Machine {
         let memcg = self.frames.memcg(pfn);
         debug_assert!(memcg != 0, "page on LRU without a memcg");
         debug_assert_eq!(self.frames.lru(pfn), LRU_NONE, "page already on an LRU");
-        let lv = &mut self.memcgs[memcg as usize].lruvec[NID0];
+        let slot = self.lru_slot(pfn);
+        let lv = &mut self.memcgs[memcg as usize].lruvec[slot];
         let pc = &mut self.frames.meta;
         if at_tail {
             let t = lv.tail[l];
@@ -150,8 +156,8 @@ impl Machine {
     /// by a reader whose pages the list holds, so that each load has the time of a request
     /// to arrive before the next step follows it.
     #[inline]
-    pub(crate) fn lru_walk_step(&mut self, memcg: MemcgId, l: usize) {
-        let lv = &mut self.memcgs[memcg as usize].lruvec[NID0];
+    pub(crate) fn lru_walk_step(&mut self, memcg: MemcgId, slot: usize, l: usize) {
+        let lv = &mut self.memcgs[memcg as usize].lruvec[slot];
         if lv.walk_ahead[l] >= WALK_AHEAD {
             return;
         }
@@ -187,7 +193,8 @@ impl Machine {
         }
         let l = l as usize;
         let memcg = self.frames.memcg(pfn);
-        let lv = &mut self.memcgs[memcg as usize].lruvec[NID0];
+        let slot = self.lru_slot(pfn);
+        let lv = &mut self.memcgs[memcg as usize].lruvec[slot];
         let pc = &mut self.frames.meta;
         let (prev, next) = (pc[pfn as usize].pc.prev, pc[pfn as usize].pc.next);
         if prev == NIL {
@@ -239,7 +246,19 @@ impl Machine {
     pub(crate) fn note_reclaim_stat(&mut self, pfn: Pfn, scanned: u64, rotated: u64) {
         let memcg = self.frames.memcg(pfn);
         let file = self.frames.flags(pfn) & pf::SWAPBACKED == 0;
-        self.note_lruvec_reclaim_stat(memcg, file, scanned, rotated);
+        let slot = self.lru_slot(pfn);
+        self.note_lruvec_reclaim_stat(memcg, slot, file, scanned, rotated);
+    }
+
+    /// The lruvec slot of a page's memcg that holds it: its zone's under `reclaim=3.11`,
+    /// else its node's.
+    #[inline]
+    pub(crate) fn lru_slot(&self, pfn: Pfn) -> usize {
+        if self.reclaim_3_11() {
+            self.zones.zone_of(pfn)
+        } else {
+            NID0
+        }
     }
 
     /// 3.11's reclaim_stat of `memcg`'s lruvec for one type: `scanned` pages scanned,
@@ -247,20 +266,28 @@ impl Machine {
     pub(crate) fn note_lruvec_reclaim_stat(
         &mut self,
         memcg: MemcgId,
+        slot: usize,
         file: bool,
         scanned: u64,
         rotated: u64,
     ) {
-        let lv = &mut self.memcgs[memcg as usize].lruvec[NID0];
+        let lv = &mut self.memcgs[memcg as usize].lruvec[slot];
         lv.recent_scanned[file as usize] += scanned;
         lv.recent_rotated[file as usize] += rotated;
     }
 
-    /// Unlink up to `n` pages from the tail of list `l` of `memcg`, appending them to `out`
-    /// oldest first, and cut the list once after the last (isolate_lru_folios()'s list
-    /// moves); the list's statistic is left to the caller.
-    pub(crate) fn lru_unlink_tail(&mut self, memcg: MemcgId, l: usize, n: u64, out: &mut Vec<Pfn>) {
-        let lv = &mut self.memcgs[memcg as usize].lruvec[NID0];
+    /// Unlink up to `n` pages from the tail of list `l` of `memcg`'s lruvec `slot`, appending
+    /// them to `out` oldest first, and cut the list once after the last
+    /// (isolate_lru_folios()'s list moves); the list's statistic is left to the caller.
+    pub(crate) fn lru_unlink_tail(
+        &mut self,
+        memcg: MemcgId,
+        slot: usize,
+        l: usize,
+        n: u64,
+        out: &mut Vec<Pfn>,
+    ) {
+        let lv = &mut self.memcgs[memcg as usize].lruvec[slot];
         let meta = &mut self.frames.meta;
         let mut t = lv.tail[l];
         let mut taken = 0u64;

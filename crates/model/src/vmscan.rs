@@ -54,14 +54,19 @@
 //! of tasks not on a CPU (lazy TLB), flush without a wait. Mapped file pages, whose mappers
 //! the model does not track, never wait.
 //!
-//! With `reclaim=3.11` (seed 000's kernel), 3.11's heuristics instead: get_scan_count() per
-//! lruvec (SCAN_ANON when the lruvec's file pages and a zone's free pages are below its high
-//! watermark, SCAN_FILE while its inactive file list is not low, else zone_reclaim_stat's
-//! recent rotated/scanned ratios), shrink_list() aging an active list only while its
-//! inactive list is low, referenced anon pages activated, dirty and writeback file pages
-//! kept on the inactive list, memcg reclaim without 6.1's v1 throttle on unqueued dirty
-//! pages, and balance_pgdat()'s every-zone balance with kswapd_shrink_zone()'s skip of a
-//! zone soft-limit reclaim balanced. 3.11's lruvecs are per zone; the model's stay per node.
+//! With `reclaim=3.11` (seed 000's kernel), 3.11's reclaim instead. Its lruvecs are per
+//! (memcg, zone) (swap.rs, LRUVEC_SLOTS) and every reclaim goes zone by zone, the zone in
+//! `ScanControl::slot`: direct reclaim's shrink_zones() down the zonelist (soft-limit
+//! reclaim, then shrink_zone(), per zone), kswapd's balance_pgdat() up to the highest zone
+//! below its high watermark (soft-limit reclaim, then kswapd_shrink_zone(), which leaves a
+//! zone balanced with the gap and its lowmem reserve alone; `ZoneStep`). get_scan_count()
+//! decides per lruvec (SCAN_ANON when the lruvec's file pages and its zone's free pages are
+//! below the zone's high watermark, SCAN_FILE while its inactive file list is not low, else
+//! zone_reclaim_stat's recent rotated/scanned ratios), shrink_list() ages an active list
+//! only while its inactive list is low, referenced anon pages are activated, dirty and
+//! writeback file pages kept on the inactive list, memcg reclaim has no v1 throttle on
+//! unqueued dirty pages, and a reclaimer that sleeps on a page's writeback in soft-limit
+//! reclaim, kswapd or a task, goes on after the sleep where it stood.
 //!
 //! Simplifications (docs/FIDELITY.md): swap writes are asynchronous (page_io.rs) except on a
 //! SWP_SYNCHRONOUS_IO device, and a batch's writes go to the device once its loop is done
@@ -73,6 +78,7 @@
 use crate::config::SoftLimitPolicy;
 use crate::machine::Machine;
 use crate::memcontrol::{IterVisit, MemcgEvent, MemcgId, ROOT_MEMCG};
+use crate::mmzone::NR_ZONES;
 use crate::page_cgroup::{pf, Pfn, MAPPING_FILE_BIT, NIL};
 use crate::stat::{lru, NodeEvent, Stat};
 use crate::swap::NID0;
@@ -140,6 +146,13 @@ pub struct ScanControl {
     /// The batch's deferred TLB flush (tlbflush_unmap_batch) must reach another CPU: a page
     /// it unmapped belongs to a task running there.
     pub tlb_flush_remote: bool,
+    /// The lruvec slot reclaim shrinks (swap.rs, LRUVEC_SLOTS): the node's, or under
+    /// `reclaim=3.11` the zone shrink_zone() works on.
+    pub slot: usize,
+    /// 3.11 direct reclaim asleep on a page's writeback in a zone's soft-limit reclaim: the
+    /// zone, and the soft-limit rounds to go on with after the sleep.
+    pub resume_zone: Option<usize>,
+    pub soft_resume: Option<crate::soft_limit::SoftReclaimState>,
 }
 
 /// Why a reclaimer sleeps: enum vmscan_throttle_state, and folio_wait_writeback().
@@ -241,6 +254,9 @@ impl ScanControl {
             may_block: false,
             throttle: None,
             tlb_flush_remote: false,
+            slot: NID0,
+            resume_zone: None,
+            soft_resume: None,
         }
     }
 }
@@ -286,6 +302,8 @@ pub struct Kswapd {
     pub page_wait: Option<Pfn>,
     /// 3.11: the soft-limit reclaim that sleeps on `page_wait`, to go on with after it.
     pub soft_resume: Option<crate::soft_limit::SoftReclaimState>,
+    /// 3.11: the balance_pgdat() priority step going through the zones.
+    pub zone_step: Option<ZoneStep>,
     /// Generation of kswapd's pending event (a wakeup supersedes the timeout's event).
     pub gen: u64,
     /// Its virtual runtime in the run queue (sched.rs) and the CPU it last ran on.
@@ -346,6 +364,7 @@ impl Default for Kswapd {
             throttled: false,
             page_wait: None,
             soft_resume: None,
+            zone_step: None,
             gen: 0,
             vruntime: 0,
             cpu: 0,
@@ -355,6 +374,21 @@ impl Default for Kswapd {
             psi: crate::psi::PsiTask::new(crate::psi::KTHREAD, crate::psi::PSI_SYSTEM, 0, 0),
         }
     }
+}
+
+/// A priority step of 3.11's balance_pgdat() (`reclaim=3.11`), which goes through the zones
+/// from the lowest up to `end_zone`, the highest one it found below its high watermark: for
+/// each, the soft-limit tree's reclaim, then kswapd_shrink_zone(), which shrinks the zone
+/// unless it is balanced with the gap. `zone` is the next zone to work on; `soft_done` says
+/// that its soft-limit reclaim is over (a sleep on a page's writeback interrupts it).
+#[derive(Clone, Copy, Debug)]
+pub struct ZoneStep {
+    end_zone: usize,
+    zone: usize,
+    soft_done: bool,
+    /// No zone scanned its share (kswapd_shrink_zone() returned false for every zone).
+    raise_priority: bool,
+    nr_reclaimed: u64,
 }
 
 /// shrink_lruvec()'s loop state: what is left to scan of each list, the targets, and what
@@ -448,7 +482,13 @@ impl Machine {
         sc.throttle = None;
         let reclaimed = self.reclaim_timed(&mut sc, resumed);
         let throttle = sc.throttle;
-        if let (Some(Wait::Resched), Some(pid)) = (throttle, pid) {
+        let kept = match throttle {
+            Some(Wait::Resched) => true,
+            // 3.11: asleep in a zone's soft-limit reclaim, which goes on after the sleep.
+            Some(Wait::PageWriteback(_)) => sc.resume_zone.is_some(),
+            _ => false,
+        };
+        if let (true, Some(pid)) = (kept, pid) {
             self.task_mut(pid).reclaim_resume = Some(Box::new(sc));
         }
         (reclaimed, throttle)
@@ -501,23 +541,40 @@ impl Machine {
             new_pass = true;
             loop {
                 sc.nr_scanned = 0;
-                if !sc.cgroup_reclaim && self.cfg.softlimit == SoftLimitPolicy::Tree {
-                    // shrink_zones(): soft-limit reclaim once per node and priority.
-                    // A direct reclaimer does not sleep here: the kernel's waits on a
-                    // page's writeback and goes on to the normal pass, which the model's
-                    // reclaim, atomic in virtual time, could not do after a sleep; going
-                    // on without the wait keeps the normal pass (docs/FIDELITY.md).
-                    let (reclaimed, scanned, wait) =
-                        self.mem_cgroup_soft_limit_reclaim(false, false);
-                    sc.nr_reclaimed += reclaimed;
-                    sc.nr_scanned += scanned;
-                    if wait.is_some() {
-                        // Asleep on a page's writeback: this reclaim ends here.
-                        sc.throttle = wait;
-                        break;
+                let mut soft_wait = false;
+                if self.reclaim_3_11() {
+                    // 3.11's shrink_zones(): the zonelist, highest zone first, each zone's
+                    // soft-limit reclaim and shrink_zone(); after a sleep in a zone's
+                    // soft-limit reclaim, from that zone on.
+                    let from = sc.resume_zone.take().unwrap_or(NR_ZONES - 1);
+                    for z in (0..=from).rev() {
+                        if self.zones.zone[z].managed == 0 {
+                            continue;
+                        }
+                        sc.slot = z;
+                        soft_wait = self.direct_soft_limit_reclaim(sc);
+                        if soft_wait {
+                            if sc.soft_resume.is_some() {
+                                sc.resume_zone = Some(z);
+                            }
+                            break;
+                        }
+                        self.shrink_node(sc);
+                        if sc.throttle.is_some() {
+                            break;
+                        }
+                    }
+                    sc.slot = NID0;
+                } else {
+                    soft_wait = self.direct_soft_limit_reclaim(sc);
+                    if !soft_wait {
+                        self.shrink_node(sc);
                     }
                 }
-                self.shrink_node(sc);
+                if soft_wait {
+                    // Asleep on a page's writeback: this reclaim ends here.
+                    break;
+                }
                 if !sc.kswapd {
                     self.consider_reclaim_throttle(sc);
                 }
@@ -559,6 +616,39 @@ impl Machine {
             return 0;
         }
         sc.nr_reclaimed
+    }
+
+    /// shrink_zones()' soft-limit reclaim in global reclaim (mainline's tree), for the zone
+    /// or node `sc.slot` names. Returns whether it asked for a sleep, which ends the
+    /// reclaim. Under 6.1 a direct reclaimer does not sleep here: the kernel's waits on a
+    /// page's writeback and goes on to the normal pass, which the model's 6.1 reclaim,
+    /// atomic in virtual time, does not resume after a sleep; going on without the wait
+    /// keeps the normal pass (docs/FIDELITY.md). Under 3.11 it sleeps, and the reclaim goes
+    /// on after the sleep with the same rounds, then that zone's shrink_zone().
+    fn direct_soft_limit_reclaim(&mut self, sc: &mut ScanControl) -> bool {
+        if sc.cgroup_reclaim || self.cfg.softlimit != SoftLimitPolicy::Tree {
+            return false;
+        }
+        let v3_11 = self.reclaim_3_11();
+        let resumed = match sc.soft_resume.take() {
+            Some(st) => self.soft_limit_resume(st, false),
+            None => None,
+        };
+        let (reclaimed, scanned, wait) = match resumed {
+            Some((reclaimed, wait)) => (reclaimed, 0, wait),
+            None => {
+                let may_block = v3_11 && sc.may_block;
+                self.mem_cgroup_soft_limit_reclaim(false, may_block, sc.slot)
+            }
+        };
+        sc.soft_resume = self.soft_interrupted.take();
+        sc.nr_reclaimed += reclaimed;
+        sc.nr_scanned += scanned;
+        if wait.is_some() {
+            sc.throttle = wait;
+            return true;
+        }
+        false
     }
 
     /// cond_resched() in a task's global direct reclaim, between priorities: the task has
@@ -879,6 +969,10 @@ impl Machine {
             if sc.throttle.is_some() {
                 break;
             }
+            if sc.cgroup_reclaim && self.reclaim_3_11() && sc.nr_reclaimed >= sc.nr_to_reclaim {
+                // 3.11's shrink_zone(): limit reclaim stops its walk once it has enough.
+                break;
+            }
         }
         groups
     }
@@ -974,7 +1068,7 @@ impl Machine {
         let mut nr = [0u64; 4];
         for (l, slot) in nr.iter_mut().enumerate() {
             let file = lru::is_file(l);
-            let size = self.memcg(memcg).lruvec[NID0].size[l];
+            let size = self.memcg(memcg).lruvec[sc.slot].size[l];
             let mut scan = if emin > 0 || elow > 0 {
                 let protection = if !sc.memcg_low_reclaim && elow > emin {
                     sc.memcg_low_skipped = true;
@@ -1081,24 +1175,20 @@ impl Machine {
         if sc.priority == 0 && swappiness > 0 {
             return (ScanBalance::Equal, none, 1, force_scan);
         }
-        let size = self.memcg(memcg).lruvec[NID0].size;
+        let z = sc.slot;
+        let size = self.memcg(memcg).lruvec[z].size;
         let anon = size[lru::INACTIVE_ANON] + size[lru::ACTIVE_ANON];
         let file = size[lru::INACTIVE_FILE] + size[lru::ACTIVE_FILE];
-        // A zone's free pages and high watermark: this lruvec's file pages will not bring
-        // it back, so swap. 3.11 asks it per zone of a per-zone lruvec; the model's lruvec
-        // is the node's, so its file pages against each zone, any zone low enough.
-        let zone_low =
-            self.zones.zone.iter().enumerate().any(|(z, zone)| {
-                zone.managed > 0 && file + self.frames.free.zone_len(z) <= zone.high
-            });
-        if global && zone_low {
+        // The zone's free pages and high watermark: this lruvec's file pages will not bring
+        // it back, so swap.
+        if global && file + self.frames.free.zone_len(z) <= self.zones.zone[z].high {
             return (ScanBalance::Anon, none, 1, force_scan);
         }
         // Enough inactive page cache: leave the anon working set alone.
-        if !self.inactive_list_is_low(memcg, true) {
+        if !self.inactive_list_is_low(memcg, z, true) {
             return (ScanBalance::File, none, 1, force_scan);
         }
-        let lv = &mut self.memcgs[memcg as usize].lruvec[NID0];
+        let lv = &mut self.memcgs[memcg as usize].lruvec[z];
         for (t, total) in [(0, anon), (1, file)] {
             if lv.recent_scanned[t] > total / 4 {
                 lv.recent_scanned[t] /= 2;
@@ -1118,12 +1208,13 @@ impl Machine {
 
     /// inactive_list_is_low() for shrink_list(), the anon ageing and 3.11's scan balance:
     /// 6.1's inactive_is_low() on hierarchical sizes, or 3.11's on the lruvec's own lists
-    /// (file: more active than inactive pages; anon: the ratio by size, none without swap).
-    pub fn inactive_list_is_low(&self, memcg: MemcgId, file: bool) -> bool {
+    /// (file: more active than inactive pages; anon: the ratio by size, none without swap)
+    /// of lruvec `slot`.
+    pub fn inactive_list_is_low(&self, memcg: MemcgId, slot: usize, file: bool) -> bool {
         if !self.reclaim_3_11() {
             return self.inactive_is_low(memcg, file);
         }
-        let size = self.memcg(memcg).lruvec[NID0].size;
+        let size = self.memcg(memcg).lruvec[slot].size;
         if file {
             return size[lru::ACTIVE_FILE] > size[lru::INACTIVE_FILE];
         }
@@ -1243,7 +1334,7 @@ impl Machine {
         // A group no active-anon page ever reached is never low (no view to load).
         if self.total_swap_pages > 0
             && self.memcg_topo.anon_seen(s.memcg)
-            && self.inactive_list_is_low(s.memcg, false)
+            && self.inactive_list_is_low(s.memcg, sc.slot, false)
         {
             self.shrink_active_list(SWAP_CLUSTER_MAX, s.memcg, sc, lru::ACTIVE_ANON);
         }
@@ -1252,7 +1343,7 @@ impl Machine {
     fn shrink_list(&mut self, l: usize, n: u64, memcg: MemcgId, sc: &mut ScanControl) -> u64 {
         if lru::is_active(l) && self.reclaim_3_11() {
             // 3.11: an active list is aged only while its inactive list is low.
-            if self.inactive_list_is_low(memcg, lru::is_file(l)) {
+            if self.inactive_list_is_low(memcg, sc.slot, lru::is_file(l)) {
                 self.shrink_active_list(n, memcg, sc, l);
             }
             return 0;
@@ -1275,9 +1366,9 @@ impl Machine {
 
     /// isolate_lru_folios(): take up to `n` pages from the tail of a list, and update the
     /// list's size statistic once for the batch (update_lru_sizes()).
-    fn isolate(&mut self, memcg: MemcgId, l: usize, n: u64, out: &mut Vec<Pfn>) {
+    fn isolate(&mut self, memcg: MemcgId, slot: usize, l: usize, n: u64, out: &mut Vec<Pfn>) {
         out.clear();
-        self.lru_unlink_tail(memcg, l, n, out);
+        self.lru_unlink_tail(memcg, slot, l, n, out);
         self.mod_stat_units(memcg, lru::stat(l), -1, out.len() as u64);
     }
 
@@ -1290,7 +1381,7 @@ impl Machine {
     /// shrink_active_list().
     pub fn shrink_active_list(&mut self, n: u64, memcg: MemcgId, sc: &mut ScanControl, l: usize) {
         let mut pages = Vec::with_capacity(n as usize);
-        self.isolate(memcg, l, n, &mut pages);
+        self.isolate(memcg, sc.slot, l, n, &mut pages);
         let taken = pages.len() as u64;
         if taken == 0 {
             return;
@@ -1322,7 +1413,7 @@ impl Machine {
         if self.reclaim_3_11() {
             // 3.11's reclaim_stat: every page taken was scanned, and every referenced one
             // counts as rotated, kept active or not.
-            self.note_lruvec_reclaim_stat(memcg, lru::is_file(l), taken, nr_rotated);
+            self.note_lruvec_reclaim_stat(memcg, sc.slot, lru::is_file(l), taken, nr_rotated);
         }
         // Every page goes back, in the order taken, to the list its flags now select.
         self.lru_add_batch(memcg, &pages);
@@ -1388,7 +1479,7 @@ impl Machine {
             return 0;
         }
         let mut pages = Vec::with_capacity(n as usize);
-        self.isolate(memcg, l, n, &mut pages);
+        self.isolate(memcg, sc.slot, l, n, &mut pages);
         let taken = pages.len() as u64;
         if taken == 0 {
             return 0;
@@ -1477,7 +1568,7 @@ impl Machine {
         if self.reclaim_3_11() {
             // 3.11's reclaim_stat: the batch was scanned; putback_inactive_pages() counts
             // the pages it activates as rotated.
-            self.note_lruvec_reclaim_stat(memcg, file, taken, nr_activate as u64);
+            self.note_lruvec_reclaim_stat(memcg, sc.slot, file, taken, nr_activate as u64);
         }
         self.lru_add_batch(memcg, &putback);
         if nr_activate > 0 {
@@ -1798,26 +1889,34 @@ impl Machine {
         if self.reclaim_3_11() {
             // 3.11's pgdat_balanced() for order 0: every zone above its high watermark (each
             // zone its own classzone, so without a lowmem reserve).
-            return self.zones_balanced(false);
+            return (0..NR_ZONES).all(|z| self.zone_balanced_3_11(z, false, z));
         }
         self.zones.zone.iter().enumerate().any(|(z, zone)| {
             zone.managed > 0 && self.frames.free.zone_len(z) > zone.high + zone.lowmem_reserve
         })
     }
 
-    /// 3.11's zone_balanced() for every populated zone: free pages above the high
-    /// watermark, plus, with `gap`, kswapd_shrink_zone()'s balance gap (the low watermark or
-    /// 1% of the zone, whichever is smaller).
-    fn zones_balanced(&self, gap: bool) -> bool {
-        self.zones.zone.iter().enumerate().all(|(z, zone)| {
-            let g = if gap {
-                zone.low
-                    .min(zone.managed.div_ceil(KSWAPD_ZONE_BALANCE_GAP_RATIO))
-            } else {
-                0
-            };
-            zone.managed == 0 || self.frames.free.zone_len(z) > zone.high + g
-        })
+    /// 3.11's zone_balanced(zone, 0, gap, classzone) (an empty zone is balanced): free
+    /// pages above the high watermark, plus, with `gap`, kswapd_shrink_zone()'s balance gap
+    /// (the low watermark or 1% of the zone, whichever is smaller), plus the zone's lowmem
+    /// reserve against allocations whose highest zone is `classzone`.
+    fn zone_balanced_3_11(&self, z: usize, gap: bool, classzone: usize) -> bool {
+        let zone = &self.zones.zone[z];
+        if zone.managed == 0 {
+            return true;
+        }
+        let g = if gap {
+            zone.low
+                .min(zone.managed.div_ceil(KSWAPD_ZONE_BALANCE_GAP_RATIO))
+        } else {
+            0
+        };
+        let reserve = if classzone > z {
+            self.zones.protection(z)[classzone]
+        } else {
+            0
+        };
+        self.frames.free.zone_len(z) > zone.high + g + reserve
     }
 
     /// clear_pgdat_congested(): the node is balanced again.
@@ -1902,6 +2001,9 @@ impl Machine {
                     continue;
                 }
             }
+            if self.reclaim_3_11() {
+                return self.kswapd_zone_end_3_11(*st);
+            }
             return self.kswapd_step_end(*st);
         }
         unreachable!("kswapd's shrink_node does not end");
@@ -1929,9 +2031,10 @@ impl Machine {
     /// Err(Some(ns)) when, under 3.11's rules, the step ends before its node pass and kswapd
     /// sleeps for ns.
     fn kswapd_step_begin(&mut self) -> Result<Box<KswapdScan>, Option<u64>> {
-        // 3.11: a sleep in soft-limit reclaim is the middle of a step, not between steps.
-        let resuming = self.kswapd.soft_resume.is_some();
-        if !resuming && self.pgdat_balanced() {
+        if self.reclaim_3_11() {
+            return self.kswapd_zones_3_11();
+        }
+        if self.pgdat_balanced() {
             self.clear_pgdat_congested();
             self.kswapd.awake = false;
             return Err(None);
@@ -1940,7 +2043,7 @@ impl Machine {
         sc.kswapd = true;
         sc.priority = self.kswapd.priority;
         // kswapd_age_node()
-        if self.total_swap_pages > 0 && !resuming {
+        if self.total_swap_pages > 0 {
             // The walk visits every group. A group no active-anon update ever reached is
             // never low (no view to load), nor is any group below it (an update marks the
             // ancestors too): the model skips those subtrees and charges the walk of all of
@@ -1960,7 +2063,7 @@ impl Machine {
             );
             self.charge_walk(self.memcg(ROOT_MEMCG).subtree_groups as usize);
             for m in all {
-                if self.inactive_list_is_low(m, false) {
+                if self.inactive_list_is_low(m, NID0, false) {
                     self.shrink_active_list(SWAP_CLUSTER_MAX, m, &mut sc, lru::ACTIVE_ANON);
                 }
             }
@@ -1982,29 +2085,9 @@ impl Machine {
             // A sleep it asks for (reclaim_throttle(), or folio_wait_writeback() on a page
             // it met again) comes after kswapd_shrink_node(): the kernel sleeps first and
             // then goes on; the model's kswapd step does the same work, then sleeps.
-            let (reclaimed, wait) = match self.soft_limit_resume() {
-                Some(r) => r,
-                None => {
-                    let (reclaimed, _, wait) = self.mem_cgroup_soft_limit_reclaim(true, true);
-                    (reclaimed, wait)
-                }
-            };
+            let (reclaimed, _, wait) = self.mem_cgroup_soft_limit_reclaim(true, true, NID0);
             sc.nr_reclaimed += reclaimed;
             soft_wait = wait;
-            if self.reclaim_3_11() {
-                // 3.11's kswapd waits on the page where soft-limit reclaim met it, then
-                // goes on at the same priority; the model's step ends here and the next one,
-                // after the sleep, reclaims afresh. kswapd_shrink_zone() leaves a zone the
-                // soft-limit reclaim balanced (with the gap) alone.
-                if wait.is_some() {
-                    self.kswapd.nr_reclaimed += reclaimed;
-                    return Err(Some(self.kswapd_sleep_for(wait)));
-                }
-                if self.zones_balanced(true) {
-                    self.kswapd.nr_reclaimed += reclaimed;
-                    return Err(Some(0));
-                }
-            }
         }
         let before = self.shrink_node_begin(&mut sc);
         let pass = if self.should_soft_reclaim(&sc) {
@@ -2044,20 +2127,203 @@ impl Machine {
         }
         self.snapshot_refaults(ROOT_MEMCG);
         let sleep = self.kswapd_sleep_for(sc.throttle);
-        if self.kswapd.priority < 1 {
-            // balance_pgdat() ends without balancing the node.
-            if self.kswapd.nr_reclaimed == 0 {
-                self.kswapd.failures += 1;
-            }
-            self.kswapd.priority = DEF_PRIORITY;
-            self.kswapd.nr_reclaimed = 0;
-            if self.kswapd.failures >= crate::memcontrol::MAX_RECLAIM_RETRIES {
-                self.kswapd_end_throttle();
-                self.kswapd.awake = false;
-                return None;
-            }
+        // balance_pgdat() ends without balancing the node when the priority runs out.
+        if !self.kswapd_priority_check() {
+            return None;
         }
         Some(sleep)
+    }
+
+    /// The start or the continuation of a 3.11 balance_pgdat() priority step: the next
+    /// zone's soft-limit reclaim and, unless kswapd_shrink_zone() finds the zone balanced,
+    /// the start of its shrink_zone() pass. Err as for kswapd_step_begin().
+    fn kswapd_zones_3_11(&mut self) -> Result<Box<KswapdScan>, Option<u64>> {
+        let mut step = match self.kswapd.zone_step.take() {
+            Some(step) => step,
+            None => {
+                if self.pgdat_balanced() {
+                    self.clear_pgdat_congested();
+                    self.kswapd.awake = false;
+                    return Err(None);
+                }
+                match self.kswapd_age_zones_3_11() {
+                    Some(end_zone) => ZoneStep {
+                        end_zone,
+                        zone: 0,
+                        soft_done: false,
+                        raise_priority: true,
+                        nr_reclaimed: 0,
+                    },
+                    None => {
+                        self.clear_pgdat_congested();
+                        self.kswapd.awake = false;
+                        return Err(None);
+                    }
+                }
+            }
+        };
+        while step.zone <= step.end_zone {
+            let z = step.zone;
+            if self.zones.zone[z].managed == 0 {
+                step.zone += 1;
+                continue;
+            }
+            if !step.soft_done && self.cfg.softlimit == SoftLimitPolicy::Tree {
+                // Soft-limit reclaim of this zone; after a sleep on a page's writeback, the
+                // same rounds go on.
+                let resumed = match self.kswapd.soft_resume.take() {
+                    Some(st) => self.soft_limit_resume(st, true),
+                    None => None,
+                };
+                let (reclaimed, wait) = match resumed {
+                    Some(r) => r,
+                    None => {
+                        let (reclaimed, _, wait) =
+                            self.mem_cgroup_soft_limit_reclaim(true, true, z);
+                        (reclaimed, wait)
+                    }
+                };
+                self.kswapd.soft_resume = self.soft_interrupted.take();
+                step.nr_reclaimed += reclaimed;
+                if wait.is_some() {
+                    self.kswapd.zone_step = Some(step);
+                    return Err(Some(self.kswapd_sleep_for(wait)));
+                }
+            }
+            step.soft_done = false;
+            step.zone += 1;
+            // kswapd_shrink_zone(): a zone balanced with the gap, against allocations
+            // whose highest zone is end_zone, is left alone and keeps the priority.
+            if self.zone_balanced_3_11(z, true, step.end_zone) {
+                step.raise_priority = false;
+                continue;
+            }
+            let mut sc = ScanControl::new(
+                ROOT_MEMCG,
+                self.zones.zone[z].high.max(SWAP_CLUSTER_MAX),
+                false,
+            );
+            sc.kswapd = true;
+            sc.priority = self.kswapd.priority;
+            sc.slot = z;
+            self.kswapd.zone_step = Some(step);
+            let before = self.shrink_node_begin(&mut sc);
+            let pass = if self.should_soft_reclaim(&sc) {
+                NodePass::Soft { first: true }
+            } else {
+                NodePass::All
+            };
+            let mut st = Box::new(KswapdScan {
+                soft_scanned_before: sc.nr_scanned,
+                sc,
+                before,
+                soft_wait: None,
+                pass,
+                soft_mark: (0, 0),
+                soft_walked: 0,
+                soft_groups: 0,
+                soft_ns: 0,
+                list: Vec::new(),
+                pos: 0,
+                lruvec: None,
+            });
+            self.kswapd_pass_start(&mut st, pass);
+            return Ok(st);
+        }
+        // The step is over: a lower priority unless some zone scanned its share and
+        // something came back.
+        self.kswapd.nr_reclaimed += step.nr_reclaimed;
+        self.snapshot_refaults(ROOT_MEMCG);
+        if step.raise_priority || step.nr_reclaimed == 0 {
+            self.kswapd.priority -= 1;
+        }
+        if !self.kswapd_priority_check() {
+            return Err(None);
+        }
+        Err(Some(0))
+    }
+
+    /// 3.11's balance_pgdat() search for the highest zone below its high watermark, from the
+    /// top, with age_active_anon() of each zone it passes. None: every zone is balanced.
+    fn kswapd_age_zones_3_11(&mut self) -> Option<usize> {
+        let mut sc = ScanControl::new(ROOT_MEMCG, 0, false);
+        sc.kswapd = true;
+        sc.priority = self.kswapd.priority;
+        let mut all: Option<Vec<MemcgId>> = None;
+        for z in (0..NR_ZONES).rev() {
+            if self.zones.zone[z].managed == 0 {
+                continue;
+            }
+            if self.total_swap_pages > 0 {
+                // age_active_anon(): every group's lruvec of the zone (the model skips the
+                // groups no active-anon page ever reached and charges their walk).
+                let groups = all.get_or_insert_with(Vec::new);
+                if groups.is_empty() {
+                    let mut v = Vec::new();
+                    self.memcg_walk(
+                        ROOT_MEMCG,
+                        |m, x| {
+                            if m.memcg_topo.anon_seen(x) {
+                                IterVisit::Visit
+                            } else {
+                                IterVisit::SkipTree
+                            }
+                        },
+                        &mut v,
+                    );
+                    all = Some(v);
+                }
+                self.charge_walk(self.memcg(ROOT_MEMCG).subtree_groups as usize);
+                sc.slot = z;
+                for m in all.clone().unwrap_or_default() {
+                    if self.inactive_list_is_low(m, z, false) {
+                        self.shrink_active_list(SWAP_CLUSTER_MAX, m, &mut sc, lru::ACTIVE_ANON);
+                    }
+                }
+            }
+            if !self.zone_balanced_3_11(z, false, 0) {
+                return Some(z);
+            }
+        }
+        None
+    }
+
+    /// The end of a zone's shrink_zone() pass in 3.11's kswapd_shrink_zone(): whether the
+    /// zone scanned its share, what came back, and the sleep it asked for. The step goes on
+    /// with the next zone in kswapd's next run.
+    fn kswapd_zone_end_3_11(&mut self, st: KswapdScan) -> Option<u64> {
+        let mut sc = st.sc;
+        self.shrink_node_end(&mut sc, st.before);
+        let mut step = self
+            .kswapd
+            .zone_step
+            .take()
+            .expect("a 3.11 zone pass belongs to a step");
+        if sc.nr_scanned >= sc.nr_to_reclaim {
+            step.raise_priority = false;
+        }
+        step.nr_reclaimed += sc.nr_reclaimed;
+        self.kswapd.zone_step = Some(step);
+        Some(self.kswapd_sleep_for(sc.throttle))
+    }
+
+    /// The end of balance_pgdat() when the priority has run out: a run that reclaimed
+    /// nothing is a failure, and after MAX_RECLAIM_RETRIES of them kswapd stops (false).
+    fn kswapd_priority_check(&mut self) -> bool {
+        if self.kswapd.priority >= 1 {
+            return true;
+        }
+        if self.kswapd.nr_reclaimed == 0 {
+            self.kswapd.failures += 1;
+        }
+        self.kswapd.priority = DEF_PRIORITY;
+        self.kswapd.nr_reclaimed = 0;
+        if self.kswapd.failures >= crate::memcontrol::MAX_RECLAIM_RETRIES {
+            self.kswapd_end_throttle();
+            self.kswapd.awake = false;
+            return false;
+        }
+        true
     }
 
     /// How long kswapd sleeps for the wait its step asked for (0: none).
@@ -2264,17 +2530,17 @@ mod tests {
         // File: low as soon as more pages are active than inactive.
         size(&mut m, lru::INACTIVE_FILE, 100);
         size(&mut m, lru::ACTIVE_FILE, 100);
-        assert!(!m.inactive_list_is_low(a, true));
+        assert!(!m.inactive_list_is_low(a, NID0, true));
         size(&mut m, lru::ACTIVE_FILE, 101);
-        assert!(m.inactive_list_is_low(a, true));
+        assert!(m.inactive_list_is_low(a, NID0, true));
         // Anon: 4G of it wants an inactive list of a sixth (int_sqrt(10 * 4) = 6).
         let gb = 1 << (30 - crate::config::PAGE_SHIFT);
         size(&mut m, lru::ACTIVE_ANON, 4 * gb - 100_000);
         size(&mut m, lru::INACTIVE_ANON, 100_000);
-        assert!(m.inactive_list_is_low(a, false));
+        assert!(m.inactive_list_is_low(a, NID0, false));
         size(&mut m, lru::ACTIVE_ANON, 4 * gb - 200_000);
         size(&mut m, lru::INACTIVE_ANON, 200_000);
-        assert!(!m.inactive_list_is_low(a, false));
+        assert!(!m.inactive_list_is_low(a, NID0, false));
         for l in 0..4 {
             size(&mut m, l, 0);
         }
