@@ -275,8 +275,14 @@ impl Machine {
                 self.mem_cgroup_soft_reclaim(victim, slot, kswapd, may_block, &mut total_scanned);
             nr_reclaimed += reclaimed;
             if w.is_some() {
-                let excess = self.soft_limit_excess(victim);
-                self.soft_tree_insert(victim, excess);
+                if self.soft_interrupted.is_none() {
+                    // The model's 6.1 reclaimer sleeps after the call, so the victim goes
+                    // back now. A 3.11 reclaimer sleeps inside mem_cgroup_soft_reclaim(), and
+                    // the victim stays off the tree until its rounds end (or its own charge
+                    // events put it back; soft_limit_resume()).
+                    let excess = self.soft_limit_excess(victim);
+                    self.soft_tree_insert(victim, excess);
+                }
                 wait = w;
                 break;
             }
@@ -410,9 +416,12 @@ impl Machine {
         let reclaimed = st.total - before;
         if wait.is_some() {
             self.soft_interrupted = Some(st);
+        } else {
+            // mem_cgroup_soft_limit_reclaim() puts the victim back once its rounds end (a
+            // no-op if an update of its charge events already has).
+            let excess = self.soft_limit_excess(st.root);
+            self.soft_tree_insert(st.root, excess);
         }
-        let excess = self.soft_limit_excess(st.root);
-        self.soft_tree_insert(st.root, excess);
         self.soft_stats.ns += self.now() - start;
         self.soft_stats.scanned += scanned;
         self.soft_stats.reclaimed += reclaimed;
