@@ -2545,4 +2545,41 @@ mod tests {
             size(&mut m, l, 0);
         }
     }
+
+    /// 3.11's kswapd_shrink_zone() tests a zone against allocations whose highest zone is
+    /// end_zone: below it, the zone's lowmem reserve counts. ZONE_DMA's reserve against
+    /// Normal is larger than the zone, so kswapd shrinks it at every step; pgdat_balanced()
+    /// tests each zone as its own classzone, without a reserve. Pages go to the lruvec of
+    /// their zone.
+    #[test]
+    fn reclaim_3_11_balances_zones_against_the_highest_zone_with_its_reserve() {
+        use crate::mmzone::{ZONE_DMA, ZONE_DMA32, ZONE_NORMAL};
+        let mut cfg = MachineConfig::default();
+        cfg.set("memory", "16G").unwrap();
+        cfg.set("reclaim", "3.11").unwrap();
+        let m = Machine::new(cfg).unwrap();
+        let free = |z: usize| m.frames.free.zone_len(z);
+        let dma = &m.zones.zone[ZONE_DMA];
+        assert!(m.zones.protection(ZONE_DMA)[ZONE_NORMAL] > dma.managed);
+        assert!(free(ZONE_DMA) > dma.high + dma.low);
+        assert!(m.zone_balanced_3_11(ZONE_DMA, true, ZONE_DMA));
+        assert!(!m.zone_balanced_3_11(ZONE_DMA, true, ZONE_NORMAL));
+        // A free DMA32 of the high watermark, the gap and a little more is balanced on its
+        // own and not against Normal, whose reserve is 1/256 of Normal.
+        let d32 = &m.zones.zone[ZONE_DMA32];
+        let reserve = m.zones.protection(ZONE_DMA32)[ZONE_NORMAL];
+        assert_eq!(reserve, m.zones.zone[ZONE_NORMAL].managed / 256);
+        assert!(free(ZONE_DMA32) > d32.high + d32.low + reserve);
+        assert!(m.zone_balanced_3_11(ZONE_DMA32, true, ZONE_NORMAL));
+        assert!(m.pgdat_balanced());
+        // Pages of each zone on the lruvec of that zone.
+        for (z, zone) in m.zones.zone.iter().enumerate() {
+            assert_eq!(m.lru_slot(zone.start), z);
+        }
+        let mut cfg = MachineConfig::default();
+        cfg.set("memory", "16G").unwrap();
+        let v6 = Machine::new(cfg).unwrap();
+        let normal = v6.zones.zone[ZONE_NORMAL].start;
+        assert_eq!(v6.lru_slot(normal), NID0);
+    }
 }
