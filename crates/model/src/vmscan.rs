@@ -2027,9 +2027,10 @@ impl Machine {
     }
 
     /// The start of a balance_pgdat() priority step: the node's balance, ageing, soft-limit
-    /// tree reclaim, and shrink_node()'s start. Err(None) when the node is balanced;
-    /// Err(Some(ns)) when, under 3.11's rules, the step ends before its node pass and kswapd
-    /// sleeps for ns.
+    /// tree reclaim, and shrink_node()'s start (under 3.11's rules, the next zone's, in
+    /// kswapd_zones_3_11()). Err(None) when the node is balanced; Err(Some(ns)) when the
+    /// step, or under 3.11's rules a zone's part of it, ends without a pass to run and
+    /// kswapd sleeps for ns.
     fn kswapd_step_begin(&mut self) -> Result<Box<KswapdScan>, Option<u64>> {
         if self.reclaim_3_11() {
             return self.kswapd_zones_3_11();
