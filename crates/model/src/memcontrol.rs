@@ -26,7 +26,6 @@ use crate::page_cgroup::Pfn;
 use crate::page_counter::PAGE_COUNTER_MAX;
 use crate::program::Pid;
 use crate::stat::{MemcgStats, Stat};
-use crate::swap::Lruvec;
 
 /// A memcg id (the kernel's mem_cgroup_id(), 16 bits).
 pub type MemcgId = u16;
@@ -110,9 +109,9 @@ pub struct Memcg {
     /// Live memcgs in its subtree, itself and dying ones included (kept at create and free,
     /// for the read-side-sum figure of /proc/memcgsim/stats).
     pub subtree_groups: u64,
-    /// Its lruvecs (mem_cgroup_per_node; mem_cgroup_per_zone under `reclaim=3.11`): see
-    /// `LRUVEC_SLOTS` in swap.rs. In the struct, not behind a pointer of its own.
-    pub lruvec: [Lruvec; crate::swap::LRUVEC_SLOTS],
+    /// Its lruvecs by slot (mem_cgroup_per_node; mem_cgroup_per_zone under `reclaim=3.11`):
+    /// see `Lruvecs` in swap.rs. The node's is in the struct, not behind a pointer.
+    pub lruvec: crate::swap::Lruvecs,
     /// Exact counters: what every update changed, at once.
     pub stats: MemcgStats,
     /// The counters as readers see them under the statistics scheme (rstat.rs).
@@ -149,7 +148,7 @@ impl Memcg {
             prev_sibling: None,
             depth,
             subtree_groups: 1,
-            lruvec: std::array::from_fn(|_| Lruvec::default()),
+            lruvec: crate::swap::Lruvecs::default(),
             stats: MemcgStats::default(),
             vm: Default::default(),
             events_local: EventCounts::default(),

@@ -29,6 +29,49 @@ pub const NID0: usize = 0;
 /// congested flag) stays in slot NID0.
 pub const LRUVEC_SLOTS: usize = crate::mmzone::NR_ZONES;
 
+/// A memcg's lruvecs, indexed by slot (`LRUVEC_SLOTS`). Slot NID0 sits in the memcg struct;
+/// the other slots, which only `reclaim=3.11` fills, are allocated at the first page linked
+/// to one, so that a 6.1 machine's groups do not carry them. An unallocated slot reads as
+/// an empty lruvec.
+#[derive(Clone, Debug, Default)]
+pub struct Lruvecs {
+    node: Lruvec,
+    zones: Option<Box<[Lruvec; LRUVEC_SLOTS - 1]>>,
+}
+
+impl Lruvecs {
+    /// The allocated lruvecs with their slots.
+    pub fn iter(&self) -> impl Iterator<Item = &Lruvec> {
+        std::iter::once(&self.node).chain(self.zones.iter().flat_map(|z| z.iter()))
+    }
+}
+
+impl std::ops::Index<usize> for Lruvecs {
+    type Output = Lruvec;
+    #[inline]
+    fn index(&self, slot: usize) -> &Lruvec {
+        static EMPTY: std::sync::OnceLock<Lruvec> = std::sync::OnceLock::new();
+        if slot == NID0 {
+            return &self.node;
+        }
+        match &self.zones {
+            Some(z) => &z[slot - 1],
+            None => EMPTY.get_or_init(Lruvec::default),
+        }
+    }
+}
+
+impl std::ops::IndexMut<usize> for Lruvecs {
+    #[inline]
+    fn index_mut(&mut self, slot: usize) -> &mut Lruvec {
+        if slot == NID0 {
+            return &mut self.node;
+        }
+        let z = self.zones.get_or_insert_with(Default::default);
+        &mut z[slot - 1]
+    }
+}
+
 /// One (memcg, node) set of LRU lists and the reclaim state kept with it.
 #[derive(Clone, Debug)]
 pub struct Lruvec {

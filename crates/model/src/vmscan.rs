@@ -2045,29 +2045,8 @@ impl Machine {
         sc.priority = self.kswapd.priority;
         // kswapd_age_node()
         if self.total_swap_pages > 0 {
-            // The walk visits every group. A group no active-anon update ever reached is
-            // never low (no view to load), nor is any group below it (an update marks the
-            // ancestors too): the model skips those subtrees and charges the walk of all of
-            // them. Ageing changes no group's mark (it ages only marked groups, whose
-            // ancestors are marked).
-            let mut all = Vec::new();
-            self.memcg_walk(
-                ROOT_MEMCG,
-                |m, x| {
-                    if m.memcg_topo.anon_seen(x) {
-                        IterVisit::Visit
-                    } else {
-                        IterVisit::SkipTree
-                    }
-                },
-                &mut all,
-            );
-            self.charge_walk(self.memcg(ROOT_MEMCG).subtree_groups as usize);
-            for m in all {
-                if self.inactive_list_is_low(m, NID0, false) {
-                    self.shrink_active_list(SWAP_CLUSTER_MAX, m, &mut sc, lru::ACTIVE_ANON);
-                }
-            }
+            let groups = self.anon_ageing_groups();
+            self.age_active_anon(&groups, &mut sc);
         }
         // kswapd_shrink_node(): each zone's high watermark, at least a batch per zone.
         sc.nr_to_reclaim = self
@@ -2090,6 +2069,17 @@ impl Machine {
             sc.nr_reclaimed += reclaimed;
             soft_wait = wait;
         }
+        Ok(self.kswapd_shrink_begin(sc, soft_wait))
+    }
+
+    /// shrink_node()'s start for kswapd (3.11: shrink_zone()'s, for zone `sc.slot`): the
+    /// pass it begins with and that pass's walk. `soft_wait` is the sleep soft-limit reclaim
+    /// asked for, taken at the step's end.
+    fn kswapd_shrink_begin(
+        &mut self,
+        mut sc: ScanControl,
+        soft_wait: Option<Wait>,
+    ) -> Box<KswapdScan> {
         let before = self.shrink_node_begin(&mut sc);
         let pass = if self.should_soft_reclaim(&sc) {
             NodePass::Soft { first: true }
@@ -2111,7 +2101,7 @@ impl Machine {
             lruvec: None,
         });
         self.kswapd_pass_start(&mut st, pass);
-        Ok(st)
+        st
     }
 
     /// The end of a priority step: shrink_node()'s end, the priority, and the sleep.
@@ -2208,28 +2198,7 @@ impl Machine {
             sc.priority = self.kswapd.priority;
             sc.slot = z;
             self.kswapd.zone_step = Some(step);
-            let before = self.shrink_node_begin(&mut sc);
-            let pass = if self.should_soft_reclaim(&sc) {
-                NodePass::Soft { first: true }
-            } else {
-                NodePass::All
-            };
-            let mut st = Box::new(KswapdScan {
-                soft_scanned_before: sc.nr_scanned,
-                sc,
-                before,
-                soft_wait: None,
-                pass,
-                soft_mark: (0, 0),
-                soft_walked: 0,
-                soft_groups: 0,
-                soft_ns: 0,
-                list: Vec::new(),
-                pos: 0,
-                lruvec: None,
-            });
-            self.kswapd_pass_start(&mut st, pass);
-            return Ok(st);
+            return Ok(self.kswapd_shrink_begin(sc, None));
         }
         // The step is over: a lower priority unless some zone scanned its share and
         // something came back.
@@ -2250,43 +2219,57 @@ impl Machine {
         let mut sc = ScanControl::new(ROOT_MEMCG, 0, false);
         sc.kswapd = true;
         sc.priority = self.kswapd.priority;
-        let mut all: Option<Vec<MemcgId>> = None;
+        // Ageing changes no group's mark, so one walk serves every zone.
+        let groups = if self.total_swap_pages > 0 {
+            self.anon_ageing_groups()
+        } else {
+            Vec::new()
+        };
         for z in (0..NR_ZONES).rev() {
             if self.zones.zone[z].managed == 0 {
                 continue;
             }
             if self.total_swap_pages > 0 {
-                // age_active_anon(): every group's lruvec of the zone (the model skips the
-                // groups no active-anon page ever reached and charges their walk).
-                let groups = all.get_or_insert_with(Vec::new);
-                if groups.is_empty() {
-                    let mut v = Vec::new();
-                    self.memcg_walk(
-                        ROOT_MEMCG,
-                        |m, x| {
-                            if m.memcg_topo.anon_seen(x) {
-                                IterVisit::Visit
-                            } else {
-                                IterVisit::SkipTree
-                            }
-                        },
-                        &mut v,
-                    );
-                    all = Some(v);
-                }
-                self.charge_walk(self.memcg(ROOT_MEMCG).subtree_groups as usize);
                 sc.slot = z;
-                for m in all.clone().unwrap_or_default() {
-                    if self.inactive_list_is_low(m, z, false) {
-                        self.shrink_active_list(SWAP_CLUSTER_MAX, m, &mut sc, lru::ACTIVE_ANON);
-                    }
-                }
+                self.age_active_anon(&groups, &mut sc);
             }
             if !self.zone_balanced_3_11(z, false, 0) {
                 return Some(z);
             }
         }
         None
+    }
+
+    /// The groups kswapd's anon ageing visits. The kernel's walk visits every group; one no
+    /// active-anon update ever reached is never low (no view to load), nor is any group
+    /// below it (an update marks the ancestors too), so the model skips those subtrees (and
+    /// age_active_anon() charges the walk of all of them). Ageing changes no group's mark
+    /// (it ages only marked groups, whose ancestors are marked).
+    fn anon_ageing_groups(&self) -> Vec<MemcgId> {
+        let mut groups = Vec::new();
+        self.memcg_walk(
+            ROOT_MEMCG,
+            |m, x| {
+                if m.memcg_topo.anon_seen(x) {
+                    IterVisit::Visit
+                } else {
+                    IterVisit::SkipTree
+                }
+            },
+            &mut groups,
+        );
+        groups
+    }
+
+    /// age_active_anon() (kswapd_age_node() in 6.1) for lruvec `sc.slot` of `groups`: a
+    /// batch of each active anon list whose inactive list is low, after the walk's cost.
+    fn age_active_anon(&mut self, groups: &[MemcgId], sc: &mut ScanControl) {
+        self.charge_walk(self.memcg(ROOT_MEMCG).subtree_groups as usize);
+        for &m in groups {
+            if self.inactive_list_is_low(m, sc.slot, false) {
+                self.shrink_active_list(SWAP_CLUSTER_MAX, m, sc, lru::ACTIVE_ANON);
+            }
+        }
     }
 
     /// The end of a zone's shrink_zone() pass in 3.11's kswapd_shrink_zone(): whether the
