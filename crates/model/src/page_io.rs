@@ -171,7 +171,7 @@ impl Machine {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use crate::config::MachineConfig;
     use crate::memcontrol::{MemcgId, ROOT_MEMCG};
     use crate::program::{Program, Step};
@@ -180,11 +180,11 @@ mod tests {
     use crate::{Machine, Pid};
 
     /// Maps `pages` of anon memory, writes each once, then holds it (or exits).
-    struct Toucher {
-        pages: u64,
-        next: u64,
-        vma: Option<Vma>,
-        exit: bool,
+    pub(crate) struct Toucher {
+        pub(crate) pages: u64,
+        pub(crate) next: u64,
+        pub(crate) vma: Option<Vma>,
+        pub(crate) exit: bool,
     }
 
     impl Program for Toucher {

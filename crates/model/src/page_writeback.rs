@@ -612,12 +612,20 @@ impl Machine {
     }
 
     /// global_dirtyable_memory(): free pages above the reserve (totalreserve_pages) plus the
-    /// file LRUs.
+    /// file LRUs. Under `reclaim=3.11` the anon LRUs count too while swap has a free slot
+    /// (global_reclaimable_pages(), until "mm: page-writeback: do not count anon pages as
+    /// dirtyable memory", 3.14): a machine full of anon lets its little page cache be
+    /// almost all dirty.
     pub fn global_dirtyable_memory(&self) -> u64 {
+        let mut reclaimable =
+            self.global_stat(Stat::ActiveFile) + self.global_stat(Stat::InactiveFile);
+        if self.reclaim_3_11() && self.swap.nr_free() > 0 {
+            reclaimable +=
+                self.global_stat(Stat::ActiveAnon) + self.global_stat(Stat::InactiveAnon);
+        }
         self.nr_free_pages()
             .saturating_sub(self.zones.totalreserve_pages())
-            + self.global_stat(Stat::ActiveFile)
-            + self.global_stat(Stat::InactiveFile)
+            + reclaimable
             + 1
     }
 
@@ -1548,6 +1556,39 @@ pub(crate) mod tests {
             busy_start > idle_start && busy_start <= idle_start + 1_000_000,
             "{idle_start} {busy_start}"
         );
+    }
+
+    /// 3.11 counted anon pages as dirtyable memory while swap had a free slot; 3.14 and 6.1
+    /// count free and file pages only.
+    #[test]
+    fn anon_pages_are_dirtyable_only_under_3_11_with_free_swap() {
+        let dirtyable = |era: &str, swap: &str| {
+            let mut cfg = MachineConfig::default();
+            cfg.set("memory", "256M").unwrap();
+            cfg.set("swap", swap).unwrap();
+            cfg.set("reclaim", era).unwrap();
+            let mut m = Machine::new(cfg).unwrap();
+            let a = m.memcg_create(ROOT_MEMCG).unwrap();
+            let t = crate::page_io::tests::Toucher {
+                pages: 16_384,
+                next: 0,
+                vma: None,
+                exit: false,
+            };
+            m.spawn(a, "toucher".into(), 0, Box::new(t));
+            m.run_until(2_000_000_000, |_| false);
+            let anon = m.global_stat(Stat::ActiveAnon) + m.global_stat(Stat::InactiveAnon);
+            assert!(anon >= 16_384, "{era}: {anon} anon pages");
+            let free = m.nr_free_pages() - m.zones.totalreserve_pages();
+            let file = m.global_stat(Stat::ActiveFile) + m.global_stat(Stat::InactiveFile);
+            (m.global_dirtyable_memory(), free + file + 1, anon)
+        };
+        let (d, base, _) = dirtyable("6.1", "256M");
+        assert_eq!(d, base);
+        let (d, base, anon) = dirtyable("3.11", "256M");
+        assert_eq!(d, base + anon);
+        let (d, base, _) = dirtyable("3.11", "0");
+        assert_eq!(d, base);
     }
 
     #[test]
