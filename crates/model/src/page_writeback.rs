@@ -1558,6 +1558,30 @@ pub(crate) mod tests {
         );
     }
 
+    /// 3.11 flags a zone ZONE_WRITEBACK from any reclaim's batch that finds its pages under
+    /// writeback, memcg reclaim included; 6.1 has no such zone flag (only kswapd's
+    /// PGDAT_WRITEBACK).
+    #[test]
+    fn memcg_reclaim_flags_zone_writeback_only_under_3_11() {
+        let flagged = |era: &str| {
+            let mut cfg = MachineConfig::default();
+            cfg.set("memory", "256M").unwrap();
+            cfg.set("cgroup", "v1").unwrap();
+            cfg.set("reclaim", era).unwrap();
+            let mut m = Machine::new(cfg).unwrap();
+            let a = m.memcg_create(ROOT_MEMCG).unwrap();
+            m.spawn(a, "writer".into(), 0, Box::new(Writer::new(1000)));
+            m.run_until(1_000_000_000, |_| false);
+            // Every dirty page goes under writeback; the writes end later in virtual time.
+            m.flusher_kick();
+            assert_eq!(m.stat_total(a, Stat::Writeback), 1000);
+            assert_eq!(m.try_to_free_mem_cgroup_pages(a, 32, true, false, None), 0);
+            m.reclaim_wait.zone_writeback
+        };
+        assert!(flagged("3.11").iter().any(|&f| f));
+        assert!(flagged("6.1").iter().all(|&f| !f));
+    }
+
     /// 3.11 counted anon pages as dirtyable memory while swap had a free slot; 3.14 and 6.1
     /// count free and file pages only.
     #[test]

@@ -65,8 +65,11 @@
 //! zone_reclaim_stat's recent rotated/scanned ratios), shrink_list() ages an active list
 //! only while its inactive list is low, referenced anon pages are activated, dirty and
 //! writeback file pages kept on the inactive list, memcg reclaim has no v1 throttle on
-//! unqueued dirty pages, and a reclaimer that sleeps on a page's writeback in soft-limit
-//! reclaim, kswapd or a task, goes on after the sleep where it stood.
+//! unqueued dirty pages, ZONE_WRITEBACK is kept per zone (set by any reclaim batch that
+//! finds enough of its pages under writeback for its priority, cleared by
+//! kswapd_shrink_zone(); kswapd skips a marked page under writeback while it is set), and a
+//! reclaimer that sleeps on a page's writeback in soft-limit reclaim, kswapd or a task, goes
+//! on after the sleep where it stood.
 //!
 //! Simplifications (docs/FIDELITY.md): swap writes are asynchronous (page_io.rs) except on a
 //! SWP_SYNCHRONOUS_IO device, and a batch's writes go to the device once its loop is done
@@ -202,6 +205,11 @@ pub struct ReclaimWait {
     pub throttled_written: u64,
     /// PGDAT_WRITEBACK: kswapd found every page it isolated under writeback.
     pub pgdat_writeback: bool,
+    /// 3.11's ZONE_WRITEBACK per zone (`reclaim=3.11`): a batch of any reclaim in the zone
+    /// found enough of its pages under writeback for its priority; kswapd then skips the
+    /// pages it marked that are still under writeback instead of waiting on them, until
+    /// its next kswapd_shrink_zone() of the zone clears the flag.
+    pub zone_writeback: [bool; NR_ZONES],
     /// NR_ISOLATED_ANON/FILE over time: per CPU, each batch a reclaimer on it took off an
     /// LRU, as (start, end, pages, file) in virtual time. A reclaimer's batch is atomic in
     /// the model, but its pages are off the LRU for the CPU time the batch takes, and a
@@ -776,7 +784,7 @@ impl Machine {
     /// node and the target lruvec, and the sleeps that follow.
     fn shrink_node_throttle(&mut self, sc: &mut ScanControl) {
         if sc.kswapd {
-            if sc.nr_writeback > 0 && sc.nr_writeback == sc.nr_taken {
+            if !self.reclaim_3_11() && sc.nr_writeback > 0 && sc.nr_writeback == sc.nr_taken {
                 self.reclaim_wait.pgdat_writeback = true;
             }
             // Pages marked for immediate reclaim came round again still under writeback:
@@ -1591,6 +1599,15 @@ impl Machine {
         row.ref_keep += sc.nr_ref_keep - keep_before;
         row.activate += nr_activate as u64;
         row.writeback += sc.nr_writeback - writeback_before;
+        if self.reclaim_3_11() {
+            // 3.11 flags the zone ZONE_WRITEBACK from any reclaim's batch, soft-limit and
+            // memcg reclaim included, when its pages under writeback reach the share its
+            // priority allows (all of them at DEF_PRIORITY, any at priority 6 and below).
+            let wb = sc.nr_writeback - writeback_before;
+            if wb > 0 && wb >= taken >> (DEF_PRIORITY - sc.priority.clamp(0, DEF_PRIORITY)) {
+                self.reclaim_wait.zone_writeback[sc.slot] = true;
+            }
+        }
         self.note_isolated(isolated_at, taken, file);
         // Every page taken was dirty and not queued for writeback: the flushers are behind.
         // Legacy memcg has no dirty throttling of its own; its reclaim sleeps here.
@@ -1722,7 +1739,12 @@ impl Machine {
             Verdict::Activate
         };
         if under_writeback {
-            if sc.kswapd && marked && self.reclaim_wait.pgdat_writeback {
+            let flagged = if self.reclaim_3_11() {
+                self.reclaim_wait.zone_writeback[sc.slot]
+            } else {
+                self.reclaim_wait.pgdat_writeback
+            };
+            if sc.kswapd && marked && flagged {
                 // Case 1: kswapd sees pages cycling under writeback.
                 sc.nr_immediate += 1;
                 return busy;
@@ -2286,6 +2308,7 @@ impl Machine {
         if sc.nr_scanned >= sc.nr_to_reclaim {
             step.raise_priority = false;
         }
+        self.reclaim_wait.zone_writeback[sc.slot] = false;
         step.nr_reclaimed += sc.nr_reclaimed;
         self.kswapd.zone_step = Some(step);
         Some(self.kswapd_sleep_for(sc.throttle))
