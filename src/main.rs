@@ -124,11 +124,22 @@ struct CheckArg {
     /// the environment variable MEMCGSIM_CHECK=1
     #[arg(long)]
     check: bool,
+    /// Check the invariants after every N-th step only, and at the end (implies --check):
+    /// a violation that persists is still caught, later than the step that caused it
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    check_every: Option<u32>,
 }
 
 impl CheckArg {
     fn enabled(&self) -> bool {
-        self.check || std::env::var("MEMCGSIM_CHECK").is_ok_and(|v| v == "1")
+        self.check
+            || self.check_every.is_some()
+            || std::env::var("MEMCGSIM_CHECK").is_ok_and(|v| v == "1")
+    }
+
+    /// Steps between two checks (1: after each).
+    fn interval(&self) -> u32 {
+        self.check_every.unwrap_or(1)
     }
 }
 
@@ -219,6 +230,7 @@ fn cmd_script(args: &ScriptArgs) -> i32 {
             }
         };
         let mut interp = Interpreter::new(&name);
+        interp.set_check_interval(args.check.interval());
         interp.set_check_invariants(check);
         interp.set_report_tasks(args.report);
         interp.set_machine_overrides(args.set.clone());
@@ -232,11 +244,13 @@ fn cmd_shell(args: &ShellArgs) -> i32 {
     if io::stdin().is_terminal() {
         // Messages carry no `FILE:LINE:` prefix at the prompt.
         let mut interp = Interpreter::new("");
+        interp.set_check_interval(args.check.interval());
         interp.set_check_invariants(args.check.enabled());
         interp.set_report_tasks(true);
         shell_interactive(interp, args.strict)
     } else {
         let mut interp = Interpreter::new("<stdin>");
+        interp.set_check_interval(args.check.interval());
         interp.set_check_invariants(args.check.enabled());
         interp.set_report_tasks(args.report);
         shell_piped(&mut interp)

@@ -184,7 +184,17 @@ impl System {
     /// Turn on the full invariant check after every simulation step (used by the tests).
     pub fn set_check_invariants(&mut self, on: bool) {
         self.machine.check_invariants = on;
-        self.machine.after_step_check();
+        self.machine.check_now();
+    }
+
+    /// Check after every `every`-th step only (at least 1), when checks are on.
+    pub fn set_check_interval(&mut self, every: u32) {
+        self.machine.check_every = every.max(1);
+    }
+
+    /// Run the full invariant check now, if checks are on, whatever the interval.
+    pub fn check_now(&mut self) {
+        self.machine.check_now();
     }
 
     /// Current virtual time in nanoseconds.

@@ -32,12 +32,25 @@ use crate::page_cgroup::{pf, LRU_NONE, MAPPING_FILE_BIT, NIL};
 use crate::stat::{lru, Stat, NR_STATS};
 
 impl Machine {
-    /// Run the full check if enabled.
+    /// Run the full check if enabled and this step is the `check_every`-th since the last.
     pub fn after_step_check(&mut self) {
-        if self.check_invariants {
-            if let Err(e) = self.check().and_then(|()| self.psi_check()) {
-                panic!("invariant violated at t={}ns: {e}", self.sched.clock);
-            }
+        if !self.check_invariants {
+            return;
+        }
+        self.check_countdown = self.check_countdown.saturating_sub(1);
+        if self.check_countdown == 0 {
+            self.check_now();
+        }
+    }
+
+    /// Run the full check now if enabled, whatever the interval.
+    pub fn check_now(&mut self) {
+        if !self.check_invariants {
+            return;
+        }
+        self.check_countdown = self.check_every.max(1);
+        if let Err(e) = self.check().and_then(|()| self.psi_check()) {
+            panic!("invariant violated at t={}ns: {e}", self.sched.clock);
         }
     }
 
@@ -764,5 +777,30 @@ impl Machine {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::MachineConfig;
+    use crate::Machine;
+
+    #[test]
+    fn a_check_interval_checks_every_nth_step() {
+        let mut m = Machine::new(MachineConfig::default()).unwrap();
+        m.check_invariants = true;
+        m.check_every = 3;
+        m.check_now();
+        assert_eq!(m.check_countdown, 3);
+        m.after_step_check();
+        m.after_step_check();
+        assert_eq!(m.check_countdown, 1);
+        // The third step checks and starts the count again.
+        m.after_step_check();
+        assert_eq!(m.check_countdown, 3);
+        // Without checks nothing counts.
+        m.check_invariants = false;
+        m.after_step_check();
+        assert_eq!(m.check_countdown, 3);
     }
 }

@@ -57,8 +57,12 @@ pub struct Machine {
     /// A separate swap device (`swap_disk=`, `swap_*` machine keys).
     pub swap_device: Option<Device>,
     pub rng: Rng,
-    /// Run the full invariant check after every step.
+    /// Run the full invariant check after steps (every `check_every`-th one).
     pub check_invariants: bool,
+    /// Check after every this many steps (at least 1; 1: after each).
+    pub check_every: u32,
+    /// Steps left before the next check.
+    pub(crate) check_countdown: u32,
     /// vm.swappiness (the root's; v1 children may differ).
     pub vm_swappiness: u32,
     /// vm.page-cluster: swap readahead reads up to 2^page_cluster pages (mm/swap.c: 3).
@@ -140,6 +144,8 @@ impl Machine {
             swap_device: cfg.swap_device.clone().map(Device::new),
             rng: Rng::new(cfg.seed),
             check_invariants: false,
+            check_every: 1,
+            check_countdown: 1,
             vm_swappiness: cfg.swappiness,
             page_cluster: 3,
             ra_pages: cfg.read_ahead_kb / 4,

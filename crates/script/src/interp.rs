@@ -111,6 +111,7 @@ pub struct Interpreter {
     /// Some command other than `machine` or `help` has run: `machine` is no longer allowed.
     started: bool,
     check_invariants: bool,
+    check_every: u32,
     /// `KEY=VALUE` settings applied after the script's `machine` line (or to the default
     /// machine), so one script runs under several designs.
     machine_overrides: Vec<(String, String)>,
@@ -141,6 +142,7 @@ impl Interpreter {
             sys: None,
             started: false,
             check_invariants: false,
+            check_every: 1,
             machine_overrides: Vec::new(),
             wait_limit_ns: DEFAULT_WAIT_LIMIT_NS,
             cwd: "/".to_string(),
@@ -179,6 +181,15 @@ impl Interpreter {
         self.check_invariants = on;
         if let Some(sys) = self.sys.as_mut() {
             sys.set_check_invariants(on);
+        }
+    }
+
+    /// With checks on, check after every `every`-th step only (at least 1), and once more
+    /// when the script ends. Applies to machines booted later and to the current one.
+    pub fn set_check_interval(&mut self, every: u32) {
+        self.check_every = every.max(1);
+        if let Some(sys) = self.sys.as_mut() {
+            sys.set_check_interval(self.check_every);
         }
     }
 
@@ -349,6 +360,10 @@ impl Interpreter {
             }
         };
         let r = self.exec_stmts(&script, None, out, err);
+        // With a check interval, what the last steps did is checked too.
+        if let Some(sys) = self.sys.as_mut() {
+            sys.check_now();
+        }
         let _ = out.flush();
         if let Err(e) = r {
             let _ = writeln!(err, "{e}");
@@ -633,6 +648,7 @@ impl Interpreter {
         cfg.validate()?;
         let mut sys = System::new(cfg).map_err(|e| format!("machine: {e}"))?;
         if self.check_invariants {
+            sys.set_check_interval(self.check_every);
             sys.set_check_invariants(true);
         }
         sys.set_interrupt(self.interrupt.clone());
