@@ -1598,12 +1598,12 @@ impl Machine {
         row.reclaimed += nr_reclaimed;
         row.ref_keep += sc.nr_ref_keep - keep_before;
         row.activate += nr_activate as u64;
-        row.writeback += sc.nr_writeback - writeback_before;
+        let wb = sc.nr_writeback - writeback_before;
+        row.writeback += wb;
         if self.reclaim_3_11() {
             // 3.11 flags the zone ZONE_WRITEBACK from any reclaim's batch, soft-limit and
             // memcg reclaim included, when its pages under writeback reach the share its
             // priority allows (all of them at DEF_PRIORITY, any at priority 6 and below).
-            let wb = sc.nr_writeback - writeback_before;
             if wb > 0 && wb >= taken >> (DEF_PRIORITY - sc.priority.clamp(0, DEF_PRIORITY)) {
                 self.reclaim_wait.zone_writeback[sc.slot] = true;
             }
