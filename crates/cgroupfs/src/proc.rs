@@ -1,7 +1,8 @@
 //! /proc files: meminfo (fs/proc/meminfo.c), uptime (virtual time since boot), vmstat (mm/vmstat.c, the subset of items the
 //! model produces, in kernel order; reclaim's pgscan/pgsteal/pgrefill from the node's own
 //! counters, which count global reclaim only, as 6.1's do), zoneinfo (zoneinfo_show_print() in mm/vmstat.c, with the
-//! same subset of node items), and the vm sysctls swappiness, page-cluster,
+//! same subset of node items), buddyinfo and pagetypeinfo (frag_show_print(),
+//! pagetypeinfo_show() in mm/vmstat.c), and the vm sysctls swappiness, page-cluster,
 //! min_free_kbytes and watermark_scale_factor (the last two read-only), the dirty sysctls of
 //! mm/page-writeback.c (dirty_ratio, dirty_bytes, dirty_background_ratio,
 //! dirty_background_bytes, dirty_expire_centisecs, dirty_writeback_centisecs, with their
@@ -26,6 +27,8 @@ pub(crate) fn proc_files() -> &'static [&'static str] {
         "uptime",
         "vmstat",
         "zoneinfo",
+        "buddyinfo",
+        "pagetypeinfo",
         "swaps",
         "pressure/cpu",
         "pressure/io",
@@ -223,6 +226,8 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
             }
         }
         "zoneinfo" => zoneinfo(sys, &mut s),
+        "buddyinfo" => buddyinfo(sys, &mut s),
+        "pagetypeinfo" => pagetypeinfo(sys, &mut s),
         "uptime" => {
             // Seconds since boot and idle CPU-seconds, with two decimals, as the kernel prints.
             let up = m.sched.clock;
@@ -505,6 +510,83 @@ fn zoneinfo(sys: &System, s: &mut String) {
             u32::from(m.kswapd.failures >= MAX_RECLAIM_RETRIES),
             m.zones.start_pfn(z)
         );
+    }
+}
+
+/// /proc/buddyinfo as 6.1's frag_show_print() prints it: per populated zone the free blocks
+/// of each order.
+fn buddyinfo(sys: &System, s: &mut String) {
+    use memcgsim_model::mmzone::{NR_ZONES, ZONE_NAMES};
+    let m = &sys.machine;
+    for (z, name) in ZONE_NAMES.iter().enumerate().take(NR_ZONES) {
+        if m.zones.zone[z].managed == 0 {
+            continue;
+        }
+        let _ = write!(s, "Node 0, zone {name:>8} ");
+        for n in m.frames.free.buddyinfo(z) {
+            let _ = write!(s, "{n:>6} ");
+        }
+        s.push('\n');
+    }
+}
+
+/// /proc/pagetypeinfo as 6.1's pagetypeinfo_show() prints it: the pageblock order, then per
+/// populated zone and migrate type the free blocks of each order (a count of 100,000 or more
+/// shows as ">100000", where the kernel stops counting), then the pageblocks of each type.
+/// HighAtomic, CMA and Isolate are never used by the model and print as empty.
+fn pagetypeinfo(sys: &System, s: &mut String) {
+    use memcgsim_model::buddy::{
+        MigrateType, MAX_ORDER, MIGRATETYPE_NAMES, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER,
+    };
+    use memcgsim_model::mmzone::{NR_ZONES, ZONE_NAMES};
+    let m = &sys.machine;
+    let populated = || (0..NR_ZONES).filter(|&z| m.zones.zone[z].managed > 0);
+    let _ = write!(
+        s,
+        "Page block order: {PAGEBLOCK_ORDER}\nPages per block:  {PAGEBLOCK_NR_PAGES}\n\n{:<43} ",
+        "Free pages count per migrate type at order"
+    );
+    for o in 0..MAX_ORDER {
+        let _ = write!(s, "{o:>6} ");
+    }
+    s.push('\n');
+    for z in populated() {
+        let zb = m.frames.free.zone(z);
+        for (t, name) in MIGRATETYPE_NAMES.iter().enumerate() {
+            let _ = write!(
+                s,
+                "Node {:>4}, zone {:>8}, type {name:>12} ",
+                0, ZONE_NAMES[z]
+            );
+            for o in 0..MAX_ORDER as u32 {
+                let n = MigrateType::ALL.get(t).map_or(0, |&mt| zb.nr_free(o, mt));
+                if n >= 100_000 {
+                    let _ = write!(s, ">{:>6} ", 100_000);
+                } else {
+                    let _ = write!(s, "{n:>6} ");
+                }
+            }
+            s.push('\n');
+        }
+    }
+    let _ = write!(s, "\n{:<23}", "Number of blocks type ");
+    for name in MIGRATETYPE_NAMES {
+        let _ = write!(s, "{name:>12} ");
+    }
+    s.push('\n');
+    for z in populated() {
+        let span_start = m.zones.start_pfn(z);
+        let span_end = span_start + m.zones.zone[z].spanned;
+        let c = m
+            .frames
+            .free
+            .zone(z)
+            .span_pageblock_counts(span_start, span_end);
+        let _ = write!(s, "Node 0, zone {:>8} ", ZONE_NAMES[z]);
+        for t in 0..MIGRATETYPE_NAMES.len() {
+            let _ = write!(s, "{:>12} ", c.get(t).copied().unwrap_or(0));
+        }
+        s.push('\n');
     }
 }
 

@@ -103,3 +103,100 @@ fn zones_of_a_512m_machine_and_their_counts() {
     let anon32 = one("DMA32", "nr_zone_inactive_anon") + one("DMA32", "nr_zone_active_anon");
     assert!(anon32 > 20_000, "{anon32}");
 }
+
+/// The counts of a `Node 0, zone NAME n n n ...` line (the node's "0," is no count).
+fn counts(line: &str) -> Vec<u64> {
+    line.split_whitespace()
+        .filter_map(|w| w.trim_start_matches('>').parse().ok())
+        .collect()
+}
+
+#[test]
+fn buddyinfo_and_pagetypeinfo_as_6_1_prints_them() {
+    let mut sys = machine(&[("memory", "512M"), ("swap", "512M"), ("cpus", "2")]);
+    // At boot: DMA's managed frames from 1 MiB are an order-8 block, an order-9 block and
+    // three order-10 blocks; the first pageblock (frame 0's) is Unmovable.
+    let text = sys.read("/proc/buddyinfo").unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "populated zones only: {text}");
+    assert!(lines[0].starts_with("Node 0, zone      DMA      0      0 "));
+    assert!(lines[0].ends_with(' '), "each count is followed by a space");
+    let dma = counts(lines[0]);
+    assert_eq!(dma, [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 3]);
+    let boot_dma32 = counts(lines[1]);
+    assert_eq!(boot_dma32.len(), 11);
+
+    // Free pages add up to MemFree less what sits on the per-CPU lists.
+    let free_kb = |sys: &mut memcgsim_cgroupfs::System| {
+        let meminfo = sys.read("/proc/meminfo").unwrap();
+        meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix("MemFree:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap()
+    };
+    sys.mkdir("/A").unwrap();
+    let pid = spawn(&mut sys, "/A", "anon", &["300M", "--hold"]);
+    sys.wait(pid, true, u64::MAX).unwrap();
+    let text = sys.read("/proc/buddyinfo").unwrap();
+    let pages: u64 = text
+        .lines()
+        .map(|l| {
+            counts(l)
+                .iter()
+                .enumerate()
+                .map(|(o, n)| n << o)
+                .sum::<u64>()
+        })
+        .sum();
+    assert_eq!(pages * 4, free_kb(&mut sys));
+    let dma32 = counts(text.lines().nth(1).unwrap());
+    assert!(dma32[10] < boot_dma32[10], "max-order blocks used: {text}");
+
+    let p = sys.read("/proc/pagetypeinfo").unwrap();
+    let mut lines = p.lines();
+    assert_eq!(lines.next(), Some("Page block order: 9"));
+    assert_eq!(lines.next(), Some("Pages per block:  512"));
+    assert_eq!(lines.next(), Some(""));
+    assert_eq!(
+        lines.next(),
+        Some(
+            "Free pages count per migrate type at order       0      1      2      3      4      5      6      7      8      9     10 "
+        )
+    );
+    let free: Vec<&str> = p.lines().filter(|l| l.contains(", type ")).collect();
+    assert_eq!(free.len(), 2 * 6, "six types per populated zone");
+    assert!(free[0].starts_with("Node    0, zone      DMA, type    Unmovable "));
+    assert!(free[5].starts_with("Node    0, zone      DMA, type      Isolate "));
+    // Per zone, the types' counts add up to buddyinfo's.
+    for (z, line) in text.lines().enumerate() {
+        let total = counts(line);
+        let mut sum = vec![0u64; 11];
+        for l in &free[z * 6..z * 6 + 6] {
+            for (s, n) in sum.iter_mut().zip(counts(l)) {
+                *s += n;
+            }
+        }
+        assert_eq!(sum, total, "zone {z}");
+    }
+    let blocks_header = p
+        .lines()
+        .find(|l| l.starts_with("Number of blocks type "))
+        .unwrap();
+    assert_eq!(
+        blocks_header,
+        "Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic          CMA      Isolate "
+    );
+    let blocks: Vec<Vec<u64>> = p
+        .lines()
+        .skip_while(|l| !l.starts_with("Number of blocks"))
+        .skip(1)
+        .map(counts)
+        .collect();
+    // DMA: 16 MiB is 8 pageblocks, the first Unmovable; DMA32's span is 248 of them, the
+    // kernel's own pages having claimed some from Movable.
+    assert_eq!(blocks[0], [1, 7, 0, 0, 0, 0]);
+    assert_eq!(blocks[1].iter().sum::<u64>(), 248);
+    assert!(blocks[1][0] > 0 && blocks[1][1] > 200, "{:?}", blocks[1]);
+}

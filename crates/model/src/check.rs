@@ -438,6 +438,7 @@ impl Machine {
         let mut file_dirty = vec![0u64; self.files.v.len()];
         let mut wb_pages = vec![[0u64; 2]; self.writeback.wbs.len()];
         let mut free_seen = vec![false; nr_frames];
+        self.frames.free.check(&self.frames.meta)?;
         for z in 0..crate::mmzone::NR_ZONES {
             for f in self.frames.zone_free_iter(z) {
                 if self.zones.zone_of(f) != z {

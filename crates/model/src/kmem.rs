@@ -120,6 +120,15 @@ impl KmemKind {
         }
     }
 
+    /// The migrate type of its pages: reclaimable slabs (SLAB_RECLAIM_ACCOUNT caches: dentries,
+    /// inodes, xarray nodes, buffer heads) are __GFP_RECLAIMABLE, the rest unmovable.
+    fn migratetype(self) -> crate::buddy::MigrateType {
+        match self {
+            KmemKind::SlabReclaimable => crate::buddy::MigrateType::Reclaimable,
+            _ => crate::buddy::MigrateType::Unmovable,
+        }
+    }
+
     /// Page-sized allocations charge whole pages without the byte remainder.
     fn whole_pages(self) -> bool {
         matches!(self, KmemKind::Stack | KmemKind::Pagetable)
@@ -210,7 +219,7 @@ impl Machine {
         });
         let base = self.cfg.base_pages(self.totalram_pages);
         for _ in 0..base {
-            let Some(pfn) = self.frames.pop() else {
+            let Some(pfn) = self.frames.pop(crate::buddy::MigrateType::Unmovable) else {
                 break;
             };
             self.frames.meta[pfn as usize].pc.flags =
@@ -318,9 +327,11 @@ impl Machine {
         let mut taken: Vec<Pfn> = Vec::with_capacity(pages as usize);
         for _ in 0..pages {
             let got = if nofail {
-                self.frames.pop().ok_or(ChargeError::NoMem)
+                self.frames
+                    .pop(kind.migratetype())
+                    .ok_or(ChargeError::NoMem)
             } else {
-                self.alloc_page()
+                self.alloc_page(kind.migratetype())
             };
             match got {
                 Ok(pfn) => taken.push(pfn),

@@ -31,6 +31,7 @@
 //! [`units`] parses and prints sizes and durations; [`text`] cuts user tokens in messages.
 
 pub mod blkdev;
+pub mod buddy;
 pub mod check;
 pub mod config;
 pub mod errno;

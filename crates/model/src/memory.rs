@@ -339,7 +339,7 @@ impl Machine {
     /// Allocate a frame and charge it to `memcg` (not yet committed to the frame). On failure
     /// nothing is kept.
     pub fn alloc_charged_page(&mut self, memcg: crate::memcontrol::MemcgId) -> Result<Pfn, Fault> {
-        let pfn = self.alloc_page()?;
+        let pfn = self.alloc_page(crate::buddy::MigrateType::Movable)?;
         if let Err(e) = self.try_charge(memcg, 1) {
             self.free_frame(pfn);
             return Err(e.into());
@@ -809,7 +809,11 @@ mod tests {
                 if m.frames.free.zone_len(z) <= keep {
                     break;
                 }
-                held.push(m.frames.rmqueue(z, 0, &m.zones).unwrap());
+                held.push(
+                    m.frames
+                        .rmqueue(z, 0, crate::buddy::MigrateType::Movable, 0, &m.zones, false)
+                        .unwrap(),
+                );
             }
         }
         let top = (0..crate::mmzone::NR_ZONES)

@@ -1,14 +1,13 @@
 //! Memory zones of one node (include/linux/mmzone.h) as x86_64 lays them out, with the
 //! per-zone watermarks of __setup_per_zone_wmarks(), the lowmem reserves of
-//! setup_per_zone_lowmem_reserve(), the per-zone free lists (free_area) and the per-CPU page
-//! lists (per_cpu_pages: zone_batchsize(), zone_highsize(), free_unref_page_commit(),
-//! nr_pcp_high(), nr_pcp_free(), rmqueue_pcplist(), drain_all_pages()) in mm/page_alloc.c.
+//! setup_per_zone_lowmem_reserve() and the sizes of the per-CPU page lists (zone_batchsize(),
+//! zone_highsize()) in mm/page_alloc.c. The free lists and the per-CPU lists themselves are
+//! buddy.rs.
 //!
 //! Pages on a per-CPU list are free but not in the zone's NR_FREE_PAGES: the watermark checks
 //! and MemFree do not see them, up to `pcp_high` pages per CPU and zone (a quarter of that
 //! while kswapd reclaims the node, ZONE_RECLAIM_ACTIVE), so allocators wake kswapd and enter
-//! direct reclaim while such pages sit on other CPUs' lists. Simplified: one list per CPU and
-//! zone (the kernel keeps one per migratetype and order); no vmstat drain of remote pages
+//! direct reclaim while such pages sit on other CPUs' lists. No vmstat drain of remote pages
 //! (one node).
 //!
 //! Why zones matter to memcg and reclaim: the page allocator takes a user page from the highest
@@ -24,11 +23,12 @@
 //! ZONE_NORMAL holds the rest. Simplified: no PCI hole below 4 GiB (a real machine, and QEMU
 //! above 3.5G of RAM, move part of DMA32 above 4 GiB); the kernel's boot reservations beyond
 //! the first MiB are taken from the top zone down (memblock allocates top-down); ZONE_MOVABLE
-//! and ZONE_DEVICE are empty; one node.
+//! and ZONE_DEVICE are empty; one node. Within a zone the reserved pages sit above its managed
+//! ones, except those that would leave the managed range ending off a max-order boundary:
+//! those sit below it (the first MiB of ZONE_DMA is such a hole), so a zone's partial buddy
+//! blocks are at its bottom, where the first allocations reach anyway.
 
-use std::collections::VecDeque;
-
-use crate::page_cgroup::{FrameMeta, Pfn, NIL};
+use crate::page_cgroup::Pfn;
 
 /// Zones in the kernel's order (lowest first).
 pub const ZONE_DMA: usize = 0;
@@ -50,6 +50,8 @@ pub const LOWMEM_RESERVE_RATIO: [u64; NR_ZONES] = [256, 256, 32];
 pub struct Zone {
     /// Its first frame number; its frames are start..start + managed.
     pub start: Pfn,
+    /// The physical frame number of `start` (buddy blocks align on physical numbers).
+    pub phys_start: u64,
     /// Pages of RAM the zone spans and the ones the page allocator manages.
     pub spanned: u64,
     pub managed: u64,
@@ -117,8 +119,15 @@ impl Zones {
         let pages_min = min_free_kbytes >> 2;
         let lowmem = managed_pages.max(1);
         let mut start = 0u64;
+        let mut span_start = 0u64;
         let zone = std::array::from_fn(|z| {
             let m = managed[z];
+            // The managed frames end on a max-order boundary where the span allows.
+            let lo = span_start + if z == ZONE_DMA { FIRST_MIB_PAGES } else { 0 };
+            let top = 1u64 << crate::buddy::TOP_ORDER;
+            let end = (lo + m).div_ceil(top) * top;
+            let phys_start = end.min(span_start + spanned[z]) - m;
+            span_start += spanned[z];
             let min = pages_min * m / lowmem;
             let tmp = (min / 4).max(m * watermark_scale_factor / 10_000);
             // setup_per_zone_lowmem_reserve(): the managed pages of the zones above, by ratio.
@@ -137,6 +146,7 @@ impl Zones {
             let pcp_high = ((min + tmp) / u64::from(cpus.max(1))).max(pcp_batch << 2);
             let zone = Zone {
                 start: start as Pfn,
+                phys_start,
                 spanned: spanned[z],
                 managed: m,
                 min,
@@ -231,266 +241,6 @@ impl Zones {
 fn rounddown_pow_of_two(x: u64) -> u64 {
     debug_assert!(x > 0);
     1 << (63 - x.leading_zeros())
-}
-
-/// One CPU's free pages of one zone (struct per_cpu_pages, order 0): allocations take the
-/// front (the most recently freed), refills from the zone join the back, and spills to the
-/// zone leave from the back.
-#[derive(Clone, Debug, Default)]
-pub struct PerCpuPages {
-    list: VecDeque<Pfn>,
-    /// Doubles the spill each time a free finds the list full with no allocation between.
-    free_factor: u32,
-}
-
-/// One zone's free frames (its free_area, order 0): a stack of freed frames over the frames
-/// never used since boot, which are handed out in ascending order once the stack is empty.
-/// That is the order a stack filled with every frame at boot (lowest on top) gives, without
-/// writing a word per frame: a machine's host memory grows with the frames a run touches.
-/// The stack is linked through the free frames' own LRU `next` field (a free frame is on no
-/// LRU), as the kernel links free pages through page->lru, so it costs no memory of its own.
-#[derive(Clone, Debug)]
-struct ZoneFree {
-    /// Top of the stack of freed frames, or NIL.
-    head: Pfn,
-    stacked: usize,
-    /// The lowest frame never handed out, and the zone's end.
-    fresh: Pfn,
-    end: Pfn,
-}
-
-impl Default for ZoneFree {
-    fn default() -> Self {
-        ZoneFree::new(0, 0)
-    }
-}
-
-impl ZoneFree {
-    fn new(start: Pfn, end: Pfn) -> ZoneFree {
-        ZoneFree {
-            head: NIL,
-            stacked: 0,
-            fresh: start,
-            end,
-        }
-    }
-
-    #[inline]
-    fn pop(&mut self, meta: &mut [FrameMeta]) -> Option<Pfn> {
-        if self.head != NIL {
-            let p = self.head;
-            let pc = &mut meta[p as usize].pc;
-            self.head = pc.next;
-            pc.next = NIL;
-            self.stacked -= 1;
-            return Some(p);
-        }
-        (self.fresh < self.end).then(|| {
-            self.fresh += 1;
-            self.fresh - 1
-        })
-    }
-
-    #[inline]
-    fn push(&mut self, p: Pfn, meta: &mut [FrameMeta]) {
-        debug_assert!(p < self.fresh, "a frame never handed out is freed");
-        meta[p as usize].pc.next = self.head;
-        self.head = p;
-        self.stacked += 1;
-    }
-
-    #[inline]
-    fn len(&self) -> usize {
-        self.stacked + (self.end - self.fresh) as usize
-    }
-
-    /// The free frames, the stack's from the top (at most its length: a broken link ends
-    /// the walk, and the checker then finds the count wrong), then those never used.
-    fn iter<'a>(&'a self, meta: &'a [FrameMeta]) -> impl Iterator<Item = Pfn> + 'a {
-        let mut cur = self.head;
-        let stacked = std::iter::from_fn(move || {
-            let p = cur;
-            let next = meta.get(p as usize)?.pc.next;
-            cur = next;
-            Some(p)
-        })
-        .take(self.stacked);
-        stacked.chain(self.fresh..self.end)
-    }
-}
-
-/// The free frames of each zone (its free_area, order 0 only, a stack each: low frame numbers
-/// are handed out first) and of each CPU's lists.
-#[derive(Clone, Debug, Default)]
-pub struct FreeArea {
-    zones: [ZoneFree; NR_ZONES],
-    /// One past the highest frame taken from any zone's never-used range.
-    fresh_high: Pfn,
-    /// [cpu][zone]
-    pcp: Vec<[PerCpuPages; NR_ZONES]>,
-}
-
-impl FreeArea {
-    /// Every frame of the zones free, the per-CPU lists of `cpus` CPUs empty.
-    pub fn new(zones: &Zones, cpus: u32) -> FreeArea {
-        let mut f = FreeArea {
-            zones: Default::default(),
-            fresh_high: 0,
-            pcp: (0..cpus.max(1)).map(|_| Default::default()).collect(),
-        };
-        for (z, zone) in zones.zone.iter().enumerate() {
-            let start = zone.start;
-            let end = start + zone.managed as Pfn;
-            f.zones[z] = ZoneFree::new(start, end);
-        }
-        f
-    }
-
-    /// One past the highest frame that has left a zone's never-used range (onto a CPU's list
-    /// or to a caller): every frame the free lists may link is below it.
-    #[inline]
-    pub fn fresh_high(&self) -> Pfn {
-        self.fresh_high
-    }
-
-    /// Take a frame from zone `z`'s stack or never-used range.
-    #[inline]
-    fn zone_pop(&mut self, z: usize, meta: &mut [FrameMeta]) -> Option<Pfn> {
-        let p = self.zones[z].pop(meta)?;
-        self.fresh_high = self.fresh_high.max(self.zones[z].fresh);
-        Some(p)
-    }
-
-    /// Free frames, on the zones' lists and the CPUs'.
-    pub fn len(&self) -> usize {
-        self.zones.iter().map(ZoneFree::len).sum::<usize>() + self.pcp_len()
-    }
-
-    fn pcp_len(&self) -> usize {
-        self.pcp.iter().flatten().map(|p| p.list.len()).sum()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// NR_FREE_PAGES of every zone: what MemFree shows (not the per-CPU lists).
-    pub fn nr_free_pages(&self) -> u64 {
-        self.zones.iter().map(ZoneFree::len).sum::<usize>() as u64
-    }
-
-    /// NR_FREE_PAGES of one zone, what its watermark checks see.
-    #[inline]
-    pub fn zone_len(&self, z: usize) -> u64 {
-        self.zones[z].len() as u64
-    }
-
-    /// Pages on CPU `cpu`'s list of zone `z`.
-    pub fn pcp_count(&self, cpu: usize, z: usize) -> u64 {
-        self.pcp[cpu][z].list.len() as u64
-    }
-
-    /// free_unref_page() on CPU `cpu`: the frame joins that CPU's list of its zone; a list
-    /// at its high mark (nr_pcp_high(): at most 4 batches while kswapd reclaims,
-    /// `reclaim_active`) spills to the zone (free_pcppages_bulk() of nr_pcp_free() pages).
-    pub fn free_unref_page(
-        &mut self,
-        pfn: Pfn,
-        cpu: usize,
-        zones: &Zones,
-        reclaim_active: bool,
-        meta: &mut [FrameMeta],
-    ) {
-        let z = zones.zone_of(pfn);
-        let zone = &zones.zone[z];
-        let cpu = cpu.min(self.pcp.len() - 1);
-        let pcp = &mut self.pcp[cpu][z];
-        pcp.list.push_front(pfn);
-        let high = if reclaim_active {
-            (zone.pcp_batch << 2).min(zone.pcp_high)
-        } else {
-            zone.pcp_high
-        };
-        let count = pcp.list.len() as u64;
-        if count < high {
-            return;
-        }
-        // nr_pcp_free()
-        let batch = zone.pcp_batch;
-        let n = if high < batch {
-            1
-        } else {
-            let (min_nr, max_nr) = (batch, high - batch);
-            let b = batch << pcp.free_factor.min(16);
-            if b < max_nr {
-                pcp.free_factor += 1;
-            }
-            b.clamp(min_nr, max_nr.max(min_nr))
-        };
-        for _ in 0..n.min(count) {
-            let p = pcp.list.pop_back().expect("counted");
-            self.zones[z].push(p, meta);
-        }
-    }
-
-    /// rmqueue_pcplist(): a page of zone `z` from CPU `cpu`'s list, refilled with a batch
-    /// from the zone when empty (rmqueue_bulk()).
-    pub fn rmqueue(
-        &mut self,
-        z: usize,
-        cpu: usize,
-        zones: &Zones,
-        meta: &mut [FrameMeta],
-    ) -> Option<Pfn> {
-        let cpu = cpu.min(self.pcp.len() - 1);
-        let pcp = &mut self.pcp[cpu][z];
-        pcp.free_factor >>= 1;
-        if pcp.list.is_empty() {
-            for _ in 0..zones.zone[z].pcp_batch {
-                let Some(p) = self.zones[z].pop(meta) else {
-                    break;
-                };
-                pcp.list.push_back(p);
-            }
-            self.fresh_high = self.fresh_high.max(self.zones[z].fresh);
-        }
-        self.pcp[cpu][z].list.pop_front()
-    }
-
-    /// drain_all_pages(): every CPU's lists back to their zones.
-    pub fn drain_all_pages(&mut self, meta: &mut [FrameMeta]) {
-        for cpu in 0..self.pcp.len() {
-            for z in 0..NR_ZONES {
-                while let Some(p) = self.pcp[cpu][z].list.pop_back() {
-                    self.zones[z].push(p, meta);
-                }
-            }
-        }
-    }
-
-    /// Take a frame from the highest zone that has one, with no watermark (the kernel's
-    /// allocations the model forces: the base system at boot, __GFP_NOFAIL, OOM victims),
-    /// then from the CPUs' lists.
-    pub fn pop(&mut self, meta: &mut [FrameMeta]) -> Option<Pfn> {
-        if let Some(p) = (0..NR_ZONES).rev().find_map(|z| self.zone_pop(z, meta)) {
-            return Some(p);
-        }
-        self.pcp
-            .iter_mut()
-            .flatten()
-            .find_map(|p| p.list.pop_front())
-    }
-
-    /// The free frames of zone `z`, its CPUs' lists included.
-    pub fn zone_iter<'a>(
-        &'a self,
-        z: usize,
-        meta: &'a [FrameMeta],
-    ) -> impl Iterator<Item = Pfn> + 'a {
-        self.zones[z]
-            .iter(meta)
-            .chain(self.pcp.iter().flat_map(move |c| c[z].list.iter().copied()))
-    }
 }
 
 /// A zone's page counts as /proc/zoneinfo shows them (the zone's share of NR_ZONE_LRU_*,
@@ -610,84 +360,5 @@ mod tests {
         let n = &z.zone[ZONE_NORMAL];
         assert_eq!(n.pcp_batch, 63);
         assert_eq!(n.pcp_high, n.low / 4);
-    }
-
-    #[test]
-    fn free_pages_sit_on_per_cpu_lists_out_of_the_zone_count() {
-        let z = Zones::new(131_072, 116_534, None, 10, 2);
-        let mut f = FreeArea::new(&z, 2);
-        let mut meta = vec![crate::page_cgroup::FRAME_AT_BOOT; 116_534];
-        let m = &mut meta[..];
-        assert_eq!(f.len(), 116_534);
-        assert_eq!(f.zone_len(ZONE_DMA), 3840);
-        // An allocation refills its CPU's list with a batch and takes the first page.
-        assert_eq!(f.rmqueue(ZONE_DMA32, 0, &z, m), Some(3840));
-        assert_eq!(f.pcp_count(0, ZONE_DMA32), 30);
-        assert_eq!(f.nr_free_pages(), 116_534 - 31);
-        assert_eq!(f.len(), 116_534 - 1);
-        // Forced allocations take the highest zone first.
-        assert_eq!(f.pop(m), Some(3871));
-        // Frees fill CPU 1's list up to its high mark (411), then spill a batch, doubling
-        // while frees come without allocations.
-        let taken: Vec<Pfn> = (0..600).map(|_| f.pop(m).unwrap()).collect();
-        let before = f.nr_free_pages();
-        for (i, &p) in taken.iter().enumerate() {
-            f.free_unref_page(p, 1, &z, false, m);
-            if i == 409 {
-                assert_eq!(f.pcp_count(1, ZONE_DMA32), 410);
-            }
-        }
-        // 411 → spill 31 (380), 411 → 62 (349), then 93, 124, ... clamped to high − batch.
-        assert!(f.pcp_count(1, ZONE_DMA32) < 411);
-        assert_eq!(f.nr_free_pages() - before + f.pcp_count(1, ZONE_DMA32), 600);
-        // While kswapd reclaims, a list above 4 batches spills at every free (up to
-        // high − batch = 93 pages at a time) until it is under them.
-        let mut prev = f.pcp_count(1, ZONE_DMA32);
-        for _ in 0..20 {
-            let p = f.pop(m).unwrap();
-            f.free_unref_page(p, 1, &z, true, m);
-            let now = f.pcp_count(1, ZONE_DMA32);
-            assert!(now < 124 || now + 31 <= prev + 1, "{prev} -> {now}");
-            prev = now;
-        }
-        assert!(prev < 124);
-        // Frames go back to their own zone.
-        let dma = f.rmqueue(ZONE_DMA, 0, &z, m).unwrap();
-        assert!(dma < 3840);
-        f.free_unref_page(dma, 0, &z, false, m);
-        f.drain_all_pages(m);
-        assert_eq!(f.pcp_count(0, ZONE_DMA32) + f.pcp_count(1, ZONE_DMA32), 0);
-        assert_eq!(f.zone_len(ZONE_DMA), 3840);
-        assert_eq!(f.nr_free_pages() as usize, f.len());
-        assert_eq!(f.zone_iter(ZONE_DMA, m).count(), 3840);
-    }
-
-    proptest::proptest! {
-        /// The lazy free list hands out frames in the order a stack filled with every frame
-        /// at boot (lowest on top) would.
-        #[test]
-        fn lazy_free_list_is_the_boot_stack(ops in proptest::collection::vec(0u8..3, 0..400)) {
-            let (start, end) = (100u32, 400u32);
-            let mut eager: Vec<Pfn> = (start..end).rev().collect();
-            let mut lazy = ZoneFree::new(start, end);
-            let mut meta = vec![crate::page_cgroup::FRAME_AT_BOOT; end as usize];
-            let mut out: Vec<Pfn> = Vec::new();
-            for op in ops {
-                if op < 2 {
-                    let (a, b) = (eager.pop(), lazy.pop(&mut meta));
-                    proptest::prop_assert_eq!(a, b);
-                    out.extend(a);
-                } else if let Some(p) = out.pop() {
-                    eager.push(p);
-                    lazy.push(p, &mut meta);
-                }
-                proptest::prop_assert_eq!(eager.len(), lazy.len());
-                let mut x: Vec<Pfn> = lazy.iter(&meta).collect();
-                let mut y = eager.clone();
-                x.sort_unstable();
-                y.sort_unstable();
-                proptest::prop_assert_eq!(x, y);
-            }
-        }
     }
 }

@@ -1,21 +1,25 @@
 //! The page allocator: mm/page_alloc.c — get_page_from_freelist() over the zonelist (highest
 //! zone first, each zone above its watermark plus its lowmem reserve; the zones and their
-//! watermarks are mmzone.rs), the fast path at the low watermark, the slow path that wakes
+//! watermarks are mmzone.rs, the free lists buddy.rs; a first pass under ALLOC_NOFRAGMENT when
+//! the preferred zone is Normal and DMA32 is populated, alloc_flags_nofragment()), the fast
+//! path at the low watermark, the slow path that wakes
 //! kswapd when no zone is above low, takes a page above min, enters direct reclaim when no
 //! zone is above min and the global OOM killer after MAX_RECLAIM_RETRIES rounds without
 //! progress. A task can sleep in its direct reclaim (reclaim_throttle(), vmscan.rs); the
 //! allocation then fails with `ChargeError::Blocked` and resumes its loop when it wakes.
 
+use crate::buddy::MigrateType;
 use crate::machine::Machine;
 use crate::memcontrol::{ChargeError, MAX_RECLAIM_RETRIES};
-use crate::mmzone::{Wmark, NR_ZONES};
+use crate::mmzone::{Wmark, NR_ZONES, ZONE_DMA32, ZONE_NORMAL};
 use crate::page_cgroup::{pf, Pfn};
 use crate::task::AllocRetry;
 
 impl Machine {
-    /// Allocate one page frame for the current context (alloc_pages, order 0, GFP_KERNEL-like
-    /// user allocation). The frame comes back with only the ALLOCATED flag.
-    pub fn alloc_page(&mut self) -> Result<Pfn, ChargeError> {
+    /// Allocate one page frame of migrate type `mt` for the current context (alloc_pages,
+    /// order 0: GFP_HIGHUSER_MOVABLE for user pages, GFP_KERNEL with __GFP_RECLAIMABLE or not
+    /// for the kernel's). The frame comes back with only the ALLOCATED flag.
+    pub fn alloc_page(&mut self, mt: MigrateType) -> Result<Pfn, ChargeError> {
         if !self.kswapd.freeing.is_empty() {
             self.kswapd_release_freed(self.now());
         }
@@ -23,12 +27,12 @@ impl Machine {
         // A task whose direct reclaim gave its CPU up is still inside it.
         let in_reclaim = pid.is_some_and(|p| self.task(p).reclaim_resume.is_some());
         if !in_reclaim {
-            if let Some(pfn) = self.get_page_from_freelist(Wmark::Low) {
+            if let Some(pfn) = self.get_page_from_freelist(Wmark::Low, mt) {
                 return Ok(pfn);
             }
             // __alloc_pages_slowpath(): wake kswapd, then try again at the min watermark.
             self.wakeup_kswapd();
-            if let Some(pfn) = self.get_page_from_freelist(Wmark::Min) {
+            if let Some(pfn) = self.get_page_from_freelist(Wmark::Min, mt) {
                 return Ok(pfn);
             }
         }
@@ -53,7 +57,7 @@ impl Machine {
             if self.current_is_dying() {
                 // OOM victims may dip into the reserves.
                 if !self.frames.free.is_empty() {
-                    return Ok(self.take_free_frame());
+                    return Ok(self.take_free_frame(mt));
                 }
                 return Err(ChargeError::Killed);
             }
@@ -72,13 +76,13 @@ impl Machine {
                     r
                 }
             };
-            if let Some(pfn) = self.get_page_from_freelist(Wmark::Min) {
+            if let Some(pfn) = self.get_page_from_freelist(Wmark::Min, mt) {
                 return Ok(pfn);
             }
             // __alloc_pages_direct_reclaim(): pages may be pinned on the CPUs' lists;
             // drain them and try once more.
             self.frames.drain_all_pages();
-            if let Some(pfn) = self.get_page_from_freelist(Wmark::Min) {
+            if let Some(pfn) = self.get_page_from_freelist(Wmark::Min, mt) {
                 return Ok(pfn);
             }
             if self.gfp_noretry {
@@ -97,7 +101,7 @@ impl Machine {
             if !self.out_of_memory_global() {
                 // Nothing left to kill: the kernel would panic; fail this allocation.
                 if !self.frames.free.is_empty() {
-                    return Ok(self.take_free_frame());
+                    return Ok(self.take_free_frame(mt));
                 }
                 return Err(ChargeError::NoMem);
             }
@@ -105,23 +109,32 @@ impl Machine {
         Err(ChargeError::NoMem)
     }
 
-    /// get_page_from_freelist() for an order-0 page that may come from any zone
-    /// (GFP_HIGHUSER_MOVABLE): the zonelist runs from the highest zone down, and a zone gives
-    /// a page while its free pages are above the watermark plus its lowmem reserve
-    /// (zone_watermark_fast()).
-    fn get_page_from_freelist(&mut self, w: Wmark) -> Option<Pfn> {
-        for z in (0..NR_ZONES).rev() {
-            let zone = &self.zones.zone[z];
-            if zone.managed == 0 {
+    /// get_page_from_freelist() for an order-0 page that may come from any zone: the zonelist
+    /// runs from the highest zone down, and a zone gives a page while its free pages are above
+    /// the watermark plus its lowmem reserve (zone_watermark_fast()). With a Normal zone over
+    /// a populated DMA32 the first pass runs under ALLOC_NOFRAGMENT (no stealing of blocks
+    /// under pageblock order), the second without.
+    fn get_page_from_freelist(&mut self, w: Wmark, mt: MigrateType) -> Option<Pfn> {
+        let nofragment =
+            self.zones.zone[ZONE_NORMAL].managed > 0 && self.zones.zone[ZONE_DMA32].managed > 0;
+        for pass_nofragment in [true, false] {
+            if pass_nofragment && !nofragment {
                 continue;
             }
-            if self.frames.free.zone_len(z) > self.zones.mark(z, w) + zone.lowmem_reserve {
+            for z in (0..NR_ZONES).rev() {
+                let zone = &self.zones.zone[z];
+                if zone.managed == 0
+                    || self.frames.free.zone_len(z) <= self.zones.mark(z, w) + zone.lowmem_reserve
+                {
+                    continue;
+                }
                 let cpu = self.current_cpu();
-                let pfn = self
+                if let Some(pfn) = self
                     .frames
-                    .rmqueue(z, cpu, &self.zones)
-                    .expect("the zone has free pages");
-                return Some(self.prep_new_page(pfn));
+                    .rmqueue(z, 0, mt, cpu, &self.zones, pass_nofragment)
+                {
+                    return Some(self.prep_new_page(pfn));
+                }
             }
         }
         None
@@ -129,14 +142,19 @@ impl Machine {
 
     /// A page from any zone regardless of watermarks (OOM victims, and the last resort when
     /// nothing is left to kill).
-    fn take_free_frame(&mut self) -> Pfn {
-        let pfn = self.frames.pop().expect("free list is not empty");
+    fn take_free_frame(&mut self, mt: MigrateType) -> Pfn {
+        let pfn = self.frames.pop(mt).expect("free list is not empty");
         self.prep_new_page(pfn)
     }
 
     fn prep_new_page(&mut self, pfn: Pfn) -> Pfn {
         debug_assert_eq!(self.frames.flags(pfn) & pf::ALLOCATED, 0);
-        self.frames.meta[pfn as usize].pc.flags = crate::page_cgroup::LRU_NONE | pf::ALLOCATED;
+        let m = &mut self.frames.meta[pfn as usize];
+        debug_assert_eq!(
+            m.map.index, 0,
+            "a free block's tag left on an allocated frame"
+        );
+        m.pc.flags = crate::page_cgroup::LRU_NONE | pf::ALLOCATED;
         pfn
     }
 }

@@ -126,14 +126,15 @@ pub const FRAME_AT_BOOT: FrameMeta = FrameMeta {
 
 /// All frames of the machine.
 ///
-/// `meta` holds the frames below the highest one ever handed out; every frame above it is
-/// still [`FRAME_AT_BOOT`]. The array's room for every frame is reserved at boot but written
-/// (and so made resident by the host) only as the allocator first reaches a frame, which it
-/// does in ascending order within each zone: a big machine costs the host what a run uses.
+/// `meta` holds the frames below the highest one the allocator has written; every frame above
+/// it is still [`FRAME_AT_BOOT`]. The array's room for every frame is reserved at boot but
+/// written (and so made resident by the host) only as the buddy allocator first splits a
+/// max-order block never used since boot (buddy.rs), which it does in ascending order within
+/// each zone: a big machine costs the host what a run uses.
 pub struct Frames {
     pub meta: Vec<FrameMeta>,
-    /// Free frames, per zone (the page allocator's free lists).
-    pub free: crate::mmzone::FreeArea,
+    /// Free frames, per zone (the page allocator's free lists) and per CPU.
+    pub free: crate::buddy::FreeArea,
     nr: u32,
     /// Where each frame's memcg lives (seed 004's designs; page_cgroup_store.rs). Read and
     /// written only through [`Frames::memcg`] and [`Frames::set_memcg`].
@@ -147,9 +148,10 @@ impl Frames {
         design: crate::page_cgroup_store::PcDesign,
     ) -> Frames {
         let nr: u32 = zones.zone.iter().map(|z| z.managed as u32).sum();
-        let free = crate::mmzone::FreeArea::new(zones, cpus);
+        let mut meta = Vec::with_capacity(nr as usize);
+        let free = crate::buddy::FreeArea::new(zones, cpus, &mut meta);
         Frames {
-            meta: Vec::with_capacity(nr as usize),
+            meta,
             free,
             nr,
             store: crate::page_cgroup_store::PcStore::new(design, nr),
@@ -165,29 +167,23 @@ impl Frames {
         self.nr
     }
 
-    /// Frames left a zone's never-used range (to the caller, or to a CPU's list, from which
-    /// they may be linked into a zone's stack later): make sure their metadata, and that of
-    /// every frame below them, is in the array.
-    #[inline]
-    fn handed_out(&mut self, pfn: Pfn) -> Pfn {
-        let hi = (self.free.fresh_high() as usize).max(pfn as usize + 1);
-        if hi > self.meta.len() {
-            debug_assert!(hi <= self.nr as usize);
-            self.meta.resize(hi, FRAME_AT_BOOT);
-        }
-        pfn
-    }
-
-    /// rmqueue() of the free area, for a frame the caller will use.
-    pub fn rmqueue(&mut self, z: usize, cpu: usize, zones: &crate::mmzone::Zones) -> Option<Pfn> {
-        let p = self.free.rmqueue(z, cpu, zones, &mut self.meta)?;
-        Some(self.handed_out(p))
+    /// rmqueue() of the free area: a block of `order` and type `mt` from zone `z`.
+    pub fn rmqueue(
+        &mut self,
+        z: usize,
+        order: u32,
+        mt: crate::buddy::MigrateType,
+        cpu: usize,
+        zones: &crate::mmzone::Zones,
+        nofragment: bool,
+    ) -> Option<Pfn> {
+        self.free
+            .rmqueue(z, order, mt, cpu, zones, nofragment, &mut self.meta)
     }
 
     /// pop() of the free area (any zone, no watermark), for a frame the caller will use.
-    pub fn pop(&mut self) -> Option<Pfn> {
-        let p = self.free.pop(&mut self.meta)?;
-        Some(self.handed_out(p))
+    pub fn pop(&mut self, mt: crate::buddy::MigrateType) -> Option<Pfn> {
+        self.free.pop(mt, &mut self.meta)
     }
 
     /// Ask the host to load a frame's metadata ahead of its use (a hint only).
@@ -198,16 +194,17 @@ impl Frames {
         }
     }
 
-    /// free_unref_page() of the free area for a frame the caller has reset.
+    /// free_unref_page() of the free area for a block of `order` the caller has reset.
     pub fn free_unref_page(
         &mut self,
         pfn: Pfn,
+        order: u32,
         cpu: usize,
         zones: &crate::mmzone::Zones,
         reclaim_active: bool,
     ) {
         self.free
-            .free_unref_page(pfn, cpu, zones, reclaim_active, &mut self.meta);
+            .free_unref_page(pfn, order, cpu, zones, reclaim_active, &mut self.meta);
     }
 
     /// drain_all_pages() of the free area.

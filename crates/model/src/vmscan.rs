@@ -2385,7 +2385,7 @@ impl Machine {
         } else {
             let reclaim_active = self.kswapd.awake;
             self.frames
-                .free_unref_page(pfn, cpu, &self.zones, reclaim_active);
+                .free_unref_page(pfn, 0, cpu, &self.zones, reclaim_active);
         }
     }
 
@@ -2399,7 +2399,7 @@ impl Machine {
             self.kswapd.freeing.pop_front();
             let reclaim_active = self.kswapd.awake;
             self.frames
-                .free_unref_page(pfn, cpu, &self.zones, reclaim_active);
+                .free_unref_page(pfn, 0, cpu, &self.zones, reclaim_active);
         }
     }
 
