@@ -267,6 +267,8 @@ script_tests! {
     swap_kswapd_single => "swap/kswapd_single.mcg",
     // The zones of a 512M machine.
     mm_zoneinfo => "mm/zoneinfo.mcg",
+    // The buddy allocator: blocks split and merged, pageblocks claimed by kernel objects.
+    mm_buddyinfo => "mm/buddyinfo.mcg",
     // Direct reclaimers throttled on pages other reclaimers isolated.
     swap_too_many_isolated => "swap/too_many_isolated.mcg",
     // Mapped file pages: executable text against a file reader.

@@ -533,7 +533,7 @@ fn buddyinfo(sys: &System, s: &mut String) {
 /// /proc/pagetypeinfo as 6.1's pagetypeinfo_show() prints it: the pageblock order, then per
 /// populated zone and migrate type the free blocks of each order (a count of 100,000 or more
 /// shows as ">100000", where the kernel stops counting), then the pageblocks of each type.
-/// HighAtomic, CMA and Isolate are never used by the model and print as empty.
+/// HighAtomic and Isolate are never used by the model and print as empty.
 fn pagetypeinfo(sys: &System, s: &mut String) {
     use memcgsim_model::buddy::{
         MigrateType, MAX_ORDER, MIGRATETYPE_NAMES, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER,

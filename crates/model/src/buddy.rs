@@ -24,7 +24,7 @@
 //! The partial blocks at a zone's edges are written at boot.
 //!
 //! Simplified: MIGRATE_HIGHATOMIC, CMA and isolation are not modelled (no allocation of the
-//! model asks for them; /proc/pagetypeinfo prints them as empty); a block put at the tail of
+//! model asks for them; /proc/pagetypeinfo prints the first and last as empty); a block put at the tail of
 //! the order-10 Movable list (FPI_TO_TAIL) goes before the never-used range rather than after
 //! it; watermark boosting on a fallback (boost_watermark()) is not modelled yet; no page
 //! shuffling (6.1's default).
@@ -47,14 +47,13 @@ pub const PAGE_ALLOC_COSTLY_ORDER: u32 = 3;
 pub const MIGRATE_PCPTYPES: usize = 3;
 /// Per-CPU lists of a zone: one per pcp migrate type and order 0..=3, and one for order 9.
 pub const NR_PCP_LISTS: usize = MIGRATE_PCPTYPES * (PAGE_ALLOC_COSTLY_ORDER as usize + 1) + 1;
-/// The migrate type names /proc/pagetypeinfo prints (6.1 with CONFIG_CMA and
-/// CONFIG_MEMORY_ISOLATION, as Debian builds it).
-pub const MIGRATETYPE_NAMES: [&str; 6] = [
+/// The migrate type names /proc/pagetypeinfo prints: 6.1's MIGRATE_TYPES as Debian's amd64
+/// kernel has them (CONFIG_MEMORY_ISOLATION, no CONFIG_CMA), the oracle guest's.
+pub const MIGRATETYPE_NAMES: [&str; 5] = [
     "Unmovable",
     "Movable",
     "Reclaimable",
     "HighAtomic",
-    "CMA",
     "Isolate",
 ];
 
@@ -248,6 +247,20 @@ impl ZoneBuddy {
     #[inline]
     pub fn free_pages(&self) -> u64 {
         self.free_pages
+    }
+
+    /// __zone_watermark_ok() without ALLOC_HIGH, ALLOC_HARDER or highatomic reserves: the free
+    /// pages less those an `order` block cannot use ((1 << order) − 1) must be above `mark`
+    /// plus the lowmem reserve, and for order > 0 some list of a pcp migrate type must hold a
+    /// block of at least that order.
+    pub fn watermark_ok(&self, order: u32, mark: u64, lowmem_reserve: u64) -> bool {
+        let usable = self.free_pages.saturating_sub((1 << order) - 1);
+        if usable <= mark + lowmem_reserve {
+            return false;
+        }
+        order == 0
+            || (order..=TOP_ORDER)
+                .any(|o| MigrateType::ALL.iter().any(|&mt| !self.list_empty(o, mt)))
     }
 
     /// Blocks of `order` on the list of `mt` (the never-used range included).
@@ -1160,6 +1173,22 @@ mod tests {
     }
 
     #[test]
+    fn the_watermark_check_wants_a_block_of_the_order() {
+        let (mut zb, mut meta) = zone(1024, 8192);
+        assert!(zb.watermark_ok(10, 0, 0));
+        assert!(!zb.watermark_ok(0, 1024, 0), "free must exceed the mark");
+        assert!(!zb.watermark_ok(0, 1000, 24), "the lowmem reserve counts");
+        alloc(&mut zb, &mut meta, 0, MigrateType::Movable);
+        // 1023 pages free, but no block of order 10 any more.
+        assert!(zb.watermark_ok(0, 1000, 0));
+        assert!(zb.watermark_ok(9, 0, 0));
+        assert!(!zb.watermark_ok(10, 0, 0));
+        // An order-9 request cannot count the 511 pages it could not use.
+        assert!(!zb.watermark_ok(9, 512, 0));
+        assert!(zb.watermark_ok(9, 511, 0));
+    }
+
+    #[test]
     fn nofragment_refuses_to_steal_below_pageblock_order() {
         let (mut zb, mut meta) = zone(1024, 8192);
         alloc(&mut zb, &mut meta, 0, MigrateType::Unmovable);
@@ -1261,6 +1290,50 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// Allocations through the per-CPU lists of two zones and two CPUs, frees to them
+        /// (while kswapd reclaims or not) and drains keep every list consistent, hand no
+        /// frame out twice, keep each frame in its own zone, and account every page once.
+        #[test]
+        fn the_per_cpu_lists_and_zones_stay_consistent(
+            ops in proptest::collection::vec((0u8..5, 0u8..3, 0u8..3, 0u8..2), 0..400),
+        ) {
+            let z = Zones::new(16_384, 16_000, None, 10, 2);
+            let mut meta = Vec::new();
+            let mut f = FreeArea::new(&z, 2, &mut meta);
+            let total = f.len();
+            let mut held: Vec<(Pfn, u32)> = Vec::new();
+            let mut owned = std::collections::HashSet::new();
+            for (op, zone, mt, cpu) in ops {
+                let (zone, cpu) = (zone as usize % NR_ZONES, cpu as usize);
+                let mt = MigrateType::ALL[mt as usize];
+                match op {
+                    0 | 1 => {
+                        let order = if op == 0 { 0 } else { [1, 3, 9][mt as usize] };
+                        if let Some(p) = f.rmqueue(zone, order, mt, cpu, &z, false, &mut meta) {
+                            proptest::prop_assert_eq!(z.zone_of(p), zone);
+                            for q in p..p + (1 << order) {
+                                proptest::prop_assert!(owned.insert(q), "frame {} twice", q);
+                            }
+                            meta[p as usize].pc.flags = LRU_NONE | pf::ALLOCATED;
+                            held.push((p, order));
+                        }
+                    }
+                    2 | 3 => {
+                        if let Some((p, order)) = held.pop() {
+                            for q in p..p + (1 << order) {
+                                owned.remove(&q);
+                            }
+                            meta[p as usize] = FRAME_AT_BOOT;
+                            f.free_unref_page(p, order, cpu, &z, op == 3, &mut meta);
+                        }
+                    }
+                    _ => f.drain_all_pages(&mut meta),
+                }
+                proptest::prop_assert_eq!(f.check(&meta), Ok(()));
+                proptest::prop_assert_eq!(f.len() + owned.len(), total);
+            }
+        }
+
         /// Any sequence of allocations and frees of mixed orders and types keeps the lists
         /// consistent, never hands out a frame twice, and merges everything back into the
         /// boot layout once all is freed.

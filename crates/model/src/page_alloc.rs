@@ -111,7 +111,8 @@ impl Machine {
 
     /// get_page_from_freelist() for an order-0 page that may come from any zone: the zonelist
     /// runs from the highest zone down, and a zone gives a page while its free pages are above
-    /// the watermark plus its lowmem reserve (zone_watermark_fast()). With a Normal zone over
+    /// the watermark plus its lowmem reserve (zone_watermark_fast(), buddy.rs's
+    /// __zone_watermark_ok() at order 0). With a Normal zone over
     /// a populated DMA32 the first pass runs under ALLOC_NOFRAGMENT (no stealing of blocks
     /// under pageblock order), the second without.
     fn get_page_from_freelist(&mut self, w: Wmark, mt: MigrateType) -> Option<Pfn> {
@@ -123,8 +124,13 @@ impl Machine {
             }
             for z in (0..NR_ZONES).rev() {
                 let zone = &self.zones.zone[z];
+                let mark = self.zones.mark(z, w);
                 if zone.managed == 0
-                    || self.frames.free.zone_len(z) <= self.zones.mark(z, w) + zone.lowmem_reserve
+                    || !self
+                        .frames
+                        .free
+                        .zone(z)
+                        .watermark_ok(0, mark, zone.lowmem_reserve)
                 {
                     continue;
                 }

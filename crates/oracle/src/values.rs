@@ -95,8 +95,10 @@ fn int(word: &str) -> Option<i64> {
 /// number alone has the empty key; `KEY VALUE [kB]` has KEY (a trailing `:` dropped);
 /// `KEY a=1 b=2` (memory.pressure's `some ... total=N`, memory.numa_stat's `N0=`) has
 /// `KEY.a`, `KEY.b` for each whole number (so pressure's averages, `0.00`, are left out);
-/// any other line ending in a number has its words before it (`pages free`). A key seen
-/// again is numbered `KEY#2`, `KEY#3`, ... Lines without a number are skipped.
+/// any other line ending in a number has its words before it (`pages free`); a per-zone
+/// line `Node 0, zone ZONE[, type TYPE] n0 n1 ...` (/proc/buddyinfo, /proc/pagetypeinfo) has
+/// `ZONE.I` or `ZONE.TYPE.I` for its I-th count, as the script language names them. A key
+/// seen again is numbered `KEY#2`, `KEY#3`, ... Lines without a number are skipped.
 pub fn counters(lines: &[String]) -> Vec<Counter> {
     let mut out: Vec<Counter> = Vec::new();
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
@@ -110,6 +112,18 @@ pub fn counters(lines: &[String]) -> Vec<Counter> {
         let w: Vec<&str> = line.split_whitespace().collect();
         match w.as_slice() {
             [] => {}
+            ["Node", _, "zone", zone, rest @ ..] => {
+                let zone = zone.trim_end_matches(',');
+                let (prefix, counts) = match rest {
+                    ["type", ty, counts @ ..] => (format!("{zone}.{ty}"), counts),
+                    counts => (zone.to_string(), counts),
+                };
+                for (i, c) in counts.iter().enumerate() {
+                    if let Some(v) = int(c.trim_start_matches('>')) {
+                        push(format!("{prefix}.{i}"), v, false, &mut out);
+                    }
+                }
+            }
             [v] => {
                 if let Some(v) = int(v) {
                     push(String::new(), v, false, &mut out);
@@ -468,6 +482,31 @@ mod tests {
         assert_eq!(human(7702, Unit::Count), "");
         assert_eq!(human(1_250_000, Unit::Micros), "1.250s");
         assert_eq!(human(0, Unit::Micros), "");
+    }
+
+    #[test]
+    fn per_zone_lines_are_keyed_by_zone_type_and_index() {
+        let lines: Vec<String> = [
+            "Node 0, zone      DMA      0      1 ",
+            "Node    0, zone    DMA32, type      Movable      7 >100000 ",
+            "Node 0, zone      DMA",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let keys: Vec<(String, i64)> = counters(&lines)
+            .into_iter()
+            .map(|c| (c.key, c.value))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ("DMA.0".to_string(), 0),
+                ("DMA.1".to_string(), 1),
+                ("DMA32.Movable.0".to_string(), 7),
+                ("DMA32.Movable.1".to_string(), 100_000),
+            ]
+        );
     }
 
     #[test]

@@ -184,7 +184,12 @@ pub fn single_value(content: &str) -> Result<i64, String> {
 /// exactly `key` (a trailing `:` on the first word is ignored, as in /proc/meminfo). A key
 /// `LINE.FIELD` that no line starts with names the `FIELD=VALUE` word of the line starting
 /// with `LINE`, as in the pressure files (`some.total`, `full.avg10`); a decimal VALUE such
-/// as an average's `32.61` reads as hundredths (3261).
+/// as an average's `32.61` reads as hundredths (3261). In the per-zone files whose lines start
+/// `Node 0, zone ZONE` (/proc/buddyinfo, /proc/pagetypeinfo), `ZONE.N` names the N-th count
+/// after the zone's name on its first line that names no type (buddyinfo's blocks of order
+/// N; in pagetypeinfo the pageblocks of the N-th type), and `ZONE.TYPE.N` the N-th count of
+/// the line `Node 0, zone ZONE, type TYPE` (free blocks of order N); a count capped as
+/// `>100000` reads as 100000.
 pub fn keyed_value(content: &str, key: &str) -> Result<i64, String> {
     for line in content.lines() {
         let mut words = line.split_whitespace();
@@ -211,7 +216,38 @@ pub fn keyed_value(content: &str, key: &str) -> Result<i64, String> {
             return Err(format!("line '{head}' has no field '{field}'"));
         }
     }
+    if let Some(v) = zone_count(content, key) {
+        return v;
+    }
     Err(format!("no key '{key}'"))
+}
+
+/// A `ZONE.N` or `ZONE.TYPE.N` key of a per-zone file (see [`keyed_value`]); None when the key
+/// has no such form or no line names the zone (and type).
+fn zone_count(content: &str, key: &str) -> Option<Result<i64, String>> {
+    let parts: Vec<&str> = key.split('.').collect();
+    let (zone, ty, n) = match parts[..] {
+        [z, n] => (z, None, n),
+        [z, t, n] => (z, Some(t), n),
+        _ => return None,
+    };
+    let n: usize = n.parse().ok()?;
+    for line in content.lines() {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        if w.len() < 4 || w[0] != "Node" || w[2] != "zone" || w[3].trim_end_matches(',') != zone {
+            continue;
+        }
+        let first = match (ty, w.get(4)) {
+            (Some(t), Some(&"type")) if w.get(5) == Some(&t) => 6,
+            (None, Some(&"type")) | (Some(_), _) => continue,
+            (None, _) => 4,
+        };
+        return Some(match w.get(first + n) {
+            Some(v) => parse_file_number(v.trim_start_matches('>')),
+            None => Err(format!("zone {zone} has no count {n}")),
+        });
+    }
+    None
 }
 
 /// A `FIELD=VALUE` number: an integer, or a decimal with two places read as hundredths.
@@ -376,6 +412,25 @@ mod tests {
         assert!(single_value("").is_err());
         assert!(single_value("\n").is_err());
         assert!(single_value("some avg10=0.00\n").is_err());
+    }
+
+    #[test]
+    fn zone_counts_of_buddyinfo_and_pagetypeinfo() {
+        let buddy = "Node 0, zone      DMA      0      0      1 \nNode 0, zone    DMA32      5      4      3 \n";
+        assert_eq!(keyed_value(buddy, "DMA.2").unwrap(), 1);
+        assert_eq!(keyed_value(buddy, "DMA32.0").unwrap(), 5);
+        assert!(keyed_value(buddy, "DMA32.3").is_err());
+        assert!(keyed_value(buddy, "Normal.0").is_err());
+        let types =
+            "Page block order: 9\n\nFree pages count per migrate type at order       0      1 \n\
+            Node    0, zone    DMA32, type    Unmovable      2 >100000 \n\
+            Node    0, zone    DMA32, type      Movable      7      8 \n\n\
+            Number of blocks type     Unmovable      Movable \n\
+            Node 0, zone    DMA32           18          230 \n";
+        assert_eq!(keyed_value(types, "DMA32.Movable.1").unwrap(), 8);
+        assert_eq!(keyed_value(types, "DMA32.Unmovable.1").unwrap(), 100_000);
+        assert_eq!(keyed_value(types, "DMA32.1").unwrap(), 230);
+        assert!(keyed_value(types, "DMA32.Isolate.0").is_err());
     }
 
     #[test]
