@@ -70,6 +70,7 @@ const AGREEING: &[&str] = &[
     "tests/swap/vma_readahead.mcg",
     "tests/mm/zoneinfo.mcg",
     "tests/mm/buddyinfo.mcg",
+    "tests/mm/compaction.mcg",
     "tests/dirty/sysctl.mcg",
     "tests/psi/high_throttle.mcg",
     "tests/psi/direct_reclaim.mcg",

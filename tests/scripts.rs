@@ -269,6 +269,10 @@ script_tests! {
     mm_zoneinfo => "mm/zoneinfo.mcg",
     // The buddy allocator: blocks split and merged, pageblocks claimed by kernel objects.
     mm_buddyinfo => "mm/buddyinfo.mcg",
+    // Compaction through /proc/sys/vm/compact_memory.
+    mm_compaction => "mm/compaction.mcg",
+    // Compaction moves anon, page-cache, mlocked and swap-cache pages intact.
+    mm_migrate_kinds => "mm/migrate_kinds.mcg",
     // Direct reclaimers throttled on pages other reclaimers isolated.
     swap_too_many_isolated => "swap/too_many_isolated.mcg",
     // Mapped file pages: executable text against a file reader.

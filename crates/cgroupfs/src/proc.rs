@@ -2,7 +2,8 @@
 //! model produces, in kernel order; reclaim's pgscan/pgsteal/pgrefill from the node's own
 //! counters, which count global reclaim only, as 6.1's do), zoneinfo (zoneinfo_show_print() in mm/vmstat.c, with the
 //! same subset of node items), buddyinfo and pagetypeinfo (frag_show_print(),
-//! pagetypeinfo_show() in mm/vmstat.c), and the vm sysctls swappiness, page-cluster,
+//! pagetypeinfo_show() in mm/vmstat.c), compact_memory and compact_unevictable_allowed
+//! (mm/compaction.c), and the vm sysctls swappiness, page-cluster,
 //! min_free_kbytes and watermark_scale_factor (the last two read-only), the dirty sysctls of
 //! mm/page-writeback.c (dirty_ratio, dirty_bytes, dirty_background_ratio,
 //! dirty_background_bytes, dirty_expire_centisecs, dirty_writeback_centisecs, with their
@@ -37,6 +38,8 @@ pub(crate) fn proc_files() -> &'static [&'static str] {
         "sys/vm/page-cluster",
         "sys/vm/min_free_kbytes",
         "sys/vm/watermark_scale_factor",
+        "sys/vm/compact_memory",
+        "sys/vm/compact_unevictable_allowed",
         "sys/vm/dirty_ratio",
         "sys/vm/dirty_bytes",
         "sys/vm/dirty_background_ratio",
@@ -221,6 +224,11 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
                 // counts every entry there, kernel allocations' too.
                 ("allocstall_normal", 0),
                 ("allocstall_movable", g(Stat::Allocstall)),
+                ("pgmigrate_success", m.compact_events.migrate_success),
+                ("pgmigrate_fail", m.compact_events.migrate_fail),
+                ("compact_migrate_scanned", m.compact_events.migrate_scanned),
+                ("compact_free_scanned", m.compact_events.free_scanned),
+                ("compact_isolated", m.compact_events.isolated),
             ] {
                 let _ = writeln!(s, "{k} {v}");
             }
@@ -258,6 +266,11 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
         }
         "sys/vm/min_free_kbytes" => {
             let _ = writeln!(s, "{}", m.zones.min_free_kbytes);
+        }
+        // Mode 0200: the sysctl's permission check refuses to open it for reading.
+        "sys/vm/compact_memory" => return Err(Errno::EACCES),
+        "sys/vm/compact_unevictable_allowed" => {
+            let _ = writeln!(s, "{}", u8::from(m.compact_unevictable_allowed));
         }
         "sys/vm/watermark_scale_factor" => {
             let _ = writeln!(s, "{}", m.cfg.watermark_scale_factor);
@@ -366,6 +379,19 @@ pub(crate) fn write(sys: &mut System, f: &str, data: &str) -> Result<(), Errno> 
                 return Err(Errno::EINVAL);
             }
             sys.machine.vm_swappiness = v as u32;
+            Ok(())
+        }
+        // 6.1's sysctl_compaction_handler() compacts at any write, whatever was written
+        // (later kernels parse it and want 1).
+        "sys/vm/compact_memory" => {
+            sys.machine.compact_nodes();
+            Ok(())
+        }
+        // proc_dointvec_minmax_warn_RT_change(): 0 or 1.
+        "sys/vm/compact_unevictable_allowed" => {
+            if let Some(v) = proc_dointvec_minmax(data, 0, 1)? {
+                sys.machine.compact_unevictable_allowed = v == 1;
+            }
             Ok(())
         }
         // proc_dointvec_minmax with a minimum of 0 (6.1 has no maximum; 6.3 added 31).

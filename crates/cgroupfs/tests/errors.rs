@@ -1,5 +1,5 @@
 //! The errnos of mkdir as Linux gives them (paths over PATH_MAX, NUL and newline, the
-//! directories of /proc) and the reason a task that could not start
+//! directories of /proc), of the compaction sysctls, and the reason a task that could not start
 //! reports (the overcommit check with its sizes).
 
 #[allow(dead_code)]
@@ -125,4 +125,34 @@ proptest! {
             && !components[0].contains(['\0', '\n']);
         prop_assert_eq!(r.is_ok(), ok, "{:?}: {:?}", name, r);
     }
+}
+
+#[test]
+fn the_compaction_sysctls_take_what_6_1_takes() {
+    let mut sys = machine(&[("memory", "256M")]);
+    // compact_memory is mode 0200: unreadable even for root; any write compacts (6.1 does
+    // not parse it).
+    assert_eq!(sys.read("/proc/sys/vm/compact_memory"), Err(Errno::EACCES));
+    for v in ["1", "0", "abc"] {
+        assert_eq!(sys.write("/proc/sys/vm/compact_memory", v), Ok(()), "{v}");
+    }
+    assert_eq!(
+        sys.read("/proc/sys/vm/compact_unevictable_allowed")
+            .as_deref(),
+        Ok("1\n")
+    );
+    for bad in ["2", "-1", "x"] {
+        assert_eq!(
+            sys.write("/proc/sys/vm/compact_unevictable_allowed", bad),
+            Err(Errno::EINVAL),
+            "{bad}"
+        );
+    }
+    sys.write("/proc/sys/vm/compact_unevictable_allowed", "0")
+        .unwrap();
+    assert_eq!(
+        sys.read("/proc/sys/vm/compact_unevictable_allowed")
+            .as_deref(),
+        Ok("0\n")
+    );
 }

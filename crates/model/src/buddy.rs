@@ -249,6 +249,67 @@ impl ZoneBuddy {
         self.free_pages
     }
 
+    /// The zone's frames: start..end.
+    pub fn span(&self) -> (Pfn, Pfn) {
+        (self.start, self.end)
+    }
+
+    /// The first frame of `p`'s pageblock (within the zone).
+    pub fn pageblock_start(&self, p: Pfn) -> Pfn {
+        let first = self.phys(p) & !(PAGEBLOCK_NR_PAGES - 1);
+        self.in_zone(first).unwrap_or(self.start)
+    }
+
+    /// The frame after `p`'s pageblock (at most the zone's end).
+    pub fn pageblock_end(&self, p: Pfn) -> Pfn {
+        let next = (self.phys(p) | (PAGEBLOCK_NR_PAGES - 1)) + 1 - self.off;
+        next.min(u64::from(self.end)) as Pfn
+    }
+
+    /// PageBuddy() and buddy_order(): if `p` heads a free block, its order and list (a block
+    /// never used since boot included).
+    pub fn free_block_at(&self, meta: &[FrameMeta], p: Pfn) -> Option<(u32, MigrateType)> {
+        if self.in_fresh(p) {
+            return (p - self.fresh)
+                .is_multiple_of(1 << TOP_ORDER)
+                .then_some((TOP_ORDER, MigrateType::Movable));
+        }
+        let idx = meta.get(p as usize)?.map.index;
+        (idx & BUDDY_TAG != 0).then(|| ((idx >> 8) & 0xff, MigrateType::from_bits(idx & 0xff)))
+    }
+
+    /// __isolate_free_page(): take the free block at `p` of `order` off its list for
+    /// compaction, if the zone stays above `min` + 2^order free pages; a block of at least
+    /// half a pageblock makes its pageblocks Movable. Returns whether it was taken. (Blocks
+    /// never used since boot are max-order and never isolated: the free scanner skips a
+    /// pageblock that starts with a free block of pageblock order.)
+    pub fn isolate_free_block(
+        &mut self,
+        meta: &mut [FrameMeta],
+        p: Pfn,
+        order: u32,
+        min: u64,
+    ) -> bool {
+        debug_assert!(!self.in_fresh(p));
+        if self.free_pages <= min + (1 << order) {
+            return false;
+        }
+        let Some((o, mt)) = self.free_block_at(meta, p) else {
+            return false;
+        };
+        debug_assert_eq!(o, order);
+        self.del(meta, p, order, mt);
+        self.free_pages -= 1 << order;
+        if order + 1 >= PAGEBLOCK_ORDER {
+            let mut q = p;
+            while q < p + (1 << order) {
+                self.set_pageblock_mt(q, MigrateType::Movable);
+                q += PAGEBLOCK_NR_PAGES as Pfn;
+            }
+        }
+        true
+    }
+
     /// __zone_watermark_ok() without ALLOC_HIGH, ALLOC_HARDER or highatomic reserves: the free
     /// pages less those an `order` block cannot use ((1 << order) − 1) must be above `mark`
     /// plus the lowmem reserve, and for order > 0 some list of a pcp migrate type must hold a
@@ -762,6 +823,11 @@ impl FreeArea {
     /// A zone's free area.
     pub fn zone(&self, z: usize) -> &ZoneBuddy {
         &self.zones[z]
+    }
+
+    /// A zone's free area, to change (compaction takes free blocks off its lists).
+    pub fn zone_mut(&mut self, z: usize) -> &mut ZoneBuddy {
+        &mut self.zones[z]
     }
 
     /// Free frames, on the zones' lists and the CPUs'.

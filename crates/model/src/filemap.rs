@@ -182,6 +182,23 @@ pub(crate) fn set_ra_mark(file: &mut File, idx: u64, on: bool) {
 }
 
 /// Whether page `idx` of `file` is resident and carries the PG_readahead bit.
+impl Machine {
+    /// migrate_folio() of a page-cache page: the entry of file `f` at `idx` holds `new` in
+    /// place of `old`, its tags (on disk, buffers, readahead mark) kept.
+    pub(crate) fn file_page_migrate(&mut self, f: usize, idx: u32, old: Pfn, new: Pfn) {
+        let e = &mut self.files.v[f].entries[idx as usize];
+        debug_assert_eq!(*e & (PRESENT | 0xffff_ffff), PRESENT | old as u64);
+        *e = (*e & !0xffff_ffff) | new as u64;
+    }
+
+    /// Whether a page-cache page may be moved now: not while a read of its file is in
+    /// flight (the kernel's page is locked until the read ends, and compaction waits for
+    /// it or, asynchronous, skips it).
+    pub(crate) fn file_page_settled(&self, f: usize) -> bool {
+        self.files.v[f].ra_pending.is_empty()
+    }
+}
+
 #[cfg(test)]
 pub(crate) fn ra_marked(file: &File, idx: u64) -> bool {
     file.entries

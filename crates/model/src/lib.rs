@@ -33,6 +33,7 @@
 pub mod blkdev;
 pub mod buddy;
 pub mod check;
+pub mod compaction;
 pub mod config;
 pub mod errno;
 pub mod filemap;
@@ -41,6 +42,7 @@ pub mod machine;
 pub mod memcg_dirty;
 pub mod memcontrol;
 pub mod memory;
+pub mod migrate;
 pub mod mmzone;
 pub mod oom_kill;
 pub mod page_alloc;

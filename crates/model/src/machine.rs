@@ -72,6 +72,10 @@ pub struct Machine {
     /// The allocation being made is __GFP_NORETRY (readahead): it fails rather than retry
     /// reclaim or OOM-kill.
     pub gfp_noretry: bool,
+    /// Compaction's vm events (compaction.rs).
+    pub compact_events: crate::compaction::CompactEvents,
+    /// /proc/sys/vm/compact_unevictable_allowed: compaction may move mlocked pages.
+    pub compact_unevictable_allowed: bool,
     /// cfg.lru == Unified, read on every LRU placement.
     pub unified_lru: bool,
     /// Total RAM pages and swap pages.
@@ -150,6 +154,8 @@ impl Machine {
             page_cluster: 3,
             ra_pages: cfg.read_ahead_kb / 4,
             gfp_noretry: false,
+            compact_events: Default::default(),
+            compact_unevictable_allowed: true,
             totalram_pages: nr_frames as u64,
             total_swap_pages: nr_swap,
             unified_lru: cfg.lru == crate::config::LruPolicy::Unified,

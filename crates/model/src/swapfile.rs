@@ -133,6 +133,16 @@ impl SwapSpace {
         self.nr_cached -= 1;
         self.map[slot as usize] == 0
     }
+    /// migrate_folio() of a swap-cache page: the slot's page is now `new` (and so is the
+    /// PTE's, if one maps it).
+    pub fn migrate_cache(&mut self, slot: SwapSlot, old: Pfn, new: Pfn) {
+        debug_assert_eq!(self.cache[slot as usize], old);
+        self.cache[slot as usize] = new;
+        if self.mapped.remove(&old).is_some() {
+            self.mapped.insert(new, slot);
+        }
+    }
+
     /// The swap-cache page `pfn` is mapped by a PTE again (`Some(slot)`) or unmapped (None).
     pub fn set_mapped(&mut self, pfn: Pfn, slot: Option<SwapSlot>) {
         match slot {
