@@ -23,11 +23,13 @@
 //! written when it first leaves that range, so a machine costs the host what a run touches.
 //! The partial blocks at a zone's edges are written at boot.
 //!
-//! Simplified: MIGRATE_HIGHATOMIC, CMA and isolation are not modelled (no allocation of the
-//! model asks for them; /proc/pagetypeinfo prints the first and last as empty); a block put at the tail of
-//! the order-10 Movable list (FPI_TO_TAIL) goes before the never-used range rather than after
-//! it; watermark boosting on a fallback (boost_watermark()) is not modelled yet; no page
-//! shuffling (6.1's default).
+//! Simplified: MIGRATE_HIGHATOMIC and isolation are not modelled (no allocation of the model
+//! asks for them; /proc/pagetypeinfo prints them as empty; Debian's amd64 6.1 has no CMA); a
+//! block put at the tail of the order-10 Movable list (FPI_TO_TAIL) goes before the
+//! never-used range rather than after it; watermark boosting on a fallback
+//! (boost_watermark()) is not modelled yet; no page shuffling (6.1's default). The
+//! compaction scanners (compaction.rs) read the free blocks through free_block_at() and take
+//! them with isolate_free_block() (__isolate_free_page()).
 
 use std::collections::VecDeque;
 
