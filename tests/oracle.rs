@@ -71,6 +71,7 @@ const AGREEING: &[&str] = &[
     "tests/mm/zoneinfo.mcg",
     "tests/mm/buddyinfo.mcg",
     "tests/mm/compaction.mcg",
+    "tests/mm/migrate_kinds.mcg",
     "tests/dirty/sysctl.mcg",
     "tests/psi/high_throttle.mcg",
     "tests/psi/direct_reclaim.mcg",
@@ -115,7 +116,7 @@ const AGREEING: &[&str] = &[
 //   the per-CPU charge stock), which the model does not hold, so `memory.current == 0`
 //   holds only on the model.
 
-/// How the agreeing scripts share boots (this needs no guest): 16 boots for 46 scripts.
+/// How the agreeing scripts share boots (this needs no guest): 17 boots for 47 scripts.
 /// A script that writes machine-wide state (a sysctl, a root cgroup limit, a PSI trigger on
 /// /proc/pressure) boots alone; one that reads it (the root's cgroup.stat or
 /// memory.pressure, /proc/vmstat) runs first in its boot.
@@ -151,10 +152,11 @@ fn agreeing_scripts_share_boots() -> Result<(), Failed> {
     assert!(reach("tests/vmstat/cgroup_reclaim.mcg").reads_machine);
     assert_eq!(reach("tests/kmem/basic.mcg"), Default::default());
     // The buddy allocator's script reads the free lists as the boot left them; compaction's
-    // writes a sysctl.
+    // two write a sysctl.
     assert!(reach("tests/mm/buddyinfo.mcg").reads_machine);
     assert!(reach("tests/mm/compaction.mcg").writes_machine);
-    assert_eq!(boots.len(), 16, "{shown:#?}");
+    assert!(reach("tests/mm/migrate_kinds.mcg").writes_machine);
+    assert_eq!(boots.len(), 17, "{shown:#?}");
     Ok(())
 }
 
