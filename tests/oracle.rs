@@ -72,6 +72,8 @@ const AGREEING: &[&str] = &[
     "tests/mm/buddyinfo.mcg",
     "tests/mm/compaction.mcg",
     "tests/mm/migrate_kinds.mcg",
+    "tests/thp/fault.mcg",
+    "tests/thp/reclaim.mcg",
     "tests/dirty/sysctl.mcg",
     "tests/psi/high_throttle.mcg",
     "tests/psi/direct_reclaim.mcg",
@@ -116,7 +118,7 @@ const AGREEING: &[&str] = &[
 //   the per-CPU charge stock), which the model does not hold, so `memory.current == 0`
 //   holds only on the model.
 
-/// How the agreeing scripts share boots (this needs no guest): 17 boots for 47 scripts.
+/// How the agreeing scripts share boots (this needs no guest): 19 boots for 49 scripts.
 /// A script that writes machine-wide state (a sysctl, a root cgroup limit, a PSI trigger on
 /// /proc/pressure) boots alone; one that reads it (the root's cgroup.stat or
 /// memory.pressure, /proc/vmstat) runs first in its boot.
@@ -156,7 +158,11 @@ fn agreeing_scripts_share_boots() -> Result<(), Failed> {
     assert!(reach("tests/mm/buddyinfo.mcg").reads_machine);
     assert!(reach("tests/mm/compaction.mcg").writes_machine);
     assert!(reach("tests/mm/migrate_kinds.mcg").writes_machine);
-    assert_eq!(boots.len(), 17, "{shown:#?}");
+    // The THP scripts boot with THP always, which no other script shares: one writes the
+    // sysfs switches, the other reads /proc/vmstat.
+    assert!(reach("tests/thp/fault.mcg").writes_machine);
+    assert!(reach("tests/thp/reclaim.mcg").reads_machine);
+    assert_eq!(boots.len(), 19, "{shown:#?}");
     Ok(())
 }
 

@@ -273,6 +273,10 @@ script_tests! {
     mm_compaction => "mm/compaction.mcg",
     // Compaction moves anon, page-cache, mlocked and swap-cache pages intact.
     mm_migrate_kinds => "mm/migrate_kinds.mcg",
+    // Anonymous huge pages at fault: charged as one, counted, freed, falling back.
+    thp_fault => "thp/fault.mcg",
+    // Limit reclaim splits huge pages to swap them.
+    thp_reclaim => "thp/reclaim.mcg",
     // Direct reclaimers throttled on pages other reclaimers isolated.
     swap_too_many_isolated => "swap/too_many_isolated.mcg",
     // Mapped file pages: executable text against a file reader.

@@ -224,7 +224,7 @@ static void emit_errno_line(const char *lineno, int err)
 static void usage(void)
 {
     static const char text[] =
-        "usage: mcgh anon SIZE [--passes N] [--hold NAME]\n"
+        "usage: mcgh anon SIZE [--passes N] [--madvise hugepage|nohugepage] [--hold NAME]\n"
         "       mcgh pagecache SIZE [--file NAME] [--hold NAME]\n"
         "       mcgh mlock SIZE [--hold NAME]\n"
         "       mcgh dd SIZE [--file NAME] [--bs SIZE]\n"
@@ -392,6 +392,7 @@ struct workload {
     enum wl_kind kind;
     uint64_t size;          /* bytes; cat: 0 = no SIZE given */
     unsigned long passes;   /* anon: passes over all pages */
+    int madvise;            /* anon: 0, or MADV_HUGEPAGE / MADV_NOHUGEPAGE */
     const char *file;       /* pagecache: NULL = unnamed O_TMPFILE file; dd, cat;
                                access: NULL = anonymous memory */
     const char *hold;       /* NULL = exit when done */
@@ -875,6 +876,13 @@ static int parse_workload(int argc, char **argv, struct workload *wl)
         } else if (strcmp(opt, "--passes") == 0 && wl->kind == WL_ANON) {
             if (parse_uint(argv[i + 1], MAX_PASSES, &wl->passes) != 0)
                 usage_exit("bad --passes", argv[i + 1]);
+        } else if (strcmp(opt, "--madvise") == 0 && wl->kind == WL_ANON) {
+            if (strcmp(argv[i + 1], "hugepage") == 0)
+                wl->madvise = MADV_HUGEPAGE;
+            else if (strcmp(argv[i + 1], "nohugepage") == 0)
+                wl->madvise = MADV_NOHUGEPAGE;
+            else
+                usage_exit("bad --madvise", argv[i + 1]);
         } else if (strcmp(opt, "--file") == 0 && wl->kind == WL_PAGECACHE) {
             if (argv[i + 1][0] == '\0')
                 usage_exit("bad --file NAME", argv[i + 1]);
@@ -943,6 +951,10 @@ static int run_anon(const struct workload *wl)
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) {
             report_err("mmap", errno);
+            return 1;
+        }
+        if (wl->madvise != 0 && madvise(p, size, wl->madvise) != 0) {
+            report_err("madvise", errno);
             return 1;
         }
         buf = p;

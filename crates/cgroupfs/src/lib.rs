@@ -1,5 +1,6 @@
 //! The virtual cgroupfs: cgroup v2 (default) and v1 memory-controller files, cgroup core
-//! files, and /proc files (meminfo, vmstat, sys/vm) over a [`memcgsim_model::Machine`].
+//! files, /proc files (meminfo, vmstat, sys/vm) and /sys/kernel/mm files over a
+//! [`memcgsim_model::Machine`].
 //!
 //! This layer owns the cgroup tree (directories). A cgroup has its own memcg when the memory
 //! controller is enabled for it: always in v1, and in v2 when its parent has `memory` in
@@ -11,6 +12,7 @@
 mod parse;
 mod proc;
 mod stat;
+mod sysfs;
 mod task_list;
 mod v1;
 mod v2;
@@ -237,6 +239,21 @@ impl System {
     /// Resolve an absolute path.
     pub(crate) fn resolve(&self, path: &str) -> Result<Node, Errno> {
         let parts = Self::split(path)?;
+        if parts.first() == Some(&"sys") {
+            return match parts.len() {
+                1 => Ok(Node::ProcDir),
+                _ => {
+                    let rest = parts[1..].join("/");
+                    if sysfs::files().contains(&rest.as_str()) {
+                        Ok(Node::ProcFile(format!("{}{rest}", sysfs::KEY)))
+                    } else if sysfs::dirs().contains(&rest.as_str()) {
+                        Ok(Node::ProcDir)
+                    } else {
+                        Err(Errno::ENOENT)
+                    }
+                }
+            };
+        }
         if parts.first() == Some(&"proc") {
             return match parts.len() {
                 1 => Ok(Node::ProcDir),
@@ -287,7 +304,7 @@ impl System {
     /// As Linux refuses it: a path of [`PATH_MAX`] bytes or more is ENAMETOOLONG (the model's
     /// cgroupfs is mounted at `/`, Linux's usually at /sys/fs/cgroup, 14 bytes longer); a
     /// missing parent is ENOENT and a file on the way ENOTDIR; an existing entry (a cgroup, a
-    /// control file, `..`, /proc and what is in it) EEXIST; a new name in a directory of
+    /// control file, `..`, /proc, /sys and what is in them) EEXIST; a new name in a directory of
     /// /proc ENOENT, as procfs's lookup answers before mkdir is tried. As cgroup_mkdir(): a
     /// NUL, which no C string can hold, or a newline, which would make /proc/PID/cgroup
     /// unparsable, is EINVAL.
@@ -390,7 +407,7 @@ impl System {
         Ok(())
     }
 
-    /// Whether `path` names a directory (a cgroup, "/proc", or "/").
+    /// Whether `path` names a directory (a cgroup, a directory of /proc or /sys, or "/").
     pub fn is_dir(&self, path: &str) -> bool {
         matches!(self.resolve(path), Ok(Node::Dir(_)) | Ok(Node::ProcDir))
     }
@@ -403,6 +420,7 @@ impl System {
                 v.extend(self.files(i));
                 if i == 0 {
                     v.push("proc".to_string());
+                    v.push("sys".to_string());
                 }
                 v.sort();
                 Ok(v)
@@ -410,9 +428,14 @@ impl System {
             Node::ProcDir => {
                 let parts = Self::split(path)?;
                 let prefix = parts[1..].join("/");
-                let mut v: Vec<String> = proc::proc_files()
+                let (files, dirs) = if parts[0] == "sys" {
+                    (sysfs::files(), sysfs::dirs())
+                } else {
+                    (proc::proc_files(), proc::proc_dirs())
+                };
+                let mut v: Vec<String> = files
                     .iter()
-                    .chain(proc::proc_dirs().iter())
+                    .chain(dirs.iter())
                     .filter_map(|f| {
                         let rest = if prefix.is_empty() {
                             Some(*f)

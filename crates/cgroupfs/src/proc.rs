@@ -66,6 +66,9 @@ fn kb(s: &mut String, name: &str, pages: u64) {
 }
 
 pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
+    if let Some(k) = f.strip_prefix(crate::sysfs::KEY) {
+        return crate::sysfs::read(sys, k);
+    }
     if let Some(res) = f.strip_prefix("pressure/") {
         let res = match res {
             "cpu" => memcgsim_model::psi::Resource::Cpu,
@@ -147,9 +150,9 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
                 "Percpu:",
                 m.meminfo_kernel_kb(Stat::PercpuB)
             );
+            kb(&mut s, "HardwareCorrupted", 0);
+            kb(&mut s, "AnonHugePages", g(Stat::AnonThp));
             for name in [
-                "HardwareCorrupted",
-                "AnonHugePages",
                 "ShmemHugePages",
                 "ShmemPmdMapped",
                 "FileHugePages",
@@ -229,6 +232,17 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
                 ("compact_migrate_scanned", m.compact_events.migrate_scanned),
                 ("compact_free_scanned", m.compact_events.free_scanned),
                 ("compact_isolated", m.compact_events.isolated),
+                ("thp_fault_alloc", m.thp.events.fault_alloc),
+                ("thp_fault_fallback", m.thp.events.fault_fallback),
+                (
+                    "thp_fault_fallback_charge",
+                    m.thp.events.fault_fallback_charge,
+                ),
+                ("thp_collapse_alloc", g(Stat::ThpCollapseAlloc)),
+                ("thp_split_page", m.thp.events.split_page),
+                ("thp_split_pmd", m.thp.events.split_pmd),
+                ("thp_swpout", 0),
+                ("thp_swpout_fallback", m.thp.events.swpout_fallback),
             ] {
                 let _ = writeln!(s, "{k} {v}");
             }
@@ -372,6 +386,9 @@ fn counters(s: &mut String, list: &[(&str, u64)]) {
 }
 
 pub(crate) fn write(sys: &mut System, f: &str, data: &str) -> Result<(), Errno> {
+    if let Some(k) = f.strip_prefix(crate::sysfs::KEY) {
+        return crate::sysfs::write(sys, k, data);
+    }
     match f {
         "sys/vm/swappiness" => {
             let v = kstrtoull(data)?;
@@ -644,6 +661,11 @@ fn node_items(m: &memcgsim_model::Machine) -> (Items, Items) {
             ("nr_dirty", g(Stat::FileDirty)),
             ("nr_writeback", g(Stat::Writeback)),
             ("nr_shmem", g(Stat::Shmem)),
+            // NR_ANON_THPS, printed in huge pages (vmstat_item_print_in_thp()).
+            (
+                "nr_anon_transparent_hugepages",
+                g(Stat::AnonThp) / memcgsim_model::huge_memory::HPAGE_PMD_NR,
+            ),
             ("nr_dirtied", m.writeback.nr_dirtied),
             ("nr_written", m.writeback.nr_written),
         ],

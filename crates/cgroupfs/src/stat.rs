@@ -1,6 +1,6 @@
 //! memory.stat and memory.numa_stat formats: memory_stat_format() (v2) and
 //! memcg_stat_show() (v1) of Linux 6.1, keys in kernel order. Items the model does not
-//! produce (sockets, vmalloc, THP, zswap, shmem) print 0. Values are what a
+//! produce (sockets, vmalloc, file and shmem THP, zswap, shmem) print 0. Values are what a
 //! reader sees under the machine's statistics scheme (`Machine::stat_view`); the caller
 //! flushes first as the kernel does (`Machine::stats_read_flush`).
 
@@ -40,7 +40,7 @@ const V2_STATS: &[(&str, Item, bool)] = &[
     ("file_dirty", Item::Pages(Stat::FileDirty), true),
     ("file_writeback", Item::Pages(Stat::Writeback), true),
     ("swapcached", Item::Pages(Stat::SwapCached), true),
-    ("anon_thp", Item::Zero, true),
+    ("anon_thp", Item::Pages(Stat::AnonThp), true),
     ("file_thp", Item::Zero, true),
     ("shmem_thp", Item::Zero, true),
     ("inactive_anon", Item::Pages(Stat::InactiveAnon), true),
@@ -111,8 +111,8 @@ const V2_EVENTS: &[(&str, Item)] = &[
     ("pglazyfreed", Item::Count(Stat::Pglazyfreed)),
     ("zswpin", Item::Zero),
     ("zswpout", Item::Zero),
-    ("thp_fault_alloc", Item::Zero),
-    ("thp_collapse_alloc", Item::Zero),
+    ("thp_fault_alloc", Item::Count(Stat::ThpFaultAlloc)),
+    ("thp_collapse_alloc", Item::Count(Stat::ThpCollapseAlloc)),
 ];
 
 fn value(m: &Machine, memcg: MemcgId, item: &Item, local: bool) -> u64 {
@@ -170,7 +170,7 @@ pub(crate) fn memory_numa_stat_v2(m: &Machine, memcg: MemcgId) -> String {
 const V1_STATS: &[(&str, Item)] = &[
     ("cache", Item::Pages(Stat::File)),
     ("rss", Item::Pages(Stat::Anon)),
-    ("rss_huge", Item::Zero),
+    ("rss_huge", Item::Pages(Stat::AnonThp)),
     ("shmem", Item::Pages(Stat::Shmem)),
     ("mapped_file", Item::Pages(Stat::FileMapped)),
     ("dirty", Item::Pages(Stat::FileDirty)),

@@ -156,3 +156,63 @@ fn the_compaction_sysctls_take_what_6_1_takes() {
         Ok("0\n")
     );
 }
+
+/// /sys/kernel/mm/transparent_hugepage: enabled_store() and defrag_store() take one of their
+/// words (sysfs_streq(): a trailing newline aside), anything else is EINVAL; hpage_pmd_size
+/// is read-only; /sys is no cgroup and nothing can be made in it.
+#[test]
+fn thp_switches_take_their_words_only() {
+    let mut sys = machine(&[]);
+    let thp = "/sys/kernel/mm/transparent_hugepage";
+    assert_eq!(
+        sys.read(&format!("{thp}/enabled")).as_deref(),
+        Ok("always madvise [never]\n")
+    );
+    for bad in ["sometimes", "always always", " always", "", "Always"] {
+        assert_eq!(
+            sys.write(&format!("{thp}/enabled"), bad),
+            Err(Errno::EINVAL),
+            "{bad:?}"
+        );
+    }
+    sys.write(&format!("{thp}/enabled"), "madvise\n").unwrap();
+    assert_eq!(
+        sys.read(&format!("{thp}/enabled")).as_deref(),
+        Ok("always [madvise] never\n")
+    );
+    // khugepaged starts with THP and raises min_free_kbytes (1G: 45,056 KiB).
+    assert_eq!(
+        sys.read("/proc/sys/vm/min_free_kbytes").as_deref(),
+        Ok("45056\n")
+    );
+    for bad in ["defer madvise", "defer-madvise", "x"] {
+        assert_eq!(
+            sys.write(&format!("{thp}/defrag"), bad),
+            Err(Errno::EINVAL),
+            "{bad:?}"
+        );
+    }
+    sys.write(&format!("{thp}/defrag"), "defer+madvise")
+        .unwrap();
+    assert_eq!(
+        sys.read(&format!("{thp}/defrag")).as_deref(),
+        Ok("always defer [defer+madvise] madvise never\n")
+    );
+    assert_eq!(
+        sys.read(&format!("{thp}/hpage_pmd_size")).as_deref(),
+        Ok("2097152\n")
+    );
+    assert_eq!(
+        sys.write(&format!("{thp}/hpage_pmd_size"), "4096"),
+        Err(Errno::EACCES)
+    );
+    assert_eq!(sys.mkdir("/sys"), Err(Errno::EEXIST));
+    assert_eq!(sys.mkdir("/sys/kernel/mm/x"), Err(Errno::ENOENT));
+    assert_eq!(sys.read("/sys/kernel/mm/nosuch"), Err(Errno::ENOENT));
+    assert_eq!(sys.read("/sys/kernel"), Err(Errno::EISDIR));
+    assert_eq!(
+        sys.list("/sys/kernel/mm/transparent_hugepage").unwrap(),
+        vec!["defrag", "enabled", "hpage_pmd_size"]
+    );
+    assert!(sys.list("/").unwrap().contains(&"sys".to_string()));
+}

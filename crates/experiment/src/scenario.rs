@@ -813,6 +813,8 @@ fn machine_example(key: &str) -> &'static str {
         "softlimit" => "tree",
         "dirty" => "seed001",
         "stats" => "rstat",
+        "thp" => "always",
+        "thp_defrag" => "madvise",
         "page_cgroup" => "radix",
         "reserved" | "base" => "64M",
         "cpu_scale" => "24",

@@ -412,7 +412,7 @@ impl Machine {
                         }
                         prev = cur;
                         cur = pc.next;
-                        count += 1;
+                        count += self.folio_nr_pages(prev);
                     }
                     if lv.tail[l] != prev {
                         return Err(format!("memcg {id} lruvec {slot} list {l}: tail mismatch"));
@@ -433,7 +433,8 @@ impl Machine {
         }
         // Frames vs free list, ownership counts.
         // anon (mapped), file, mlock, total, dirty, writeback, swap cache, file mapped
-        let mut owned = vec![[0i64; 8]; n];
+        let mut owned = vec![[0i64; 9]; n];
+        let mut huge_heads = 0u64;
         let mut anon_writeback = 0u64;
         let mut file_dirty = vec![0u64; self.files.v.len()];
         let mut wb_pages = vec![[0u64; 2]; self.writeback.wbs.len()];
@@ -492,11 +493,50 @@ impl Machine {
             if pc.memcg == 0 {
                 return Err(format!("allocated frame {pfn} has no memcg"));
             }
+            if pc.flags & pf::LRU_MASK == crate::huge_memory::LRU_TAIL {
+                // A huge folio's tail: charged with its head, which carries the rest.
+                let off = fm.map.index;
+                let head = pfn.checked_sub(off as usize);
+                let ok = fm.map.mapping == crate::huge_memory::TAIL_MAPPING
+                    && (1..crate::huge_memory::HPAGE_PMD_NR as u32).contains(&off)
+                    && head.is_some_and(|h| {
+                        crate::huge_memory::is_head(&self.frames.meta, h as u32)
+                            && self.frames.get(h as u32).pc.memcg == pc.memcg
+                    });
+                if !ok {
+                    return Err(format!("tail frame {pfn} does not belong to its head"));
+                }
+                owned[pc.memcg as usize][3] += 1;
+                continue;
+            }
             if !seen[pfn] {
                 return Err(format!("allocated frame {pfn} is on no LRU list"));
             }
             let m = pc.memcg as usize;
             let map = fm.map;
+            let nr = self.folio_nr_pages(pfn as u32) as i64;
+            if nr > 1 {
+                // A PMD-mapped anon folio: every page of its range points at its frame.
+                huge_heads += 1;
+                owned[m][8] += nr;
+                let v = &self.vmas.v[map.mapping as usize];
+                let mapped = pc.flags & (pf::SWAPBACKED | pf::MAPPED | pf::ONDISK)
+                    == pf::SWAPBACKED | pf::MAPPED
+                    && map.index.is_multiple_of(nr as u32)
+                    && v.live
+                    && (0..nr as u32).all(|i| {
+                        v.ptes.get((map.index + i) as usize) == Some(&(pfn as u32 + i + 1))
+                    });
+                if !mapped {
+                    return Err(format!("huge folio {pfn}: not mapped whole by its range"));
+                }
+                owned[m][0] += nr;
+                if pc.flags & pf::MLOCKED != 0 {
+                    owned[m][2] += nr;
+                }
+                owned[m][3] += 1;
+                continue;
+            }
             if pc.flags & pf::SWAPBACKED != 0 && pc.flags & pf::ONDISK != 0 {
                 // In the swap cache: in no PTE, its rmap names the slot it holds; or mapped
                 // (faulted back while its write was in flight), its slot in the table.
@@ -589,6 +629,12 @@ impl Machine {
             if o.charged_bytes >= crate::PAGE_SIZE {
                 return Err("an obj_cgroup holds a whole page of charged bytes".into());
             }
+        }
+        if huge_heads != self.thp.folios {
+            return Err(format!(
+                "{huge_heads} huge folios found, {} counted",
+                self.thp.folios
+            ));
         }
         if kernel_frames != self.kmem.frames.len() as u64
             || kernel_frames != self.kmem.base_pages + objcg_pages
@@ -684,6 +730,7 @@ impl Machine {
                 (Stat::Writeback, owned[id][5]),
                 (Stat::SwapCached, owned[id][6]),
                 (Stat::FileMapped, owned[id][7]),
+                (Stat::AnonThp, owned[id][8]),
             ] {
                 if l[item as usize] != v {
                     return Err(format!(

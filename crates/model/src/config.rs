@@ -266,6 +266,12 @@ pub struct MachineConfig {
     /// /sys/kernel/mm/swap/vma_ra_enabled: swap readahead follows the faulting VMA
     /// (swap_vma_readahead()) when the swap device is not rotational. Default on.
     pub swap_vma_ra: bool,
+    /// /sys/kernel/mm/transparent_hugepage/enabled at boot (huge_memory.rs). Default never
+    /// for now, so that every result from before huge pages stays as it was; Debian's 6.1
+    /// boots with always.
+    pub thp: crate::huge_memory::ThpEnabled,
+    /// /sys/kernel/mm/transparent_hugepage/defrag at boot. Default madvise, as 6.1's.
+    pub thp_defrag: crate::huge_memory::ThpDefrag,
     /// The file device's queue/read_ahead_kb: the largest file readahead window. Default
     /// 128 (VM_READAHEAD_PAGES).
     pub read_ahead_kb: u64,
@@ -304,6 +310,8 @@ impl Default for MachineConfig {
             device: DeviceConfig::profile("ssd").expect("a profile"),
             swap_device: None,
             swap_vma_ra: true,
+            thp: crate::huge_memory::ThpEnabled::Never,
+            thp_defrag: crate::huge_memory::ThpDefrag::Madvise,
             read_ahead_kb: 128,
             costs: Costs {
                 hit_ns: 20,
@@ -491,6 +499,8 @@ impl MachineConfig {
         "swap_queue_depth",
         "swap_sync",
         "swap_vma_ra",
+        "thp",
+        "thp_defrag",
         "hit_cost",
         "fault_cost",
         "majfault_cost",
@@ -650,6 +660,18 @@ impl MachineConfig {
                     }
                 }
                 "swap_vma_ra" => self.swap_vma_ra = parse_bool(value)?,
+                "thp" => {
+                    self.thp =
+                        crate::huge_memory::ThpEnabled::from_name(value).ok_or_else(|| {
+                            format!("expected always, madvise or never, got '{value}'")
+                        })?
+                }
+                "thp_defrag" => self.thp_defrag = crate::huge_memory::ThpDefrag::from_name(value)
+                    .ok_or_else(|| {
+                    format!(
+                        "expected always, defer, defer+madvise, madvise or never, got '{value}'"
+                    )
+                })?,
                 "hit_cost" => self.costs.hit_ns = parse_duration_ns(value)?,
                 "fault_cost" => self.costs.minor_fault_ns = parse_duration_ns(value)?,
                 "majfault_cost" => self.costs.major_fault_ns = parse_duration_ns(value)?,

@@ -17,6 +17,7 @@
 //! | [`filemap`] | mm/filemap.c: page cache of files |
 //! | [`readahead`] | mm/readahead.c: ondemand_readahead() windows for file reads |
 //! | [`memory`] | mm/memory.c + mm/rmap.c + mm/mlock.c: anon VMAs, faults, unmap |
+//! | [`huge_memory`] | mm/huge_memory.c: anonymous THP faults, folios of 512 pages, their split |
 //! | [`kmem`] | obj_cgroup charging, kernel stacks, page tables, per-CPU memory, slab and the dcache shrinker |
 //! | [`page_alloc`] | mm/page_alloc.c: free frames, watermarks, the allocation slow path |
 //! | [`page_io`] | mm/page_io.c: swap writes, their writeback and its end |
@@ -37,6 +38,7 @@ pub mod compaction;
 pub mod config;
 pub mod errno;
 pub mod filemap;
+pub mod huge_memory;
 pub mod kmem;
 pub mod machine;
 pub mod memcg_dirty;

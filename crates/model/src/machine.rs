@@ -72,6 +72,12 @@ pub struct Machine {
     /// The allocation being made is __GFP_NORETRY (readahead): it fails rather than retry
     /// reclaim or OOM-kill.
     pub gfp_noretry: bool,
+    /// The allocation being made may not enter direct reclaim (a THP fault's
+    /// GFP_TRANSHUGE_LIGHT): its charge fails rather than reclaim.
+    pub gfp_nowait: bool,
+    /// Transparent huge pages: the sysfs switches, the live folios, the events
+    /// (huge_memory.rs).
+    pub thp: crate::huge_memory::Thp,
     /// Compaction's vm events (compaction.rs).
     pub compact_events: crate::compaction::CompactEvents,
     /// /proc/sys/vm/compact_unevictable_allowed: compaction may move mlocked pages.
@@ -113,13 +119,7 @@ impl Machine {
             cfg.ram_pages(),
             nr_frames as u64,
             cfg.min_free_kbytes,
-            // 3.11's __setup_per_zone_wmarks() had no watermark_scale_factor: low is min plus
-            // a quarter of it, high min plus half, as a factor of 0 gives.
-            if cfg.reclaim == crate::config::ReclaimEra::V3_11 {
-                0
-            } else {
-                cfg.watermark_scale_factor
-            },
+            Self::watermark_scale_factor_of(&cfg),
             cfg.cpus,
         );
         let nr_swap = cfg.swap_bytes / PAGE_SIZE;
@@ -154,6 +154,13 @@ impl Machine {
             page_cluster: 3,
             ra_pages: cfg.read_ahead_kb / 4,
             gfp_noretry: false,
+            gfp_nowait: false,
+            thp: crate::huge_memory::Thp {
+                enabled: cfg.thp,
+                defrag: cfg.thp_defrag,
+                events: Default::default(),
+                folios: 0,
+            },
             compact_events: Default::default(),
             compact_unevictable_allowed: true,
             totalram_pages: nr_frames as u64,
@@ -170,12 +177,28 @@ impl Machine {
             psi: crate::psi::Psi::new(cfg.cpus, 0),
             cfg,
         };
+        m.set_recommended_min_free_kbytes();
         m.kmem_init();
         m.memcgs.push(Memcg::new(0, None, 0)); // placeholder for id 0
         let root = m.memcg_create_raw(None);
         debug_assert_eq!(root, ROOT_MEMCG);
         m.writeback_init();
         Ok(m)
+    }
+
+    /// The watermark_scale_factor the zones are set up with. 3.11's
+    /// __setup_per_zone_wmarks() had none: low is min plus a quarter of it, high min plus
+    /// half, as a factor of 0 gives.
+    fn watermark_scale_factor_of(cfg: &MachineConfig) -> u64 {
+        if cfg.reclaim == crate::config::ReclaimEra::V3_11 {
+            0
+        } else {
+            cfg.watermark_scale_factor
+        }
+    }
+
+    pub(crate) fn watermark_scale_factor_in_use(&self) -> u64 {
+        Self::watermark_scale_factor_of(&self.cfg)
     }
 
     /// Current virtual time in ns: the event being processed plus the time the running

@@ -1004,6 +1004,10 @@ impl Machine {
             // immediate): it does not reclaim; the fault fails and the task exits.
             return Some(Err(ChargeError::Killed));
         }
+        if self.gfp_nowait {
+            // !gfpflags_allow_blocking(): no reclaim, no `max` event.
+            return Some(Err(ChargeError::NoMem));
+        }
         let reclaimed = match lp.resumed.take() {
             // The reclaim before the sleep already ran; the loop goes on after it.
             Some(reclaimed) => reclaimed,
@@ -1046,7 +1050,11 @@ impl Machine {
         if lp.passed_oom && self.current_is_dying() {
             return Some(Err(ChargeError::Killed));
         }
-        // mem_cgroup_oom()
+        // mem_cgroup_oom(): a charge above PAGE_ALLOC_COSTLY_ORDER (a huge folio's) fails
+        // without an OOM.
+        if nr > COSTLY_PAGES {
+            return Some(Err(ChargeError::NoMem));
+        }
         self.memcg_memory_event(over, MemcgEvent::Oom);
         if self.is_v1() && self.memcg(over).oom_kill_disable {
             // v1 oom_kill_disable: the task would sleep until the limit is raised; the model
@@ -1112,7 +1120,7 @@ impl Machine {
             }
             cur = self.memcg(m).parent;
         }
-        if self.task(pid).nr_pages_over_high > MEMCG_CHARGE_BATCH {
+        if self.task(pid).nr_pages_over_high > MEMCG_CHARGE_BATCH && !self.gfp_nowait {
             self.mem_cgroup_handle_over_high(pid);
         }
     }
@@ -1124,14 +1132,33 @@ impl Machine {
         self.memcg_check_events(memcg, 1);
     }
 
+    /// commit_charge() of a folio of `nr` pages: mem_cgroup_charge_statistics() counts a
+    /// PGPGIN for the folio ("pagein of a big page is an event") and `nr` page events.
+    pub fn commit_charge_folio(&mut self, pfn: Pfn, memcg: MemcgId, nr: u64) {
+        self.frames.set_memcg(pfn, memcg);
+        self.mod_stat(memcg, Stat::Pgpgin, 1);
+        self.memcg_check_events(memcg, nr);
+    }
+
     /// Uncharge one page owned by `memcg` (the folio is being freed).
     pub fn uncharge_page(&mut self, memcg: MemcgId) {
         self.uncharge_batch(memcg, 1);
     }
 
+    /// __mem_cgroup_uncharge() of one folio of `nr` pages: its own uncharge_batch(), one
+    /// PGPGOUT and `nr` page events.
+    pub fn uncharge_folio(&mut self, memcg: MemcgId, nr: u64) {
+        self.uncharge_batch_folios(memcg, nr, 1);
+    }
+
     /// uncharge_batch(): `nr` pages of `memcg` freed together leave its counters in one
     /// step, count as `nr` PGPGOUT and page events, and check the event targets once.
     fn uncharge_batch(&mut self, memcg: MemcgId, nr: u64) {
+        self.uncharge_batch_folios(memcg, nr, nr);
+    }
+
+    /// uncharge_batch() of `nr` pages in `folios` folios (a PGPGOUT per folio).
+    fn uncharge_batch_folios(&mut self, memcg: MemcgId, nr: u64, folios: u64) {
         if memcg != ROOT_MEMCG {
             self.memory.uncharge(memcg as usize, nr);
             if self.is_v1() {
@@ -1141,7 +1168,7 @@ impl Machine {
                 self.memcg_try_release(memcg);
             }
         }
-        self.mod_stat(memcg, Stat::Pgpgout, nr as i64);
+        self.mod_stat(memcg, Stat::Pgpgout, folios as i64);
         self.memcg_check_events(memcg, nr);
     }
 

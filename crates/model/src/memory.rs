@@ -53,6 +53,17 @@ pub struct VmaData {
     pub pt_pages: u64,
     /// swap_readahead_info: swap_vma_readahead()'s state.
     pub swap_ra: crate::swapfile::VmaSwapRa,
+    /// madvise(MADV_HUGEPAGE / MADV_NOHUGEPAGE) on the mapping (huge_memory.rs).
+    pub huge: crate::huge_memory::HugeAdvice,
+}
+
+impl VmaData {
+    /// Whether the 2 MiB region holding page `idx` has a page table (pmd_none() is false
+    /// for it: a small fault or a huge folio's deposited table made one).
+    pub fn pt_region_populated(&self, idx: u32) -> bool {
+        let region = u64::from(idx) / crate::kmem::PTE_SPAN_PAGES;
+        self.pt[(region / 64) as usize] & (1u64 << (region % 64)) != 0
+    }
 }
 
 #[derive(Default)]
@@ -94,6 +105,7 @@ impl Machine {
             pt: vec![0; (npages as u64).div_ceil(crate::kmem::PTE_SPAN_PAGES * 64) as usize],
             pt_pages: 0,
             swap_ra: Default::default(),
+            huge: Default::default(),
         });
         let t = self.task_mut(pid);
         t.vmas.push(id);
@@ -115,7 +127,12 @@ impl Machine {
             return Err(Fault::Segv);
         };
         if pte != 0 && pte & SWAP_PTE == 0 {
-            let pfn = pte - 1;
+            let mut pfn = pte - 1;
+            let m = &self.frames.meta[pfn as usize];
+            if m.pc.flags & pf::LRU_MASK == crate::huge_memory::LRU_TAIL {
+                // A page of a PMD-mapped folio: the PMD's accessed bit is the head's.
+                pfn -= m.map.index;
+            }
             self.frames.meta[pfn as usize].pc.flags |= pf::YOUNG;
             self.spend_cpu(self.cfg.costs.hit_ns);
             self.task_mut(pid).stats.user_ns += self.cfg.costs.hit_ns;
@@ -363,13 +380,29 @@ impl Machine {
         Ok(pfn)
     }
 
-    /// do_anonymous_page(): allocate, charge, map.
     /// __pmd_alloc() and __pte_alloc() before a fault maps a page: the task's PMD pages (one
     /// per GiB of its mappings) and the PTE page of the page's 2 MiB region, charged to the
     /// obj_cgroup of the mapping (the group the task was in when it mapped it). On failure
     /// the pages allocated so far stay, as the kernel keeps a populated page table.
-    fn pte_alloc(&mut self, pid: Pid, vma: u32, idx: u32) -> Result<(), Fault> {
-        use crate::kmem::{KmemKind, PMD_SPAN_PAGES, PTE_SPAN_PAGES};
+    pub(crate) fn pte_alloc(&mut self, pid: Pid, vma: u32, idx: u32) -> Result<(), Fault> {
+        use crate::kmem::{KmemKind, PTE_SPAN_PAGES};
+        self.pmd_alloc(pid, vma)?;
+        let objcg = self.vmas.v[vma as usize].objcg;
+        let region = idx as u64 / PTE_SPAN_PAGES;
+        let (w, bit) = ((region / 64) as usize, 1u64 << (region % 64));
+        if self.vmas.v[vma as usize].pt[w] & bit == 0 {
+            self.kmem_charge(objcg, KmemKind::Pagetable, crate::PAGE_SIZE, false)?;
+            let v = &mut self.vmas.v[vma as usize];
+            v.pt[w] |= bit;
+            v.pt_pages += 1;
+        }
+        Ok(())
+    }
+
+    /// __pmd_alloc(): the task's PMD pages, one per GiB of its mappings, charged to the
+    /// obj_cgroup of the mapping that first needed one.
+    fn pmd_alloc(&mut self, pid: Pid, vma: u32) -> Result<(), Fault> {
+        use crate::kmem::{KmemKind, PMD_SPAN_PAGES};
         let objcg = self.vmas.v[vma as usize].objcg;
         let t = self.task(pid);
         let want = t.total_vm.div_ceil(PMD_SPAN_PAGES);
@@ -383,18 +416,19 @@ impl Machine {
             have += 1;
             self.task_mut(pid).pmd_pages = have;
         }
-        let region = idx as u64 / PTE_SPAN_PAGES;
-        let (w, bit) = ((region / 64) as usize, 1u64 << (region % 64));
-        if self.vmas.v[vma as usize].pt[w] & bit == 0 {
-            self.kmem_charge(objcg, KmemKind::Pagetable, crate::PAGE_SIZE, false)?;
-            let v = &mut self.vmas.v[vma as usize];
-            v.pt[w] |= bit;
-            v.pt_pages += 1;
-        }
         Ok(())
     }
 
+    /// do_anonymous_page(): allocate, charge, map.
     fn do_anonymous_page(&mut self, pid: Pid, vma: u32, idx: u32) -> Result<(), Fault> {
+        // __handle_mm_fault(): a range no page table maps yet may take a huge folio
+        // (create_huge_pmd()); the PMD page comes first (__pmd_alloc()).
+        if let Some(start) = self.thp_fault_range(vma, idx) {
+            self.pmd_alloc(pid, vma)?;
+            if self.do_huge_pmd_anonymous_page(pid, vma, start)? {
+                return Ok(());
+            }
+        }
         self.pte_alloc(pid, vma, idx)?;
         self.spend_cpu(self.cfg.costs.minor_fault_ns);
         let memcg = self.task(pid).memcg;
@@ -667,8 +701,20 @@ impl Machine {
         let locked = v.locked;
         let ptes = std::mem::take(&mut v.ptes);
         let mut gather = Vec::new();
-        for &pte in &ptes {
-            if pte == 0 {
+        // The PTEs up to this index belong to a huge folio already freed.
+        let mut huge_end = 0usize;
+        for (i, &pte) in ptes.iter().enumerate() {
+            if pte == 0 || i < huge_end {
+                continue;
+            }
+            if pte & SWAP_PTE == 0
+                && self.thp.folios > 0
+                && crate::huge_memory::is_head(&self.frames.meta, pte - 1)
+            {
+                // zap_huge_pmd(): the range's PMD maps the folio whole.
+                let n = self.zap_huge_pmd(pte - 1);
+                self.task_mut(owner).rss_anon -= n;
+                huge_end = i + n as usize;
                 continue;
             }
             if pte & SWAP_PTE != 0 {

@@ -6,7 +6,8 @@
 //! new page goes to the head of its LRU list (putback_lru_page()) and the old frame is freed.
 //!
 //! What may be isolated (isolate_migratepages_block()): user pages on an LRU list,
-//! unevictable ones only while /proc/sys/vm/compact_unevictable_allowed is 1. Simplified: a
+//! unevictable ones only while /proc/sys/vm/compact_unevictable_allowed is 1; not the
+//! frames of a huge folio (compaction skips compound pages). Simplified: a
 //! page under writeback, or a page-cache page of a file with a read in flight, is not
 //! isolated (the kernel's MIGRATE_SYNC waits for the writeback and the page lock; its async
 //! modes skip such pages); the copy costs no time.
@@ -26,6 +27,11 @@ impl Machine {
         let f = m.pc.flags;
         let l = f & pf::LRU_MASK;
         if l == LRU_NONE || f & (pf::KERNEL | pf::WRITEBACK) != 0 || f & pf::ALLOCATED == 0 {
+            return false;
+        }
+        // A huge folio's frames: isolate_migratepages_block() skips compound pages.
+        if l == crate::huge_memory::LRU_TAIL || crate::huge_memory::is_head(&self.frames.meta, pfn)
+        {
             return false;
         }
         if l as usize == lru::UNEVICTABLE && !unevictable {

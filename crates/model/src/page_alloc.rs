@@ -27,12 +27,12 @@ impl Machine {
         // A task whose direct reclaim gave its CPU up is still inside it.
         let in_reclaim = pid.is_some_and(|p| self.task(p).reclaim_resume.is_some());
         if !in_reclaim {
-            if let Some(pfn) = self.get_page_from_freelist(Wmark::Low, mt) {
+            if let Some(pfn) = self.get_page_from_freelist(Wmark::Low, 0, mt) {
                 return Ok(pfn);
             }
             // __alloc_pages_slowpath(): wake kswapd, then try again at the min watermark.
             self.wakeup_kswapd();
-            if let Some(pfn) = self.get_page_from_freelist(Wmark::Min, mt) {
+            if let Some(pfn) = self.get_page_from_freelist(Wmark::Min, 0, mt) {
                 return Ok(pfn);
             }
         }
@@ -76,13 +76,13 @@ impl Machine {
                     r
                 }
             };
-            if let Some(pfn) = self.get_page_from_freelist(Wmark::Min, mt) {
+            if let Some(pfn) = self.get_page_from_freelist(Wmark::Min, 0, mt) {
                 return Ok(pfn);
             }
             // __alloc_pages_direct_reclaim(): pages may be pinned on the CPUs' lists;
             // drain them and try once more.
             self.frames.drain_all_pages();
-            if let Some(pfn) = self.get_page_from_freelist(Wmark::Min, mt) {
+            if let Some(pfn) = self.get_page_from_freelist(Wmark::Min, 0, mt) {
                 return Ok(pfn);
             }
             if self.gfp_noretry {
@@ -109,13 +109,46 @@ impl Machine {
         Err(ChargeError::NoMem)
     }
 
-    /// get_page_from_freelist() for an order-0 page that may come from any zone: the zonelist
-    /// runs from the highest zone down, and a zone gives a page while its free pages are above
-    /// the watermark plus its lowmem reserve (zone_watermark_fast(), buddy.rs's
-    /// __zone_watermark_ok() at order 0). With a Normal zone over
-    /// a populated DMA32 the first pass runs under ALLOC_NOFRAGMENT (no stealing of blocks
-    /// under pageblock order), the second without.
-    fn get_page_from_freelist(&mut self, w: Wmark, mt: MigrateType) -> Option<Pfn> {
+    /// An order-9 folio for a THP fault (alloc_pages() with the gfp of vma_thp_gfp_mask()):
+    /// the fast path at the low watermark; the slow path wakes kswapd if the gfp says so and
+    /// tries again at min; a gfp that allows direct reclaim gets one round of it (6.1 does
+    /// not retry a costly order without __GFP_RETRY_MAYFAIL), with its sleeps skipped, then
+    /// a last look at min after draining the per-CPU lists. Direct compaction, which 6.1
+    /// tries before and after that reclaim, is not modelled yet. The tails come marked
+    /// (huge_memory.rs).
+    pub(crate) fn alloc_thp_folio(&mut self, gfp: crate::huge_memory::ThpGfp) -> Option<Pfn> {
+        use crate::huge_memory::HPAGE_PMD_ORDER as O;
+        if !self.kswapd.freeing.is_empty() {
+            self.kswapd_release_freed(self.now());
+        }
+        let mt = MigrateType::Movable;
+        let mut got = self.get_page_from_freelist(Wmark::Low, O, mt);
+        if got.is_none() {
+            if gfp.kswapd {
+                self.wakeup_kswapd();
+            }
+            got = self.get_page_from_freelist(Wmark::Min, O, mt);
+        }
+        if got.is_none() && gfp.direct_reclaim && !self.current_is_dying() {
+            let _ = self.try_to_free_pages();
+            got = self.get_page_from_freelist(Wmark::Min, O, mt);
+            if got.is_none() {
+                self.frames.drain_all_pages();
+                got = self.get_page_from_freelist(Wmark::Min, O, mt);
+            }
+        }
+        let head = got?;
+        self.prep_thp_tails(head);
+        Some(head)
+    }
+
+    /// get_page_from_freelist() for a block of `order` that may come from any zone: the
+    /// zonelist runs from the highest zone down, and a zone gives a block while its free
+    /// pages are above the watermark plus its lowmem reserve and it has a free block of that
+    /// order or above (zone_watermark_fast(), buddy.rs's __zone_watermark_ok()). With a
+    /// Normal zone over a populated DMA32 the first pass runs under ALLOC_NOFRAGMENT (no
+    /// stealing of blocks under pageblock order), the second without.
+    fn get_page_from_freelist(&mut self, w: Wmark, order: u32, mt: MigrateType) -> Option<Pfn> {
         let nofragment =
             self.zones.zone[ZONE_NORMAL].managed > 0 && self.zones.zone[ZONE_DMA32].managed > 0;
         for pass_nofragment in [true, false] {
@@ -130,14 +163,14 @@ impl Machine {
                         .frames
                         .free
                         .zone(z)
-                        .watermark_ok(0, mark, zone.lowmem_reserve)
+                        .watermark_ok(order, mark, zone.lowmem_reserve)
                 {
                     continue;
                 }
                 let cpu = self.current_cpu();
-                if let Some(pfn) = self
-                    .frames
-                    .rmqueue(z, 0, mt, cpu, &self.zones, pass_nofragment)
+                if let Some(pfn) =
+                    self.frames
+                        .rmqueue(z, order, mt, cpu, &self.zones, pass_nofragment)
                 {
                     return Some(self.prep_new_page(pfn));
                 }

@@ -31,6 +31,8 @@ pub enum Stat {
     SwapCached,
     /// NR_MLOCK.
     Mlock,
+    /// NR_ANON_THPS (in pages, as 6.1 counts it).
+    AnonThp,
     /// Swap slots charged to this memcg (v1 "swap" in memory.stat).
     Swap,
     WorkingsetRefaultAnon,
@@ -75,9 +77,13 @@ pub enum Stat {
     Allocstall,
     /// OOM kills (OOM_KILL vm event).
     OomKill,
+    /// THP_FAULT_ALLOC: huge folios a fault mapped.
+    ThpFaultAlloc,
+    /// THP_COLLAPSE_ALLOC: huge folios khugepaged allocated to collapse a range into.
+    ThpCollapseAlloc,
 }
 
-pub const NR_STATS: usize = Stat::OomKill as usize + 1;
+pub const NR_STATS: usize = Stat::ThpCollapseAlloc as usize + 1;
 
 impl Stat {
     /// Items kept in bytes (vmstat_item_in_bytes() and MEMCG_PERCPU_B): their per-CPU

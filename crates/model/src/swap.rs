@@ -150,17 +150,19 @@ impl Machine {
         }
     }
 
-    /// Link a page at the head (or tail) of list `l` of its memcg's lruvec.
+    /// Link a folio at the head (or tail) of list `l` of its memcg's lruvec.
     fn lru_link(&mut self, pfn: Pfn, l: usize, at_tail: bool) {
-        let memcg = self.lru_link_nostat(pfn, l, at_tail);
+        let (memcg, nr) = self.lru_link_nostat(pfn, l, at_tail);
         let slot = self.lru_slot(pfn);
         self.lru_walk_step(memcg, slot, l);
-        self.mod_stat(memcg, lru::stat(l), 1);
+        self.mod_stat(memcg, lru::stat(l), nr as i64);
     }
 
-    /// lru_link() leaving the list's statistic to the caller; returns the page's memcg.
+    /// lru_link() leaving the list's statistic to the caller; returns the folio's memcg and
+    /// its pages (a huge folio's 512 count in the list's size).
     #[inline]
-    fn lru_link_nostat(&mut self, pfn: Pfn, l: usize, at_tail: bool) -> MemcgId {
+    fn lru_link_nostat(&mut self, pfn: Pfn, l: usize, at_tail: bool) -> (MemcgId, u64) {
+        let nr = self.folio_nr_pages(pfn);
         let memcg = self.frames.memcg(pfn);
         debug_assert!(memcg != 0, "page on LRU without a memcg");
         debug_assert_eq!(self.frames.lru(pfn), LRU_NONE, "page already on an LRU");
@@ -188,10 +190,10 @@ impl Machine {
             }
             lv.head[l] = pfn;
         }
-        lv.size[l] += 1;
+        lv.size[l] += nr;
         let f = &mut pc[pfn as usize].pc.flags;
         *f = (*f & !pf::LRU_MASK) | l as u16;
-        memcg
+        (memcg, nr)
     }
 
     /// One step of list `l`'s cursor towards the head: ask the host to load the frame that
@@ -219,21 +221,23 @@ impl Machine {
         }
     }
 
-    /// Unlink a page from whatever list it is on.
+    /// Unlink a folio from whatever list it is on.
     pub fn lru_del(&mut self, pfn: Pfn) {
-        if let Some((memcg, l)) = self.lru_unlink(pfn) {
-            self.mod_stat(memcg, lru::stat(l), -1);
+        if let Some((memcg, l, nr)) = self.lru_unlink(pfn) {
+            self.mod_stat(memcg, lru::stat(l), -(nr as i64));
         }
     }
 
-    /// Unlink a page from its list, leaving the list's statistic to the caller; returns the
-    /// page's memcg and list, or None if it was on none.
+    /// Unlink a folio from its list, leaving the list's statistic to the caller; returns
+    /// the folio's memcg, list and pages, or None if it was on none.
     #[inline]
-    fn lru_unlink(&mut self, pfn: Pfn) -> Option<(MemcgId, usize)> {
+    fn lru_unlink(&mut self, pfn: Pfn) -> Option<(MemcgId, usize, u64)> {
         let l = self.frames.lru(pfn);
         if l == LRU_NONE {
             return None;
         }
+        debug_assert!(l < lru::NR_LRU_LISTS as u16, "a tail frame is on no list");
+        let nr = self.folio_nr_pages(pfn);
         let l = l as usize;
         let memcg = self.frames.memcg(pfn);
         let slot = self.lru_slot(pfn);
@@ -250,7 +254,7 @@ impl Machine {
         } else {
             pc[next as usize].pc.prev = prev;
         }
-        lv.size[l] -= 1;
+        lv.size[l] -= nr;
         if lv.walk[l] == pfn {
             // The cursor goes back to the page after it, towards the tail (or starts over).
             lv.walk[l] = next;
@@ -260,7 +264,7 @@ impl Machine {
         pc[pfn as usize].pc.next = NIL;
         let f = &mut pc[pfn as usize].pc.flags;
         *f = (*f & !pf::LRU_MASK) | LRU_NONE;
-        Some((memcg, l))
+        Some((memcg, l, nr))
     }
 
     /// folio_add_lru(): put a new page at the head of the list its flags select.
@@ -319,9 +323,10 @@ impl Machine {
         lv.recent_rotated[file as usize] += rotated;
     }
 
-    /// Unlink up to `n` pages from the tail of list `l` of `memcg`'s lruvec `slot`, appending
-    /// them to `out` oldest first, and cut the list once after the last
-    /// (isolate_lru_folios()'s list moves); the list's statistic is left to the caller.
+    /// Unlink folios from the tail of list `l` of `memcg`'s lruvec `slot` until `n` pages
+    /// are taken, appending them to `out` oldest first, and cut the list once after the last
+    /// (isolate_lru_folios()'s list moves: a huge folio counts its 512 pages towards `n`);
+    /// the list's statistic is left to the caller. Returns the pages taken.
     pub(crate) fn lru_unlink_tail(
         &mut self,
         memcg: MemcgId,
@@ -329,15 +334,22 @@ impl Machine {
         l: usize,
         n: u64,
         out: &mut Vec<Pfn>,
-    ) {
+    ) -> u64 {
+        let huge = self.thp.folios > 0;
         let lv = &mut self.memcgs[memcg as usize].lruvec[slot];
         let meta = &mut self.frames.meta;
         let mut t = lv.tail[l];
         let mut taken = 0u64;
+        let mut folios = 0u64;
         let cursor = lv.walk[l];
         let mut passed = false;
         while taken < n && t != NIL {
             passed |= t == cursor;
+            let nr = if huge && crate::huge_memory::is_head(meta, t) {
+                crate::huge_memory::HPAGE_PMD_NR
+            } else {
+                1
+            };
             let pc = &mut meta[t as usize].pc;
             debug_assert_eq!(pc.memcg, memcg);
             debug_assert_eq!((pc.flags & pf::LRU_MASK) as usize, l);
@@ -346,7 +358,8 @@ impl Machine {
             pc.next = NIL;
             pc.flags = (pc.flags & !pf::LRU_MASK) | LRU_NONE;
             out.push(t);
-            taken += 1;
+            taken += nr;
+            folios += 1;
             t = prev;
         }
         lv.tail[l] = t;
@@ -359,11 +372,12 @@ impl Machine {
         if passed {
             lv.walk[l] = NIL;
         } else {
-            lv.walk_ahead[l] = u64::from(lv.walk_ahead[l]).saturating_sub(taken) as u8;
+            lv.walk_ahead[l] = u64::from(lv.walk_ahead[l]).saturating_sub(folios) as u8;
         }
+        taken
     }
 
-    /// move_folios_to_lru(): put isolated pages of `memcg` back, in order, each at the head
+    /// move_folios_to_lru(): put isolated folios of `memcg` back, in order, each at the head
     /// of the list its flags select (as lru_add()), with each list's statistic updated once.
     pub(crate) fn lru_add_batch(&mut self, memcg: MemcgId, pages: &[Pfn]) {
         let mut added = [0u64; lru::NR_LRU_LISTS];
@@ -373,8 +387,8 @@ impl Machine {
             if l == lru::UNEVICTABLE {
                 self.frames.clear(pfn, pf::ACTIVE);
             }
-            self.lru_link_nostat(pfn, l, false);
-            added[l] += 1;
+            let (_, nr) = self.lru_link_nostat(pfn, l, false);
+            added[l] += nr;
         }
         for (l, &n) in added.iter().enumerate() {
             self.mod_stat_units(memcg, lru::stat(l), 1, n);

@@ -532,6 +532,15 @@ impl TaskCtx<'_> {
         Ok(Vma(v))
     }
 
+    /// madvise(MADV_HUGEPAGE or MADV_NOHUGEPAGE) over a whole anonymous mapping: the
+    /// mapping's VM_HUGEPAGE or VM_NOHUGEPAGE, which later faults' THP decisions read
+    /// (huge_memory.rs).
+    pub fn madvise_huge(&mut self, vma: Vma, advice: crate::huge_memory::HugeAdvice) {
+        if let Some(v) = self.m.vmas.v.get_mut(vma.0 as usize) {
+            v.huge = advice;
+        }
+    }
+
     /// clone(CLONE_THREAD): a new thread's kernel stack and task_struct, charged to the
     /// task's group. The thread's user stack is the caller's mapping to make. Segv: clone()
     /// failed for want of memory.

@@ -1372,12 +1372,21 @@ impl Machine {
         self.shrink_inactive_list(n, memcg, sc, l)
     }
 
-    /// isolate_lru_folios(): take up to `n` pages from the tail of a list, and update the
-    /// list's size statistic once for the batch (update_lru_sizes()).
-    fn isolate(&mut self, memcg: MemcgId, slot: usize, l: usize, n: u64, out: &mut Vec<Pfn>) {
+    /// isolate_lru_folios(): take folios from the tail of a list until `n` pages are taken,
+    /// and update the list's size statistic once for the batch (update_lru_sizes()).
+    /// Returns the pages taken.
+    fn isolate(
+        &mut self,
+        memcg: MemcgId,
+        slot: usize,
+        l: usize,
+        n: u64,
+        out: &mut Vec<Pfn>,
+    ) -> u64 {
         out.clear();
-        self.lru_unlink_tail(memcg, slot, l, n, out);
-        self.mod_stat_units(memcg, lru::stat(l), -1, out.len() as u64);
+        let taken = self.lru_unlink_tail(memcg, slot, l, n, out);
+        self.mod_stat_units(memcg, lru::stat(l), -1, taken);
+        taken
     }
 
     /// folio_referenced() for our single-mapping pages: test and clear the PTE young bit.
@@ -1389,8 +1398,7 @@ impl Machine {
     /// shrink_active_list().
     pub fn shrink_active_list(&mut self, n: u64, memcg: MemcgId, sc: &mut ScanControl, l: usize) {
         let mut pages = Vec::with_capacity(n as usize);
-        self.isolate(memcg, sc.slot, l, n, &mut pages);
-        let taken = pages.len() as u64;
+        let taken = self.isolate(memcg, sc.slot, l, n, &mut pages);
         if taken == 0 {
             return;
         }
@@ -1399,24 +1407,25 @@ impl Machine {
             self.node_events.count(NodeEvent::Pgrefill, taken);
         }
         self.mod_stat(memcg, Stat::Pgrefill, taken as i64);
-        self.spend_cpu(taken * self.cfg.costs.scan_ns);
+        self.spend_cpu(pages.len() as u64 * self.cfg.costs.scan_ns);
         let mut nr_deactivate = 0i64;
         let mut nr_rotated = 0u64;
         for &pfn in &pages {
             if self.frames.test(pfn, pf::MLOCKED) {
                 continue;
             }
+            let nr = self.folio_nr_pages(pfn);
             // Referenced executable file pages get another trip round the active list; anon
             // VM_EXEC pages are not modelled (anon mappings are never executable here).
             if self.page_referenced(pfn) {
-                nr_rotated += 1;
+                nr_rotated += nr;
                 if lru::is_file(l) && self.page_vm_exec(pfn) {
                     continue;
                 }
             }
             self.frames.clear(pfn, pf::ACTIVE);
             self.frames.set(pfn, pf::WORKINGSET);
-            nr_deactivate += 1;
+            nr_deactivate += nr as i64;
         }
         if self.reclaim_3_11() {
             // 3.11's reclaim_stat: every page taken was scanned, and every referenced one
@@ -1487,8 +1496,7 @@ impl Machine {
             return 0;
         }
         let mut pages = Vec::with_capacity(n as usize);
-        self.isolate(memcg, sc.slot, l, n, &mut pages);
-        let taken = pages.len() as u64;
+        let taken = self.isolate(memcg, sc.slot, l, n, &mut pages);
         if taken == 0 {
             return 0;
         }
@@ -1506,7 +1514,7 @@ impl Machine {
         }
         self.count_reclaim_events(sc, memcg, file, taken, false);
         sc.nr_scanned += taken;
-        self.spend_cpu(taken * self.cfg.costs.scan_ns);
+        self.spend_cpu(pages.len() as u64 * self.cfg.costs.scan_ns);
         let mut nr_reclaimed = 0u64;
         let mut pageout = Vec::new();
         let mut nr_activate = 0i64;
@@ -1516,21 +1524,31 @@ impl Machine {
         let mut putback = Vec::with_capacity(pages.len());
         // The pages freed, uncharged and given back to the allocator after the batch.
         let mut free_folios = Vec::with_capacity(pages.len());
-        for &pfn in &pages {
+        // A huge folio split on the way puts its tails next in line (split_folio_to_list()
+        // adds them where shrink_folio_list() takes its next folio).
+        let mut split = Vec::new();
+        let mut i = 0;
+        while i < pages.len() {
+            let pfn = pages[i];
+            i += 1;
             if sc.throttle.is_some() {
                 // The task sleeps on a page's writeback: the rest go back untouched.
                 putback.push(pfn);
                 continue;
             }
-            let v = self.shrink_folio(pfn, memcg, sc, &mut pageout, &mut free_folios);
+            let v = self.shrink_folio(pfn, memcg, sc, &mut pageout, &mut free_folios, &mut split);
+            if !split.is_empty() {
+                pages.splice(i..i, split.drain(..));
+            }
             match v {
                 Verdict::Freed => nr_reclaimed += 1,
                 Verdict::Activate => {
                     self.activate_free_swap(pfn);
                     if !self.frames.test(pfn, pf::MLOCKED) {
+                        let nr = self.folio_nr_pages(pfn);
                         self.frames.set(pfn, pf::ACTIVE);
-                        nr_activate += 1;
-                        self.workingset_age_nonresident(memcg, 1);
+                        nr_activate += nr as i64;
+                        self.workingset_age_nonresident(memcg, nr);
                     }
                     putback.push(pfn);
                 }
@@ -1703,6 +1721,7 @@ impl Machine {
         sc: &mut ScanControl,
         pageout: &mut Vec<(Pfn, crate::swapfile::SwapSlot)>,
         free_folios: &mut FreeFolios,
+        split: &mut Vec<Pfn>,
     ) -> Verdict {
         let flags = self.frames.flags(pfn);
         if flags & pf::MLOCKED != 0 {
@@ -1778,14 +1797,14 @@ impl Machine {
             if !anon && self.page_vm_exec(pfn) {
                 return Verdict::Activate;
             }
-            sc.nr_ref_keep += 1;
+            sc.nr_ref_keep += self.folio_nr_pages(pfn);
             return Verdict::Keep;
         }
         if referenced_folio && !anon {
             reclaim_clean = true;
         }
         if anon {
-            return self.shrink_anon_folio(pfn, flags, sc, pageout, free_folios);
+            return self.shrink_anon_folio(pfn, flags, sc, pageout, free_folios, split);
         }
         // File page: try_to_unmap() takes it out of the mappings first.
         if flags & pf::MAPPED != 0 {
@@ -1820,6 +1839,7 @@ impl Machine {
         sc: &mut ScanControl,
         pageout: &mut Vec<(Pfn, crate::swapfile::SwapSlot)>,
         free_folios: &mut FreeFolios,
+        split: &mut Vec<Pfn>,
     ) -> Verdict {
         let owner = self.frames.memcg(pfn);
         let slot = match self.swapcache_slot(pfn) {
@@ -1829,6 +1849,18 @@ impl Machine {
                     // Only reachable with a unified LRU, where anon pages are scanned
                     // regardless.
                     return Verdict::Activate;
+                }
+                if self.folio_nr_pages(pfn) > 1 {
+                    // add_to_swap() of the whole folio gets no swap cluster (whole
+                    // swap-out is not modelled; 6.1 on the oracle's swap disk never got
+                    // one either): __mem_cgroup_try_charge_swap() of the empty entry counts
+                    // a swap `fail` event; the folio is split and its pages swapped
+                    // (THP_SWPOUT_FALLBACK).
+                    if !self.is_v1() {
+                        self.memcg_memory_event(owner, crate::memcontrol::MemcgEvent::SwapFail);
+                    }
+                    *split = self.split_huge_page_for_reclaim(pfn);
+                    self.thp.events.swpout_fallback += 1;
                 }
                 // add_to_swap(): a slot, charged to the page's memcg on cgroup v2 (v1
                 // records the entry when the page leaves: mem_cgroup_swapout()).

@@ -537,9 +537,13 @@ impl GuestSetup {
         }
         qemu.arg("-kernel").arg(&self.kernel);
         qemu.arg("-initrd").arg(w.join("initrd.cpio"));
+        // The script's THP mode (`machine thp=`, never unless it says); zswap stays off.
+        let thp = cfg.thp.name();
         qemu.args([
             "-append",
-            "console=ttyS0 quiet loglevel=0 panic=-1 rdinit=/init transparent_hugepage=never zswap.enabled=0",
+            &format!(
+                "console=ttyS0 quiet loglevel=0 panic=-1 rdinit=/init transparent_hugepage={thp} zswap.enabled=0"
+            ),
         ]);
         qemu.arg("-drive")
             .arg(format!("file={},if=virtio,format=raw", data.display()));

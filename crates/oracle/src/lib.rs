@@ -150,10 +150,11 @@ pub fn run_script(
 pub fn plan(scripts: &[&translate::Translation], alone: bool) -> Vec<Vec<usize>> {
     let key = |t: &translate::Translation| {
         format!(
-            "{} {} {} {}",
+            "{} {} {} {:?} {}",
             t.cfg.memory_bytes,
             t.cfg.swap_bytes,
             t.cfg.cpus,
+            t.cfg.thp,
             translate::header(&t.cfg)
         )
     };

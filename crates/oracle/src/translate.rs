@@ -104,7 +104,7 @@ fn q(s: &str) -> String {
 
 /// The guest path of a script path (already made absolute).
 fn gpath(abs: &str) -> String {
-    if abs == "/proc" || abs.starts_with("/proc/") {
+    if abs == "/proc" || abs.starts_with("/proc/") || abs == "/sys" || abs.starts_with("/sys/") {
         abs.to_string()
     } else if abs == "/" {
         CG.to_string()
@@ -500,6 +500,13 @@ pub fn header(cfg: &MachineConfig) -> String {
     ));
     if let Some(k) = cfg.min_free_kbytes {
         h.push_str(&format!("echo {k} > /proc/sys/vm/min_free_kbytes\n"));
+    }
+    // The THP mode is the kernel's command line (guest.rs); defrag is set here.
+    if cfg.thp_defrag != memcgsim_model::huge_memory::ThpDefrag::Madvise {
+        h.push_str(&format!(
+            "echo {} > /sys/kernel/mm/transparent_hugepage/defrag\n",
+            cfg.thp_defrag.name()
+        ));
     }
     h.push_str(&format!(
         "echo {} > /proc/sys/vm/watermark_scale_factor\n",

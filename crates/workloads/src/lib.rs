@@ -41,6 +41,7 @@ mod tar;
 mod touch;
 pub mod trace;
 
+use memcgsim_model::huge_memory::HugeAdvice;
 use memcgsim_model::units::parse_size;
 use memcgsim_model::{Fault, FileId, Program, Step, TaskCtx, Vma};
 
@@ -98,6 +99,7 @@ struct Args {
     hold: bool,
     file: Option<String>,
     passes: u64,
+    huge: HugeAdvice,
 }
 
 fn parse_args(name: &str, args: &[String], allow_file: bool) -> Result<Args, String> {
@@ -105,6 +107,7 @@ fn parse_args(name: &str, args: &[String], allow_file: bool) -> Result<Args, Str
     let mut hold = false;
     let mut file = None;
     let mut passes = 1u64;
+    let mut huge = HugeAdvice::None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -125,6 +128,20 @@ fn parse_args(name: &str, args: &[String], allow_file: bool) -> Result<Args, Str
                     .filter(|&p| (1..=1_000_000).contains(&p))
                     .ok_or_else(|| format!("{name}: bad pass count '{n}' (1..=1000000)"))?;
             }
+            "--madvise" if name == "anon" => {
+                let v = it
+                    .next()
+                    .ok_or_else(|| format!("{name}: --madvise needs hugepage or nohugepage"))?;
+                huge = match v.as_str() {
+                    "hugepage" => HugeAdvice::Huge,
+                    "nohugepage" => HugeAdvice::NoHuge,
+                    _ => {
+                        return Err(format!(
+                            "{name}: bad --madvise '{v}' (hugepage or nohugepage)"
+                        ))
+                    }
+                };
+            }
             s if s.starts_with("--") => return Err(format!("{name}: unknown option '{s}'")),
             s => {
                 if size.is_some() {
@@ -140,6 +157,7 @@ fn parse_args(name: &str, args: &[String], allow_file: bool) -> Result<Args, Str
         hold,
         file,
         passes,
+        huge,
     })
 }
 
@@ -162,9 +180,9 @@ fn build_known(name: &str, args: &[String]) -> Result<Box<dyn Program>, String> 
     match name {
         "anon" => {
             let a = parse_args(name, args, false)?;
-            Ok(Box::new(
-                Anon::new(a.size, a.hold, false).with_passes(a.passes),
-            ))
+            let mut w = Anon::new(a.size, a.hold, false).with_passes(a.passes);
+            w.huge = a.huge;
+            Ok(Box::new(w))
         }
         "mlock" => {
             let a = parse_args(name, args, false)?;
@@ -205,6 +223,8 @@ pub struct Anon {
     pages: u64,
     hold: bool,
     mlock: bool,
+    /// madvise() advice given to the mapping right after it is made.
+    huge: HugeAdvice,
     vma: Option<Vma>,
     next: u64,
     passes: u64,
@@ -217,6 +237,7 @@ impl Anon {
             pages: pages(size),
             hold,
             mlock,
+            huge: HugeAdvice::None,
             vma: None,
             next: 0,
             passes: 1,
@@ -245,6 +266,9 @@ impl Program for Anon {
             Some(v) => v,
             None => match cx.mmap_anon(self.pages, self.mlock) {
                 Ok(v) => {
+                    if self.huge != HugeAdvice::None {
+                        cx.madvise_huge(v, self.huge);
+                    }
                     self.vma = Some(v);
                     v
                 }
@@ -411,7 +435,7 @@ mod tests {
     /// What a workload's parser accepts: flags, options taking a value, positionals.
     fn accepted(name: &str) -> (&[&str], &[&str], &[&str]) {
         let spec = match name {
-            "anon" => return (&["--hold"], &["--passes"], &["SIZE"]),
+            "anon" => return (&["--hold"], &["--passes", "--madvise"], &["SIZE"]),
             "pagecache" => return (&["--hold"], &["--file"], &["SIZE"]),
             "mlock" => return (&["--hold"], &[], &["SIZE"]),
             "mem_eater" => &mem_eater::SPEC,
