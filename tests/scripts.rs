@@ -277,6 +277,9 @@ script_tests! {
     thp_fault => "thp/fault.mcg",
     // Limit reclaim splits huge pages to swap them.
     thp_reclaim => "thp/reclaim.mcg",
+    // A fragmented machine: huge faults fall back, compact directly when advised, and
+    // kcompactd compacts proactively.
+    thp_fragmented => "thp/fragmented.mcg",
     // Direct reclaimers throttled on pages other reclaimers isolated.
     swap_too_many_isolated => "swap/too_many_isolated.mcg",
     // Mapped file pages: executable text against a file reader.

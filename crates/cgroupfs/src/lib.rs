@@ -239,34 +239,21 @@ impl System {
     /// Resolve an absolute path.
     pub(crate) fn resolve(&self, path: &str) -> Result<Node, Errno> {
         let parts = Self::split(path)?;
-        if parts.first() == Some(&"sys") {
-            return match parts.len() {
-                1 => Ok(Node::ProcDir),
-                _ => {
-                    let rest = parts[1..].join("/");
-                    if sysfs::files().contains(&rest.as_str()) {
-                        Ok(Node::ProcFile(format!("{}{rest}", sysfs::KEY)))
-                    } else if sysfs::dirs().contains(&rest.as_str()) {
-                        Ok(Node::ProcDir)
-                    } else {
-                        Err(Errno::ENOENT)
-                    }
-                }
-            };
-        }
-        if parts.first() == Some(&"proc") {
-            return match parts.len() {
-                1 => Ok(Node::ProcDir),
-                _ => {
-                    let rest = parts[1..].join("/");
-                    if proc::proc_files().contains(&rest.as_str()) {
-                        Ok(Node::ProcFile(rest))
-                    } else if proc::proc_dirs().contains(&rest.as_str()) {
-                        Ok(Node::ProcDir)
-                    } else {
-                        Err(Errno::ENOENT)
-                    }
-                }
+        // /proc and /sys: their files are pseudo-files keyed by their path below the mount
+        // (a /sys key keeps its prefix, so that no key is both).
+        let pseudo = match parts.first() {
+            Some(&"proc") => Some((proc::proc_files(), proc::proc_dirs(), "")),
+            Some(&"sys") => Some((sysfs::files(), sysfs::dirs(), sysfs::KEY)),
+            _ => None,
+        };
+        if let Some((files, dirs, key)) = pseudo {
+            let rest = parts[1..].join("/");
+            return if parts.len() == 1 || dirs.contains(&rest.as_str()) {
+                Ok(Node::ProcDir)
+            } else if files.contains(&rest.as_str()) {
+                Ok(Node::ProcFile(format!("{key}{rest}")))
+            } else {
+                Err(Errno::ENOENT)
             };
         }
         let mut cur = 0usize;

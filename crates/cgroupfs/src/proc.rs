@@ -2,8 +2,8 @@
 //! model produces, in kernel order; reclaim's pgscan/pgsteal/pgrefill from the node's own
 //! counters, which count global reclaim only, as 6.1's do), zoneinfo (zoneinfo_show_print() in mm/vmstat.c, with the
 //! same subset of node items), buddyinfo and pagetypeinfo (frag_show_print(),
-//! pagetypeinfo_show() in mm/vmstat.c), compact_memory and compact_unevictable_allowed
-//! (mm/compaction.c), and the vm sysctls swappiness, page-cluster,
+//! pagetypeinfo_show() in mm/vmstat.c), compact_memory, compact_unevictable_allowed,
+//! compaction_proactiveness and extfrag_threshold (mm/compaction.c), and the vm sysctls swappiness, page-cluster,
 //! min_free_kbytes and watermark_scale_factor (the last two read-only), the dirty sysctls of
 //! mm/page-writeback.c (dirty_ratio, dirty_bytes, dirty_background_ratio,
 //! dirty_background_bytes, dirty_expire_centisecs, dirty_writeback_centisecs, with their
@@ -40,6 +40,8 @@ pub(crate) fn proc_files() -> &'static [&'static str] {
         "sys/vm/watermark_scale_factor",
         "sys/vm/compact_memory",
         "sys/vm/compact_unevictable_allowed",
+        "sys/vm/compaction_proactiveness",
+        "sys/vm/extfrag_threshold",
         "sys/vm/dirty_ratio",
         "sys/vm/dirty_bytes",
         "sys/vm/dirty_background_ratio",
@@ -232,6 +234,9 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
                 ("compact_migrate_scanned", m.compact_events.migrate_scanned),
                 ("compact_free_scanned", m.compact_events.free_scanned),
                 ("compact_isolated", m.compact_events.isolated),
+                ("compact_stall", m.compact_events.stall),
+                ("compact_fail", m.compact_events.fail),
+                ("compact_success", m.compact_events.success),
                 ("thp_fault_alloc", m.thp.events.fault_alloc),
                 ("thp_fault_fallback", m.thp.events.fault_fallback),
                 (
@@ -285,6 +290,12 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
         "sys/vm/compact_memory" => return Err(Errno::EACCES),
         "sys/vm/compact_unevictable_allowed" => {
             let _ = writeln!(s, "{}", u8::from(m.compact_unevictable_allowed));
+        }
+        "sys/vm/compaction_proactiveness" => {
+            let _ = writeln!(s, "{}", m.compaction.proactiveness);
+        }
+        "sys/vm/extfrag_threshold" => {
+            let _ = writeln!(s, "{}", m.compaction.extfrag_threshold);
         }
         "sys/vm/watermark_scale_factor" => {
             let _ = writeln!(s, "{}", m.cfg.watermark_scale_factor);
@@ -402,6 +413,22 @@ pub(crate) fn write(sys: &mut System, f: &str, data: &str) -> Result<(), Errno> 
         // (later kernels parse it and want 1).
         "sys/vm/compact_memory" => {
             sys.machine.compact_nodes();
+            Ok(())
+        }
+        // compaction_proactiveness_sysctl_handler(): 0 to 100; a value above 0 wakes
+        // kcompactd for a proactive check at once (proactive_compact_trigger).
+        "sys/vm/compaction_proactiveness" => {
+            if let Some(v) = proc_dointvec_minmax(data, 0, 100)? {
+                sys.machine.compaction.proactiveness = v as u32;
+                let now = sys.machine.now();
+                sys.machine.kcompactd_schedule(now);
+            }
+            Ok(())
+        }
+        "sys/vm/extfrag_threshold" => {
+            if let Some(v) = proc_dointvec_minmax(data, 0, 1000)? {
+                sys.machine.compaction.extfrag_threshold = v as u32;
+            }
             Ok(())
         }
         // proc_dointvec_minmax_warn_RT_change(): 0 or 1.

@@ -40,23 +40,24 @@ pub(crate) fn read(sys: &System, f: &str) -> Result<String, Errno> {
     }
 }
 
+/// The word of `names` that `data` is (sysfs_streq()), or EINVAL.
+fn word<'a>(names: &[&'a str], data: &str) -> Result<&'a str, Errno> {
+    names
+        .iter()
+        .copied()
+        .find(|w| streq(data, w))
+        .ok_or(Errno::EINVAL)
+}
+
 pub(crate) fn write(sys: &mut System, f: &str, data: &str) -> Result<(), Errno> {
     match f.strip_prefix(THP) {
         Some("enabled") => {
-            let e = ThpEnabled::NAMES
-                .iter()
-                .find(|w| streq(data, w))
-                .and_then(|w| ThpEnabled::from_name(w))
-                .ok_or(Errno::EINVAL)?;
+            let e = ThpEnabled::from_name(word(&ThpEnabled::NAMES, data)?).ok_or(Errno::EINVAL)?;
             sys.machine.set_thp_enabled(e);
             Ok(())
         }
         Some("defrag") => {
-            let d = ThpDefrag::NAMES
-                .iter()
-                .find(|w| streq(data, w))
-                .and_then(|w| ThpDefrag::from_name(w))
-                .ok_or(Errno::EINVAL)?;
+            let d = ThpDefrag::from_name(word(&ThpDefrag::NAMES, data)?).ok_or(Errno::EINVAL)?;
             sys.machine.thp.defrag = d;
             Ok(())
         }

@@ -155,6 +155,22 @@ fn the_compaction_sysctls_take_what_6_1_takes() {
             .as_deref(),
         Ok("0\n")
     );
+    // compaction_proactiveness: 0 to 100 (6.1's default 20); extfrag_threshold: 0 to 1000
+    // (default 500); proc_dointvec_minmax refuses the rest.
+    for (f, default, max) in [
+        ("compaction_proactiveness", "20\n", 100),
+        ("extfrag_threshold", "500\n", 1000),
+    ] {
+        let path = format!("/proc/sys/vm/{f}");
+        assert_eq!(sys.read(&path).as_deref(), Ok(default), "{f}");
+        for bad in [format!("{}", max + 1), "-1".into(), "x".into()] {
+            assert_eq!(sys.write(&path, &bad), Err(Errno::EINVAL), "{f} {bad}");
+        }
+        sys.write(&path, &format!("{max}")).unwrap();
+        assert_eq!(sys.read(&path), Ok(format!("{max}\n")), "{f}");
+        sys.write(&path, "0").unwrap();
+        assert_eq!(sys.read(&path).as_deref(), Ok("0\n"), "{f}");
+    }
 }
 
 /// /sys/kernel/mm/transparent_hugepage: enabled_store() and defrag_store() take one of their

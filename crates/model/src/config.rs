@@ -272,6 +272,11 @@ pub struct MachineConfig {
     pub thp: crate::huge_memory::ThpEnabled,
     /// /sys/kernel/mm/transparent_hugepage/defrag at boot. Default madvise, as 6.1's.
     pub thp_defrag: crate::huge_memory::ThpDefrag,
+    /// /proc/sys/vm/compaction_proactiveness at boot (0..=100; 0: kcompactd does no
+    /// proactive compaction). Default 20, as 6.1's.
+    pub compaction_proactiveness: u32,
+    /// /proc/sys/vm/extfrag_threshold at boot (0..=1000). Default 500.
+    pub extfrag_threshold: u32,
     /// The file device's queue/read_ahead_kb: the largest file readahead window. Default
     /// 128 (VM_READAHEAD_PAGES).
     pub read_ahead_kb: u64,
@@ -312,6 +317,8 @@ impl Default for MachineConfig {
             swap_vma_ra: true,
             thp: crate::huge_memory::ThpEnabled::Never,
             thp_defrag: crate::huge_memory::ThpDefrag::Madvise,
+            compaction_proactiveness: crate::compaction::DEFAULT_PROACTIVENESS,
+            extfrag_threshold: crate::compaction::DEFAULT_EXTFRAG_THRESHOLD,
             read_ahead_kb: 128,
             costs: Costs {
                 hit_ns: 20,
@@ -501,6 +508,8 @@ impl MachineConfig {
         "swap_vma_ra",
         "thp",
         "thp_defrag",
+        "compaction_proactiveness",
+        "extfrag_threshold",
         "hit_cost",
         "fault_cost",
         "majfault_cost",
@@ -666,12 +675,19 @@ impl MachineConfig {
                             format!("expected always, madvise or never, got '{value}'")
                         })?
                 }
-                "thp_defrag" => self.thp_defrag = crate::huge_memory::ThpDefrag::from_name(value)
-                    .ok_or_else(|| {
-                    format!(
-                        "expected always, defer, defer+madvise, madvise or never, got '{value}'"
-                    )
-                })?,
+                "thp_defrag" => {
+                    self.thp_defrag =
+                        crate::huge_memory::ThpDefrag::from_name(value).ok_or_else(|| {
+                            "expected always, defer, defer+madvise, madvise or never, got '"
+                                .to_string()
+                                + value
+                                + "'"
+                        })?
+                }
+                "compaction_proactiveness" => {
+                    self.compaction_proactiveness = parse_in(value, 0, 100)? as u32
+                }
+                "extfrag_threshold" => self.extfrag_threshold = parse_in(value, 0, 1000)? as u32,
                 "hit_cost" => self.costs.hit_ns = parse_duration_ns(value)?,
                 "fault_cost" => self.costs.minor_fault_ns = parse_duration_ns(value)?,
                 "majfault_cost" => self.costs.major_fault_ns = parse_duration_ns(value)?,

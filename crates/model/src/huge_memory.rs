@@ -5,7 +5,8 @@
 //! one entry of 512 pages), split_huge_page_to_list() as reclaim uses it, the freeing of a
 //! PMD-mapped folio at unmap (zap_huge_pmd()), and khugepaged's
 //! set_recommended_min_free_kbytes() (mm/khugepaged.c), which raises min_free_kbytes while
-//! THP is enabled.
+//! THP is enabled, with hugepage_init()'s rule that a machine under 512 MiB boots with THP
+//! off.
 //!
 //! A huge folio is 512 frames from one order-9 buddy block. The head frame carries the
 //! folio: its flags, its LRU links, its reverse map (the VMA and the index of the huge
@@ -20,8 +21,9 @@
 //!   6.1 places them at any page, so a mapping of n × 2 MiB may have one huge range fewer
 //!   there);
 //! - there is no huge zero page: every access is a write, as the workloads' are;
-//! - direct compaction is not tried on a THP fault yet: a fault whose gfp allows direct
-//!   reclaim gets one round of it, then takes what the free lists have;
+//! - a fault whose gfp allows direct reclaim compacts and reclaims as 6.1's slow path does for
+//!   a costly order (page_alloc.rs, compaction.rs), but kswapd, when the gfp wakes it, is
+//!   woken for order 0 and so never wakes kcompactd;
 //! - reclaim splits every huge folio it swaps (THP_SWPOUT_FALLBACK, with the swap `fail`
 //!   event of the empty entry), as 6.1 did every time on the oracle's swap disk; swapping a
 //!   folio whole into a free swap cluster (THP_SWPOUT) is not modelled;
@@ -301,18 +303,7 @@ impl Machine {
         for i in 1..HPAGE_PMD_NR as u32 {
             self.frames.set_memcg(head + i, memcg);
         }
-        let locked = self.vmas.v[vma as usize].locked;
-        self.frames.meta[head as usize].map = PageMap {
-            mapping: vma,
-            index: start,
-        };
-        self.frames
-            .set(head, pf::SWAPBACKED | pf::MAPPED | pf::YOUNG | pf::DIRTY);
-        if locked {
-            self.frames.set(head, pf::MLOCKED);
-            self.mod_stat(memcg, Stat::Mlock, HPAGE_PMD_NR as i64);
-        }
-        self.mod_stat(memcg, Stat::Anon, HPAGE_PMD_NR as i64);
+        self.anon_rmap(vma, start, head, HPAGE_PMD_NR);
         self.mod_stat(memcg, Stat::AnonThp, HPAGE_PMD_NR as i64);
         let v = &mut self.vmas.v[vma as usize];
         for i in 0..HPAGE_PMD_NR as u32 {
@@ -458,6 +449,19 @@ impl Machine {
         }
     }
 
+    /// hugepage_init() at boot: on a machine with less than 512 MiB of RAM (MemTotal), 6.1
+    /// clears every THP flag whatever the command line asked (enabled and defrag read
+    /// never) and does not start khugepaged; the admin may still enable it through /sys.
+    /// Otherwise khugepaged starts if THP is enabled, raising min_free_kbytes.
+    pub(crate) fn hugepage_init(&mut self) {
+        if self.totalram_pages < (512 << 20) / crate::PAGE_SIZE {
+            self.thp.enabled = ThpEnabled::Never;
+            self.thp.defrag = ThpDefrag::Never;
+            return;
+        }
+        self.set_recommended_min_free_kbytes();
+    }
+
     /// A write to /sys/kernel/mm/transparent_hugepage/enabled: khugepaged starts (and
     /// raises min_free_kbytes) when THP becomes enabled.
     pub fn set_thp_enabled(&mut self, e: ThpEnabled) {
@@ -476,7 +480,7 @@ mod tests {
 
     fn machine(keys: &[(&str, &str)]) -> Machine {
         let mut cfg = MachineConfig::default();
-        for (k, v) in [("memory", "256M"), ("swap", "256M")].iter().chain(keys) {
+        for (k, v) in [("memory", "1G"), ("swap", "256M")].iter().chain(keys) {
             cfg.set(k, v).unwrap();
         }
         let mut m = Machine::new(cfg).unwrap();
@@ -562,8 +566,18 @@ mod tests {
         assert_eq!(madvise.zones.min_free_kbytes, 45_056);
         assert!(always.zones.mark(1, crate::mmzone::Wmark::Min) > 10_000);
         // 5% of a small machine's pages caps it.
-        let small = machine(&[("memory", "128M"), ("thp", "always")]);
+        let mut small = machine(&[("memory", "600M"), ("thp", "always")]);
         assert!(small.zones.min_free_kbytes < 45_056);
+        assert!(small.zones.min_free_kbytes > 20_000);
+        // Below 512M of RAM 6.1 turns THP off at boot, whatever it was asked; the sysfs file
+        // turns it on, and khugepaged raises min_free_kbytes then.
+        let tiny = machine(&[("memory", "512M"), ("thp", "always")]);
+        assert_eq!(tiny.thp.enabled, ThpEnabled::Never);
+        assert_eq!(tiny.thp.defrag, ThpDefrag::Never);
+        assert!(tiny.zones.min_free_kbytes < 5000);
+        small = tiny;
+        small.set_thp_enabled(ThpEnabled::Always);
+        assert!(small.zones.min_free_kbytes > 20_000);
         // A user's value stays.
         let user = machine(&[
             ("memory", "1G"),

@@ -82,6 +82,8 @@ pub struct Machine {
     pub compact_events: crate::compaction::CompactEvents,
     /// /proc/sys/vm/compact_unevictable_allowed: compaction may move mlocked pages.
     pub compact_unevictable_allowed: bool,
+    /// The compaction sysctls, cached scanner positions and kcompactd (compaction.rs).
+    pub compaction: crate::compaction::Compaction,
     /// cfg.lru == Unified, read on every LRU placement.
     pub unified_lru: bool,
     /// Total RAM pages and swap pages.
@@ -163,6 +165,10 @@ impl Machine {
             },
             compact_events: Default::default(),
             compact_unevictable_allowed: true,
+            compaction: crate::compaction::Compaction::new(
+                cfg.compaction_proactiveness,
+                cfg.extfrag_threshold,
+            ),
             totalram_pages: nr_frames as u64,
             total_swap_pages: nr_swap,
             unified_lru: cfg.lru == crate::config::LruPolicy::Unified,
@@ -177,12 +183,13 @@ impl Machine {
             psi: crate::psi::Psi::new(cfg.cpus, 0),
             cfg,
         };
-        m.set_recommended_min_free_kbytes();
+        m.hugepage_init();
         m.kmem_init();
         m.memcgs.push(Memcg::new(0, None, 0)); // placeholder for id 0
         let root = m.memcg_create_raw(None);
         debug_assert_eq!(root, ROOT_MEMCG);
         m.writeback_init();
+        m.kcompactd_schedule(crate::compaction::FRAG_CHECK_INTERVAL_NS);
         Ok(m)
     }
 

@@ -198,8 +198,10 @@ impl Machine {
         self.lru_add(pfn);
     }
 
-    /// page_add_anon_rmap() and the PTE of a written anon page (not on an LRU list yet).
-    fn map_anon(&mut self, pid: Pid, vma: u32, idx: u32, pfn: Pfn) {
+    /// page_add_anon_rmap() of a written anon folio of `nr` pages whose first page is page
+    /// `idx` of `vma` (not on an LRU list yet): its reverse map and flags, NR_ANON_MAPPED
+    /// and, in a locked mapping, PG_mlocked and NR_MLOCK. Returns its memcg.
+    pub(crate) fn anon_rmap(&mut self, vma: u32, idx: u32, pfn: Pfn, nr: u64) -> MemcgId {
         let locked = self.vmas.v[vma as usize].locked;
         let memcg = self.frames.memcg(pfn);
         self.frames.meta[pfn as usize].map = PageMap {
@@ -210,9 +212,15 @@ impl Machine {
             .set(pfn, pf::SWAPBACKED | pf::MAPPED | pf::YOUNG | pf::DIRTY);
         if locked {
             self.frames.set(pfn, pf::MLOCKED);
-            self.mod_stat(memcg, Stat::Mlock, 1);
+            self.mod_stat(memcg, Stat::Mlock, nr as i64);
         }
-        self.mod_stat(memcg, Stat::Anon, 1);
+        self.mod_stat(memcg, Stat::Anon, nr as i64);
+        memcg
+    }
+
+    /// page_add_anon_rmap() and the PTE of a written anon page (not on an LRU list yet).
+    fn map_anon(&mut self, pid: Pid, vma: u32, idx: u32, pfn: Pfn) {
+        self.anon_rmap(vma, idx, pfn, 1);
         self.vmas.v[vma as usize].ptes[idx as usize] = pfn + 1;
         self.task_mut(pid).rss_anon += 1;
     }

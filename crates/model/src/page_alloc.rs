@@ -111,11 +111,11 @@ impl Machine {
 
     /// An order-9 folio for a THP fault (alloc_pages() with the gfp of vma_thp_gfp_mask()):
     /// the fast path at the low watermark; the slow path wakes kswapd if the gfp says so and
-    /// tries again at min; a gfp that allows direct reclaim gets one round of it (6.1 does
-    /// not retry a costly order without __GFP_RETRY_MAYFAIL), with its sleeps skipped, then
-    /// a last look at min after draining the per-CPU lists. Direct compaction, which 6.1
-    /// tries before and after that reclaim, is not modelled yet. The tails come marked
-    /// (huge_memory.rs).
+    /// tries again at min. A gfp that allows direct reclaim then gets what 6.1's slow path
+    /// gives a costly order: asynchronous direct compaction; unless that was skipped and the
+    /// gfp is __GFP_NORETRY, one round of direct reclaim (its sleeps skipped), a look at min
+    /// after draining the per-CPU lists, and compaction once more; no retries (a costly order
+    /// without __GFP_RETRY_MAYFAIL). The tails come marked (huge_memory.rs).
     pub(crate) fn alloc_thp_folio(&mut self, gfp: crate::huge_memory::ThpGfp) -> Option<Pfn> {
         use crate::huge_memory::HPAGE_PMD_ORDER as O;
         if !self.kswapd.freeing.is_empty() {
@@ -130,11 +130,21 @@ impl Machine {
             got = self.get_page_from_freelist(Wmark::Min, O, mt);
         }
         if got.is_none() && gfp.direct_reclaim && !self.current_is_dying() {
-            let _ = self.try_to_free_pages();
-            got = self.get_page_from_freelist(Wmark::Min, O, mt);
-            if got.is_none() {
-                self.frames.drain_all_pages();
+            use crate::compaction::CompactResult;
+            let (page, result) = self.alloc_pages_direct_compact(O);
+            got = page;
+            let give_up =
+                gfp.noretry && matches!(result, CompactResult::Skipped | CompactResult::Deferred);
+            if got.is_none() && !give_up {
+                let _ = self.try_to_free_pages();
                 got = self.get_page_from_freelist(Wmark::Min, O, mt);
+                if got.is_none() {
+                    self.frames.drain_all_pages();
+                    got = self.get_page_from_freelist(Wmark::Min, O, mt);
+                }
+                if got.is_none() {
+                    got = self.alloc_pages_direct_compact(O).0;
+                }
             }
         }
         let head = got?;
@@ -148,7 +158,12 @@ impl Machine {
     /// order or above (zone_watermark_fast(), buddy.rs's __zone_watermark_ok()). With a
     /// Normal zone over a populated DMA32 the first pass runs under ALLOC_NOFRAGMENT (no
     /// stealing of blocks under pageblock order), the second without.
-    fn get_page_from_freelist(&mut self, w: Wmark, order: u32, mt: MigrateType) -> Option<Pfn> {
+    pub(crate) fn get_page_from_freelist(
+        &mut self,
+        w: Wmark,
+        order: u32,
+        mt: MigrateType,
+    ) -> Option<Pfn> {
         let nofragment =
             self.zones.zone[ZONE_NORMAL].managed > 0 && self.zones.zone[ZONE_DMA32].managed > 0;
         for pass_nofragment in [true, false] {

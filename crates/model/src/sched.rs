@@ -52,6 +52,8 @@ pub enum Event {
     SwapWritebackDone(u32),
     /// A CPU became free while threads wait in the run queue.
     Dispatch,
+    /// kcompactd's proactive check (compaction.rs).
+    Kcompactd,
 }
 
 impl Event {
@@ -249,6 +251,7 @@ impl Machine {
             }
             Event::WritebackDone(id) => self.writeback_done(id),
             Event::SwapWritebackDone(id) => self.swap_writeback_done(id),
+            Event::Kcompactd => self.kcompactd_event(t),
             _ => unreachable!("threads run from the queue"),
         }
         if !self.dying_release.is_empty() {

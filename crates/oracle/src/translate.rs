@@ -501,6 +501,18 @@ pub fn header(cfg: &MachineConfig) -> String {
     if let Some(k) = cfg.min_free_kbytes {
         h.push_str(&format!("echo {k} > /proc/sys/vm/min_free_kbytes\n"));
     }
+    if cfg.compaction_proactiveness != memcgsim_model::compaction::DEFAULT_PROACTIVENESS {
+        h.push_str(&format!(
+            "echo {} > /proc/sys/vm/compaction_proactiveness\n",
+            cfg.compaction_proactiveness
+        ));
+    }
+    if cfg.extfrag_threshold != memcgsim_model::compaction::DEFAULT_EXTFRAG_THRESHOLD {
+        h.push_str(&format!(
+            "echo {} > /proc/sys/vm/extfrag_threshold\n",
+            cfg.extfrag_threshold
+        ));
+    }
     // The THP mode is the kernel's command line (guest.rs); defrag is set here.
     if cfg.thp_defrag != memcgsim_model::huge_memory::ThpDefrag::Madvise {
         h.push_str(&format!(
