@@ -182,15 +182,22 @@ pub fn is_head(meta: &[FrameMeta], pfn: Pfn) -> bool {
     meta.get(pfn as usize + 1).is_some_and(tail) && !tail(&meta[pfn as usize])
 }
 
+/// folio_nr_pages() of the folio whose head (or only page) is `pfn`, where `huge` says
+/// whether any huge folio lives (while none does, no frame need be looked at).
+#[inline]
+pub fn nr_pages(meta: &[FrameMeta], pfn: Pfn, huge: bool) -> u64 {
+    if huge && is_head(meta, pfn) {
+        HPAGE_PMD_NR
+    } else {
+        1
+    }
+}
+
 impl Machine {
     /// folio_nr_pages() of the folio whose head (or only page) is `pfn`.
     #[inline]
     pub fn folio_nr_pages(&self, pfn: Pfn) -> u64 {
-        if self.thp.folios == 0 || !is_head(&self.frames.meta, pfn) {
-            1
-        } else {
-            HPAGE_PMD_NR
-        }
+        nr_pages(&self.frames.meta, pfn, self.thp.folios > 0)
     }
 
     /// The head of the folio that frame `pfn` belongs to.

@@ -345,11 +345,7 @@ impl Machine {
         let mut passed = false;
         while taken < n && t != NIL {
             passed |= t == cursor;
-            let nr = if huge && crate::huge_memory::is_head(meta, t) {
-                crate::huge_memory::HPAGE_PMD_NR
-            } else {
-                1
-            };
+            let nr = crate::huge_memory::nr_pages(meta, t, huge);
             let pc = &mut meta[t as usize].pc;
             debug_assert_eq!(pc.memcg, memcg);
             debug_assert_eq!((pc.flags & pf::LRU_MASK) as usize, l);
