@@ -433,7 +433,7 @@ impl Machine {
         }
         // Frames vs free list, ownership counts.
         // anon (mapped), file, mlock, total, dirty, writeback, swap cache, file mapped
-        let mut owned = vec![[0i64; 9]; n];
+        let mut owned = vec![[0i64; 10]; n];
         let mut huge_heads = 0u64;
         let mut anon_writeback = 0u64;
         let mut file_dirty = vec![0u64; self.files.v.len()];
@@ -566,6 +566,24 @@ impl Machine {
                     anon_writeback += 1;
                     owned[self.dirty_stat_memcg(m as MemcgId) as usize][5] += 1;
                 }
+            } else if pc.flags & pf::SWAPBACKED != 0 && self.page_in_shmem_file(pfn as u32) {
+                // A shmem page in its file: `file` and `shmem`, on the anon lists.
+                owned[m][1] += 1;
+                owned[m][9] += 1;
+                let f = &self.files.v[(map.mapping & !MAPPING_FILE_BIT) as usize];
+                let e = f.entries.get(map.index as usize).copied().unwrap_or(0);
+                if crate::filemap::resident(e) != Some(pfn as u32) || f.shmem.is_none() {
+                    return Err(format!("shmem frame {pfn}: not found at its index"));
+                }
+                if pc.flags & pf::WRITEBACK != 0 {
+                    return Err(format!("shmem frame {pfn} under writeback in its file"));
+                }
+                if pc.flags & pf::MAPPED != 0 {
+                    if f.mappers == 0 {
+                        return Err(format!("shmem frame {pfn} mapped, its file in no mapping"));
+                    }
+                    owned[m][7] += 1;
+                }
             } else if pc.flags & pf::SWAPBACKED != 0 {
                 if pc.flags & pf::WRITEBACK != 0 {
                     return Err(format!(
@@ -681,6 +699,9 @@ impl Machine {
                 }
             }
         }
+        // A shmem file's swap entries hold their slots too (SWAP_MAP_SHMEM).
+        swap_ptes += self.files.v.iter().map(|f| f.swapped).sum::<u64>();
+        self.check_shmem()?;
         let held = (0..self.swap.nr_slots())
             .filter(|&s| self.swap.pte_held(s))
             .count() as u64;
@@ -731,6 +752,7 @@ impl Machine {
                 (Stat::SwapCached, owned[id][6]),
                 (Stat::FileMapped, owned[id][7]),
                 (Stat::AnonThp, owned[id][8]),
+                (Stat::Shmem, owned[id][9]),
             ] {
                 if l[item as usize] != v {
                     return Err(format!(

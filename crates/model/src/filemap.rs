@@ -40,7 +40,7 @@ use crate::stat::Stat;
 /// Entry tags: a resident page (`PRESENT | pfn`), a shadow entry (bit 63 set, see
 /// workingset.rs), or empty (0). `ONDISK` is kept in any state: the page's data exists on
 /// disk, so bringing it back costs a read.
-const PRESENT: u64 = 1 << 62;
+pub(crate) const PRESENT: u64 = 1 << 62;
 const ONDISK: u64 = 1 << 61;
 const SHADOW_TAG: u64 = 1 << 63;
 /// A resident page with buffer heads attached (PG_private): bit 60, free in a present entry.
@@ -49,7 +49,7 @@ const BUFFERS: u64 = 1 << 60;
 /// present entry, set while `File::ra_marks` counts the index (readahead.rs).
 const RA_MARK: u64 = 1 << 59;
 /// PAGEVEC_SIZE: the folios of one folio_batch.
-const PAGEVEC_SIZE: usize = 15;
+pub(crate) const PAGEVEC_SIZE: usize = 15;
 
 #[derive(Clone, Debug)]
 pub struct File {
@@ -80,6 +80,12 @@ pub struct File {
     /// Live shared mappings of the file, and how many of them are VM_EXEC.
     pub mappers: u32,
     pub exec_mappers: u32,
+    /// The tmpfs mount of a shmem file (shmem.rs); None for a file of the disk filesystem.
+    pub shmem: Option<u32>,
+    /// A shmem file's swapped-out pages (info->swapped).
+    pub swapped: u64,
+    /// The task whose RSS counts the file's mapped shmem pages: its first mapper.
+    pub rss_owner: Option<Pid>,
 }
 
 /// The pages of a file that tasks' readahead windows mark, with how many tasks mark each,
@@ -444,6 +450,7 @@ impl Machine {
             return id;
         }
         let id = self.file_new(Some(name.to_string()));
+        self.files.v[id as usize].shmem = self.shmem.mount_of(name);
         self.files.by_name.insert(name.to_string(), id);
         id
     }
@@ -465,6 +472,9 @@ impl Machine {
             ra_marks: RaMarks::default(),
             mappers: 0,
             exec_mappers: 0,
+            shmem: None,
+            swapped: 0,
+            rss_owner: None,
         });
         (self.files.v.len() - 1) as u32
     }
@@ -473,6 +483,9 @@ impl Machine {
     /// of up to PAGEVEC_SIZE (15) at a time as truncate_inode_pages_range() does, each
     /// batch uncharged together and freed when it is released (release_pages()).
     pub fn file_truncate(&mut self, f: u32, new_size: u64) {
+        if self.file_is_shmem(f) {
+            return self.shmem_truncate(f, new_size);
+        }
         let file = &mut self.files.v[f as usize];
         if new_size >= file.size {
             file.size = new_size;
@@ -511,6 +524,13 @@ impl Machine {
     /// before the caches were dropped (an extracted source tree). Pages already in the file
     /// are left as they are.
     pub fn file_extend_on_disk(&mut self, f: u32, new_size: u64) {
+        if self.file_is_shmem(f) {
+            // tmpfs keeps nothing on disk: the new part is a hole.
+            if new_size > self.files.v[f as usize].size {
+                self.shmem_truncate(f, new_size);
+            }
+            return;
+        }
         let old = self.files.v[f as usize].size;
         if new_size <= old {
             return;
@@ -740,6 +760,9 @@ impl Machine {
     /// and noting the read.
     pub fn file_read(&mut self, pid: Pid, f: u32, idx: u64) -> Result<(), Fault> {
         let file = &self.files.v[f as usize];
+        if file.shmem.is_some() {
+            return self.shmem_read(pid, f, idx);
+        }
         if idx >= file.size {
             return Ok(());
         }
@@ -760,6 +783,9 @@ impl Machine {
 
     /// write() of one whole page; extends the file.
     pub fn file_write(&mut self, pid: Pid, f: u32, idx: u64) -> Result<(), Fault> {
+        if self.file_is_shmem(f) {
+            return self.shmem_write(pid, f, idx);
+        }
         if idx >= self.files.v[f as usize].size {
             self.file_truncate(f, idx + 1);
         }
@@ -789,6 +815,9 @@ impl Machine {
     /// file_mapped again. The page is mapped only for that instant, so reclaim never sees
     /// it mapped. A fault past the end of the file is SIGBUS (Fault::Segv).
     pub fn file_fault(&mut self, pid: Pid, f: u32, idx: u64, write: bool) -> Result<(), Fault> {
+        if self.file_is_shmem(f) {
+            return self.shmem_fault(pid, f, idx, write);
+        }
         if idx >= self.files.v[f as usize].size {
             return Err(Fault::Segv);
         }
@@ -853,7 +882,7 @@ impl Machine {
 
 /// An entry of the page cache's xarray: a page or a shadow entry.
 fn xa_entry(e: u64) -> bool {
-    e & (PRESENT | SHADOW_TAG) != 0
+    e & (PRESENT | SHADOW_TAG | crate::shmem::SHMEM_SWAP) != 0
 }
 
 impl Machine {
@@ -1041,7 +1070,8 @@ impl Machine {
         let mut want = Vec::new();
         for (i, &e) in file.entries.iter().enumerate() {
             let flags = resident(e).map_or(0, |pfn| self.frames.flags(pfn));
-            let dirty = flags & pf::DIRTY != 0;
+            // shmem's noop_dirty_folio() sets PG_dirty without the xarray's dirty mark.
+            let dirty = flags & pf::DIRTY != 0 && file.shmem.is_none();
             let wback = flags & pf::WRITEBACK != 0;
             let i = i as u64;
             if marks.get(i, Mark::Dirty) != dirty || marks.get(i, Mark::Writeback) != wback {
@@ -1129,6 +1159,9 @@ pub const FAULT_AROUND_PAGES: u64 = 16;
 impl Machine {
     /// mmap() of file `f`, shared and read-only, executable if `exec`.
     pub fn file_mmap(&mut self, pid: Pid, f: u32, exec: bool) {
+        if self.file_is_shmem(f) {
+            self.shmem_mmap(pid, f);
+        }
         let file = &mut self.files.v[f as usize];
         file.mappers += 1;
         file.exec_mappers += exec as u32;
@@ -1150,6 +1183,9 @@ impl Machine {
             if let Some(pfn) = resident(self.files.v[f as usize].entries[idx]) {
                 self.file_unmap_page(pfn, true);
             }
+        }
+        if self.file_is_shmem(f) {
+            self.shmem_last_unmap(f);
         }
     }
 
@@ -1173,6 +1209,14 @@ impl Machine {
         if !self.frames.test(pfn, pf::MAPPED) {
             return;
         }
+        if self.page_in_shmem_file(pfn) {
+            let young = self.frames.test(pfn, pf::YOUNG);
+            self.shmem_unmap_page(pfn);
+            if zap && young {
+                self.mark_page_accessed(pfn);
+            }
+            return;
+        }
         let young = self.frames.test_clear(pfn, pf::YOUNG);
         self.frames.clear(pfn, pf::MAPPED);
         let memcg = self.frames.memcg(pfn);
@@ -1185,6 +1229,9 @@ impl Machine {
     /// A read of page `idx` through a shared mapping of `f`: a hit sets the PTE's young
     /// bit; otherwise a page fault (filemap_fault()), major if the page had to be read.
     pub fn file_map_access(&mut self, pid: Pid, f: u32, idx: u64) -> Result<(), Fault> {
+        if self.file_is_shmem(f) {
+            return self.shmem_map_access(pid, f, idx, false);
+        }
         if idx >= self.files.v[f as usize].size {
             // Past the end of the file: SIGBUS.
             return Err(Fault::Segv);

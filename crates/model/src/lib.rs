@@ -59,6 +59,7 @@ pub mod readahead;
 pub mod rng;
 pub mod rstat;
 pub mod sched;
+pub mod shmem;
 pub mod soft_limit;
 pub mod stat;
 pub mod swap;

@@ -78,6 +78,8 @@ pub struct Machine {
     /// Transparent huge pages: the sysfs switches, the live folios, the events
     /// (huge_memory.rs).
     pub thp: crate::huge_memory::Thp,
+    /// The tmpfs mounts (shmem.rs).
+    pub shmem: crate::shmem::Shmem,
     /// Compaction's vm events (compaction.rs).
     pub compact_events: crate::compaction::CompactEvents,
     /// /proc/sys/vm/compact_unevictable_allowed: compaction may move mlocked pages.
@@ -163,6 +165,7 @@ impl Machine {
                 events: Default::default(),
                 folios: 0,
             },
+            shmem: crate::shmem::Shmem::new(nr_frames as u64),
             compact_events: Default::default(),
             compact_unevictable_allowed: true,
             compaction: crate::compaction::Compaction::new(

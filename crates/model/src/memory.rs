@@ -28,7 +28,7 @@ pub const SWAPCACHE_MAPPING: u32 = u32::MAX - 1;
 /// PG_readahead is PG_reclaim's bit, and so is the model's: a swap-cache page carries
 /// PG_reclaim only under writeback, after pageout(), and a fault that finds such a page
 /// takes the mark for a readahead hit as 6.1 does.
-const PG_READAHEAD: u16 = pf::RECLAIM;
+pub(crate) const PG_READAHEAD: u16 = pf::RECLAIM;
 
 /// MMU_GATHER_BUNDLE: the pages of the mmu_gather's on-stack batch.
 const MMU_GATHER_BUNDLE: usize = 8;
@@ -254,7 +254,7 @@ impl Machine {
 
     /// A PTE lets go of a swap entry (swap_free()); the slot is released with its charge if
     /// no page holds it either.
-    fn swap_pte_put(&mut self, slot: SwapSlot) {
+    pub(crate) fn swap_pte_put(&mut self, slot: SwapSlot) {
         if self.swap.pte_put(slot) {
             self.swap_slot_release(slot);
         }
@@ -311,7 +311,7 @@ impl Machine {
 
     /// mem_cgroup_swapin_charge_folio()'s memcg: the one recorded with the entry if it is
     /// online, else `fallback` (the faulting task's).
-    fn swapin_memcg(&self, slot: SwapSlot, fallback: MemcgId) -> MemcgId {
+    pub(crate) fn swapin_memcg(&self, slot: SwapSlot, fallback: MemcgId) -> MemcgId {
         let owner = self.swap.owner(slot);
         if owner != 0 && self.memcg(owner).online {
             owner
@@ -452,7 +452,12 @@ impl Machine {
     /// cache of the window of swapin_nr_pages() slots aligned around it are read ahead, their
     /// device positions added to `read`. The kernel's offset 0 is the swap header: slot s is
     /// offset s + 1.
-    fn swap_cluster_readahead(&mut self, slot: SwapSlot, task_memcg: MemcgId, read: &mut Vec<u64>) {
+    pub(crate) fn swap_cluster_readahead(
+        &mut self,
+        slot: SwapSlot,
+        task_memcg: MemcgId,
+        read: &mut Vec<u64>,
+    ) {
         let window = self.swap.swapin_nr_pages(slot + 1, self.page_cluster);
         if window <= 1 {
             return;
@@ -586,8 +591,26 @@ impl Machine {
             self.free_frame(pfn);
             return Err(Fault::Killed);
         }
+        self.swapin_read(pid, slot, read);
+        self.commit_charge(pfn, memcg);
+        let shadow = self.swap.shadow(slot);
+        self.frames.set(pfn, pf::SWAPBACKED);
+        if shadow != 0 {
+            self.workingset_refault(pfn, shadow);
+        }
+        self.mod_stat(memcg, Stat::Pswpin, 1);
+        // A write fault: the page does not stay in the swap cache, the entry is freed.
+        self.swap_pte_put(slot);
+        self.task_mut(pid).swapents -= 1;
+        self.map_new_anon(pid, vma, idx, pfn);
+        Ok(())
+    }
+
+    /// swap_readpage() of the page of `slot` and the readahead pages beside it (the device
+    /// positions `read`), in one request the faulting task waits for; zram's decompression
+    /// is the task's CPU time. A workingset refault waits inside psi_memstall_enter().
+    pub(crate) fn swapin_read(&mut self, pid: Pid, slot: SwapSlot, read: Vec<u64>) {
         let runs = crate::blkdev::page_runs(read);
-        // swap_readpage() of a workingset refault runs inside psi_memstall_enter().
         let shadow = self.swap.shadow(slot);
         let workingset = shadow != 0 && crate::workingset::unpack_shadow(shadow).2;
         let memstall = workingset.then(|| self.psi_memstall_enter());
@@ -604,23 +627,11 @@ impl Machine {
         if let Some(was) = memstall {
             self.psi_memstall_leave(was);
         }
-        self.commit_charge(pfn, memcg);
-        let shadow = self.swap.shadow(slot);
-        self.frames.set(pfn, pf::SWAPBACKED);
-        if shadow != 0 {
-            self.workingset_refault(pfn, shadow);
-        }
-        self.mod_stat(memcg, Stat::Pswpin, 1);
-        // A write fault: the page does not stay in the swap cache, the entry is freed.
-        self.swap_pte_put(slot);
-        self.task_mut(pid).swapents -= 1;
-        self.map_new_anon(pid, vma, idx, pfn);
-        Ok(())
     }
 
     /// free_swap_and_cache() for a swap PTE going away: the PTE's reference drops, and the
     /// slot's swap-cache page goes too unless its write is in flight.
-    fn swap_pte_put_cached(&mut self, slot: SwapSlot) {
+    pub(crate) fn swap_pte_put_cached(&mut self, slot: SwapSlot) {
         let unused = self.swap.pte_put(slot);
         if let Some(pfn) = self.swap.cached(slot) {
             debug_assert!(!unused);
@@ -637,7 +648,7 @@ impl Machine {
     }
 
     /// Undo a charge that was never committed to a page.
-    fn memcg_uncharge_raw(&mut self, memcg: crate::memcontrol::MemcgId) {
+    pub(crate) fn memcg_uncharge_raw(&mut self, memcg: crate::memcontrol::MemcgId) {
         if memcg != crate::memcontrol::ROOT_MEMCG {
             self.memory.uncharge(memcg as usize, 1);
             if self.is_v1() {

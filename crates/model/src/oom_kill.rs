@@ -21,7 +21,7 @@ impl Machine {
         if t.exited() || t.killed || t.oom_score_adj == OOM_SCORE_ADJ_MIN {
             return None;
         }
-        let rss = t.rss_anon + t.rss_file;
+        let rss = t.rss_anon + t.rss_file + t.rss_shmem;
         // Page tables: one 4 KiB table per 512 mapped pages.
         let pgtables = (rss + t.swapents).div_ceil(512);
         let mut points = (rss + t.swapents + pgtables) as i64;

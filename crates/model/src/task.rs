@@ -72,6 +72,8 @@ pub struct Task {
     pub thread_seq: u32,
     pub rss_anon: u64,
     pub rss_file: u64,
+    /// MM_SHMEMPAGES: mapped pages of shmem files this task mapped first (shmem.rs).
+    pub rss_shmem: u64,
     pub swapents: u64,
     /// Dirty throttling (task_struct's nr_dirtied, nr_dirtied_pause, dirty_paused_when).
     pub dirty: crate::page_writeback::TaskDirty,
@@ -209,6 +211,9 @@ pub enum SyscallError {
     MappingTooLarge { bytes: u64 },
     /// clone() of a thread: no memory for its kernel stack.
     CloneNoMem,
+    /// A tmpfs is full (shmem_inode_acct_block()): write() fails with ENOSPC, a fault is
+    /// SIGBUS. `file` is the file's name (None: an unnamed object).
+    NoSpace { file: Option<String>, fault: bool },
 }
 
 impl std::fmt::Display for SyscallError {
@@ -231,6 +236,14 @@ impl std::fmt::Display for SyscallError {
             SyscallError::CloneNoMem => f.write_str(
                 "cannot create a thread: no memory for its kernel stack (clone: ENOMEM)",
             ),
+            SyscallError::NoSpace { ref file, fault } => {
+                let name = file.as_deref().unwrap_or("shared memory");
+                if fault {
+                    write!(f, "{name}: its tmpfs is full (page fault: SIGBUS)")
+                } else {
+                    write!(f, "error writing {name}: No space left on device (ENOSPC)")
+                }
+            }
         }
     }
 }
@@ -313,6 +326,7 @@ impl Machine {
             thread_seq: 0,
             rss_anon: 0,
             rss_file: 0,
+            rss_shmem: 0,
             swapents: 0,
             dirty: crate::page_writeback::TaskDirty::new(now),
             killed: false,
@@ -501,6 +515,55 @@ impl TaskCtx<'_> {
     /// (vm.overcommit_memory = 0, OVERCOMMIT_GUESS): a single mapping larger than RAM + swap
     /// is refused.
     pub fn mmap_anon(&mut self, pages: u64, locked: bool) -> Result<Vma, Fault> {
+        self.vm_enough_memory(pages)?;
+        // vm_area_struct and anon_vma, charged to the task's group.
+        let objcg = self.m.memcg_objcg(self.m.task(self.pid).memcg);
+        self.m.kmem_charge(
+            objcg,
+            crate::kmem::KmemKind::SlabUnreclaimable,
+            crate::kmem::VMA_SLAB_BYTES,
+            false,
+        )?;
+        let v = self.m.mmap_anon(self.pid, pages as u32, locked);
+        self.m.vmas.v[v as usize].objcg = objcg;
+        Ok(Vma(v))
+    }
+
+    /// mmap(MAP_SHARED | MAP_ANONYMOUS) of `pages` pages, or memfd_create(), ftruncate() and
+    /// a shared mapping of the memfd, which the model does alike: a new shmem object of
+    /// the kernel's internal tmpfs (shmem.rs), whose pages are charged to the tasks that
+    /// fault them and which goes with its last unmap. shmem_acct_size() applies the
+    /// overcommit heuristic as for a private mapping.
+    pub fn mmap_shared_anon(&mut self, pages: u64) -> Result<FileMap, Fault> {
+        self.vm_enough_memory(pages)?;
+        let memcg = self.m.task(self.pid).memcg;
+        let f = self.m.shmem_new_object(pages, memcg);
+        self.m.file_mmap(self.pid, f, false);
+        Ok(FileMap {
+            file: f,
+            exec: false,
+        })
+    }
+
+    /// A user-space write of page `idx` through a shared mapping of a shmem file (faults it
+    /// in if needed); a read is `touch_file()`.
+    #[inline]
+    pub fn write_shared(&mut self, map: FileMap, idx: u64) -> Result<(), Fault> {
+        if !self.m.file_is_shmem(map.file) {
+            return Err(Fault::Segv);
+        }
+        self.m.shmem_map_access(self.pid, map.file, idx, true)
+    }
+
+    /// unlink() of a named file: false if there is none. Its pages go at once unless a task
+    /// maps it (open file descriptors are not counted).
+    pub fn unlink(&mut self, name: &str) -> bool {
+        self.m.unlink(name).is_ok()
+    }
+
+    /// __vm_enough_memory() under the default overcommit heuristic: a mapping of `pages`
+    /// larger than RAM + swap is refused (ENOMEM).
+    fn vm_enough_memory(&mut self, pages: u64) -> Result<(), Fault> {
         let (ram, swap) = (self.m.totalram_pages, self.m.total_swap_pages);
         let refused = if pages > ram + swap {
             Some(SyscallError::Overcommit {
@@ -519,17 +582,7 @@ impl TaskCtx<'_> {
             self.m.task_mut(self.pid).error = Some(Box::new(e));
             return Err(Fault::Segv);
         }
-        // vm_area_struct and anon_vma, charged to the task's group.
-        let objcg = self.m.memcg_objcg(self.m.task(self.pid).memcg);
-        self.m.kmem_charge(
-            objcg,
-            crate::kmem::KmemKind::SlabUnreclaimable,
-            crate::kmem::VMA_SLAB_BYTES,
-            false,
-        )?;
-        let v = self.m.mmap_anon(self.pid, pages as u32, locked);
-        self.m.vmas.v[v as usize].objcg = objcg;
-        Ok(Vma(v))
+        Ok(())
     }
 
     /// madvise(MADV_HUGEPAGE or MADV_NOHUGEPAGE) over a whole anonymous mapping: the

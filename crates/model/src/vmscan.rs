@@ -1844,6 +1844,18 @@ impl Machine {
         let owner = self.frames.memcg(pfn);
         let slot = match self.swapcache_slot(pfn) {
             Some(slot) => slot,
+            None if self.page_in_shmem_file(pfn) => {
+                // A shmem page: unmapped, then dropped if clean, or moved to the swap cache
+                // by shmem_writepage() (shmem.rs).
+                match self.shmem_reclaim_page(pfn, sc.may_swap) {
+                    Ok(slot) => slot,
+                    Err(Some(memcg)) => {
+                        free_folios.push((pfn, Some(memcg)));
+                        return Verdict::Freed;
+                    }
+                    Err(None) => return Verdict::Activate,
+                }
+            }
             None => {
                 if !sc.may_swap {
                     // Only reachable with a unified LRU, where anon pages are scanned
@@ -1883,7 +1895,7 @@ impl Machine {
                 slot
             }
         };
-        if flags & pf::MAPPED != 0 {
+        if self.frames.test(pfn, pf::MAPPED) {
             // try_to_unmap() with TTU_BATCH_FLUSH: the TLB flush waits for the batch's end,
             // and reaches the CPUs in the mm's cpumask.
             let task = self.vmas.v[self.frames.meta[pfn as usize].map.mapping as usize].owner;
