@@ -510,13 +510,10 @@ mod tests {
             "always defer defer+madvise [madvise] never\n"
         );
         for n in ThpDefrag::NAMES {
-            assert_eq!(
-                ThpDefrag::from_name(n)
-                    .unwrap()
-                    .show()
-                    .contains(&format!("[{n}]")),
-                true
-            );
+            assert!(ThpDefrag::from_name(n)
+                .unwrap()
+                .show()
+                .contains(&format!("[{n}]")));
         }
         assert_eq!(ThpEnabled::from_name("sometimes"), None);
     }
