@@ -280,6 +280,14 @@ script_tests! {
     // A fragmented machine: huge faults fall back, compact directly when advised, and
     // kcompactd compacts proactively.
     thp_fragmented => "thp/fragmented.mcg",
+    // tmpfs: charged to the writer as shmem, holes, unlink.
+    shmem_tmpfs => "shmem/tmpfs.mcg",
+    // Shared anonymous memory and memfd.
+    shmem_shared => "shmem/shared.mcg",
+    // tmpfs under a limit: swapped out, read back, freed.
+    shmem_swap => "shmem/swap.mcg",
+    // tmpfs size=, remount, umount; no swap: the writer OOM-killed, its pages kept.
+    shmem_limits => "shmem/limits.mcg",
     // Direct reclaimers throttled on pages other reclaimers isolated.
     swap_too_many_isolated => "swap/too_many_isolated.mcg",
     // Mapped file pages: executable text against a file reader.

@@ -12,7 +12,9 @@
  *     and, for access, the simulator's page sequence;
  *   - joining a cgroup from the very process that will allocate;
  *   - control-file writes, mkdir and rmdir whose errno must be reported
- *     exactly (the shell only says "write error");
+ *     exactly (the shell only says "write error"), and the mounts, unmounts
+ *     and unlinks of tmpfs files of a script;
+ *   - shared anonymous memory and memfd (shmem);
  *   - raw reads of an already-open file descriptor from offset 0;
  *   - waiting until a held workload is ready, or gone;
  *   - running one script of a batch as a session: the script's shell and
@@ -40,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <dirent.h>
@@ -227,6 +230,7 @@ static void usage(void)
         "usage: mcgh anon SIZE [--passes N] [--madvise hugepage|nohugepage] [--hold NAME]\n"
         "       mcgh pagecache SIZE [--file NAME] [--hold NAME]\n"
         "       mcgh mlock SIZE [--hold NAME]\n"
+        "       mcgh shmem SIZE [--passes N] [--memfd] [--hold NAME]\n"
         "       mcgh dd SIZE [--file NAME] [--bs SIZE]\n"
         "       mcgh cat|readonce --file NAME [SIZE] [--cold]\n"
         "       mcgh tar SIZE [--files N] [--gzip] [--archive NAME] [--dest PREFIX] [--seed N]\n"
@@ -239,6 +243,9 @@ static void usage(void)
         "       mcgh write LINE PATH VALUE\n"
         "       mcgh mkdir LINE PATH\n"
         "       mcgh rmdir LINE PATH\n"
+        "       mcgh mount LINE DIR new|remount OPTIONS\n"
+        "       mcgh umount LINE DIR\n"
+        "       mcgh rm LINE FILE\n"
         "       mcgh fdwrite LINE FD VALUE\n"
         "       mcgh fdread FD\n"
         "       mcgh poll LINE FD TIMEOUT_MS\n"
@@ -357,6 +364,19 @@ static int valid_name(const char *s)
            strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
 }
 
+/* A file of a script: a name of the data directory, or an absolute path to a
+ * file directly in a tmpfs (the translation checks which tmpfs). */
+static int valid_file_name(const char *s)
+{
+    const char *slash = strrchr(s, '/');
+
+    if (s[0] != '/')
+        return valid_name(s);
+    return strlen(s) <= 200 && strstr(s, "/./") == NULL &&
+           strstr(s, "/../") == NULL && strstr(s, "//") == NULL &&
+           valid_name(slash + 1);
+}
+
 /* The LINE token, echoed into the output line: no blanks or control bytes. */
 static void check_lineno(const char *s)
 {
@@ -383,7 +403,7 @@ static int parse_fd(const char *s)
 /* ------------------------------------------------------------------------ */
 
 enum wl_kind { WL_ANON, WL_PAGECACHE, WL_MLOCK, WL_DD, WL_CAT, WL_TAR, WL_DCACHE,
-               WL_THREADS, WL_ACCESS };
+               WL_THREADS, WL_ACCESS, WL_SHMEM };
 
 /* access --pattern */
 enum access_pattern { PAT_RANDOM, PAT_ZIPF, PAT_SEQ };
@@ -393,6 +413,7 @@ struct workload {
     uint64_t size;          /* bytes; cat: 0 = no SIZE given */
     unsigned long passes;   /* anon: passes over all pages */
     int madvise;            /* anon: 0, or MADV_HUGEPAGE / MADV_NOHUGEPAGE */
+    int memfd;              /* shmem: a memfd mapped shared, not MAP_ANONYMOUS */
     const char *file;       /* pagecache: NULL = unnamed O_TMPFILE file; dd, cat;
                                access: NULL = anonymous memory */
     const char *hold;       /* NULL = exit when done */
@@ -546,8 +567,9 @@ static uint64_t model_size(const char *wl, const char *what, const char *v,
  * directories; a name with '/' is refused here rather than misplaced). */
 static const char *model_name(const char *wl, const char *what, const char *v)
 {
-    if (!valid_name(v))
-        arg_error(wl, "%s: bad name '%s' (one path component is needed)", what, v);
+    if (!valid_file_name(v))
+        arg_error(wl, "%s: bad name '%s' (one path component, or a tmpfs file, is needed)",
+                  what, v);
     return v;
 }
 
@@ -856,6 +878,8 @@ static int parse_workload(int argc, char **argv, struct workload *wl)
         wl->kind = WL_PAGECACHE;
     else if (strcmp(argv[0], "mlock") == 0)
         wl->kind = WL_MLOCK;
+    else if (strcmp(argv[0], "shmem") == 0)
+        wl->kind = WL_SHMEM;
     else
         return -1;
     if (argc < 2)
@@ -867,13 +891,18 @@ static int parse_workload(int argc, char **argv, struct workload *wl)
 
     for (i = 2; i < argc; i++) {
         const char *opt = argv[i];
+        if (strcmp(opt, "--memfd") == 0 && wl->kind == WL_SHMEM) {
+            wl->memfd = 1;
+            continue;
+        }
         if (i + 1 >= argc)
             usage_exit("option needs a value", opt);
         if (strcmp(opt, "--hold") == 0) {
             if (!valid_name(argv[i + 1]))
                 usage_exit("bad hold NAME", argv[i + 1]);
             wl->hold = argv[i + 1];
-        } else if (strcmp(opt, "--passes") == 0 && wl->kind == WL_ANON) {
+        } else if (strcmp(opt, "--passes") == 0 &&
+                   (wl->kind == WL_ANON || wl->kind == WL_SHMEM)) {
             if (parse_uint(argv[i + 1], MAX_PASSES, &wl->passes) != 0)
                 usage_exit("bad --passes", argv[i + 1]);
         } else if (strcmp(opt, "--madvise") == 0 && wl->kind == WL_ANON) {
@@ -970,6 +999,64 @@ static int run_anon(const struct workload *wl)
     return 0;
 }
 
+/* DATA_DIR/name into path.  Returns 0, or -1 (reported) if too long. */
+static int data_path(char *path, size_t len, const char *name)
+{
+    int n = name[0] == '/' ? snprintf(path, len, "%s", name)
+                           : snprintf(path, len, "%s/%s", MCGH_DATA_DIR, name);
+
+    if (n < 0 || (size_t)n >= len) {
+        report_err(name, ENAMETOOLONG);
+        return -1;
+    }
+    return 0;
+}
+
+/* The simulator's shmem: a shared anonymous mapping (or a memfd mapped
+ * shared) of SIZE, every page written PASSES times, then unmapped, which
+ * frees it. */
+static int run_shmem(const struct workload *wl)
+{
+    size_t size = (size_t)wl->size;
+    volatile char *buf = NULL;
+    unsigned long pass;
+    size_t off;
+
+    if (size > 0) {
+        void *p;
+        if (wl->memfd) {
+            int fd = memfd_create("mcgh-shmem", 0);
+            if (fd < 0) {
+                report_err("memfd_create", errno);
+                return 1;
+            }
+            if (ftruncate(fd, (off_t)size) != 0) {
+                report_err("ftruncate", errno);
+                return 1;
+            }
+            p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            close(fd);
+        } else {
+            p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                     -1, 0);
+        }
+        if (p == MAP_FAILED) {
+            report_err("mmap", errno);
+            return 1;
+        }
+        buf = p;
+    }
+    for (pass = 0; pass < wl->passes; pass++)
+        for (off = 0; off < size; off += MCGH_PAGE)
+            buf[off] = (char)(pass + 1);
+
+    if (wl->hold != NULL)
+        hold_forever(wl->hold);
+    if (size > 0)
+        munmap((void *)buf, size);
+    return 0;
+}
+
 /* alloc_pagecache() of the kernel memcg selftests: grow a file on the data
  * filesystem by SIZE (a sparse extension) and read the new range page by
  * page, so that the page cache fills with (zero) pages charged to the
@@ -990,11 +1077,8 @@ static int run_pagecache(const struct workload *wl)
             return 1;
         }
     } else {
-        if ((size_t)snprintf(path, sizeof(path), "%s/%s", MCGH_DATA_DIR,
-                             wl->file) >= sizeof(path)) {
-            report_err("open", ENAMETOOLONG);
+        if (data_path(path, sizeof(path), wl->file) != 0)
             return 1;
-        }
         fd = open(path, O_RDWR | O_CREAT, 0600);
         if (fd < 0) {
             report_err(path, errno);
@@ -1069,16 +1153,6 @@ static int run_mlock(const struct workload *wl)
         hold_forever(wl->hold);
     if (size > 0)
         munmap(p, size);
-    return 0;
-}
-
-/* DATA_DIR/name into path.  Returns 0, or -1 (reported) if too long. */
-static int data_path(char *path, size_t len, const char *name)
-{
-    if ((size_t)snprintf(path, len, "%s/%s", MCGH_DATA_DIR, name) >= len) {
-        report_err(name, ENAMETOOLONG);
-        return -1;
-    }
     return 0;
 }
 
@@ -1814,6 +1888,8 @@ static int run_workload(const struct workload *wl)
         return run_threads(wl);
     case WL_ACCESS:
         return run_access(wl);
+    case WL_SHMEM:
+        return run_shmem(wl);
     }
     return EXIT_USAGE;
 }
@@ -1871,6 +1947,63 @@ static int cmd_mkdir_rmdir(int argc, char **argv, int is_mkdir)
                    NULL);
     check_lineno(argv[2]);
     rc = is_mkdir ? mkdir(argv[3], 0755) : rmdir(argv[3]);
+    emit_errno_line(argv[2], rc == 0 ? 0 : errno);
+    return 0;
+}
+
+/* mcgh mount LINE DIR new|remount OPTIONS: mount a tmpfs at DIR (made if
+ * missing) with OPTIONS ("" or "size=..."), or remount the one there. */
+static int cmd_mount(int argc, char **argv)
+{
+    const char *dir, *opts;
+    int remount, rc;
+
+    if (argc != 6)
+        usage_exit("mount needs LINE DIR new|remount OPTIONS", NULL);
+    check_lineno(argv[2]);
+    dir = argv[3];
+    remount = strcmp(argv[4], "remount") == 0;
+    if (!remount && strcmp(argv[4], "new") != 0)
+        usage_exit("mount: new or remount", argv[4]);
+    opts = argv[5][0] != '\0' ? argv[5] : NULL;
+    if (remount) {
+        rc = mount("tmpfs", dir, "tmpfs", MS_REMOUNT, opts);
+    } else {
+        char path[PATH_MAX];
+        char *p;
+        if ((size_t)snprintf(path, sizeof(path), "%s", dir) >= sizeof(path))
+            usage_exit("mount: DIR too long", dir);
+        for (p = path + 1; *p; p++) {
+            if (*p == '/') {
+                *p = '\0';
+                (void)mkdir(path, 0755);
+                *p = '/';
+            }
+        }
+        (void)mkdir(path, 0755);
+        rc = mount("tmpfs", dir, "tmpfs", 0, opts);
+    }
+    emit_errno_line(argv[2], rc == 0 ? 0 : errno);
+    return 0;
+}
+
+/* mcgh umount LINE DIR / mcgh rm LINE FILE (a data-directory name or an
+ * absolute tmpfs path). */
+static int cmd_umount_rm(int argc, char **argv, int is_umount)
+{
+    char path[PATH_MAX];
+    int rc;
+
+    if (argc != 4)
+        usage_exit(is_umount ? "umount needs LINE DIR" : "rm needs LINE FILE", NULL);
+    check_lineno(argv[2]);
+    if (is_umount) {
+        rc = umount(argv[3]);
+    } else {
+        if (!valid_file_name(argv[3]) || data_path(path, sizeof(path), argv[3]) != 0)
+            usage_exit("rm: bad FILE", argv[3]);
+        rc = unlink(path);
+    }
     emit_errno_line(argv[2], rc == 0 ? 0 : errno);
     return 0;
 }
@@ -2277,6 +2410,12 @@ int main(int argc, char **argv)
         return cmd_mkdir_rmdir(argc, argv, 0);
     if (strcmp(cmd, "fdwrite") == 0)
         return cmd_fdwrite(argc, argv);
+    if (strcmp(cmd, "mount") == 0)
+        return cmd_mount(argc, argv);
+    if (strcmp(cmd, "umount") == 0)
+        return cmd_umount_rm(argc, argv, 1);
+    if (strcmp(cmd, "rm") == 0)
+        return cmd_umount_rm(argc, argv, 0);
     if (strcmp(cmd, "fdread") == 0)
         return cmd_fdread(argc, argv);
     if (strcmp(cmd, "open") == 0)

@@ -394,6 +394,38 @@ impl System {
         Ok(())
     }
 
+    /// mount -t tmpfs -o size=SIZE tmpfs DIR, or with `remount` a new size for the tmpfs at
+    /// DIR (None: the default, half of RAM; 0: no limit).
+    pub fn mount_tmpfs(
+        &mut self,
+        dir: &str,
+        size: Option<memcgsim_model::shmem::TmpfsSize>,
+        remount: bool,
+    ) -> Result<(), Errno> {
+        let size = size.map(|s| s.pages(self.machine.totalram_pages));
+        let r = if remount {
+            self.machine.tmpfs_remount(dir, size)
+        } else {
+            self.machine.tmpfs_mount(dir, size)
+        };
+        self.machine.after_step_check();
+        r
+    }
+
+    /// umount DIR (a tmpfs): its files go with their pages and swap.
+    pub fn umount(&mut self, dir: &str) -> Result<(), Errno> {
+        let r = self.machine.tmpfs_umount(dir);
+        self.machine.after_step_check();
+        r
+    }
+
+    /// rm FILE: unlink a file of the simulated machine's filesystems (not of cgroupfs).
+    pub fn unlink(&mut self, name: &str) -> Result<(), Errno> {
+        let r = self.machine.unlink(name);
+        self.machine.after_step_check();
+        r
+    }
+
     /// Whether `path` names a directory (a cgroup, a directory of /proc or /sys, or "/").
     pub fn is_dir(&self, path: &str) -> bool {
         matches!(self.resolve(path), Ok(Node::Dir(_)) | Ok(Node::ProcDir))

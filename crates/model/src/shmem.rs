@@ -141,6 +141,63 @@ impl Shmem {
     }
 }
 
+/// A tmpfs `size=` option: bytes (memparse()'s syntax) or a percentage of RAM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TmpfsSize {
+    Bytes(u64),
+    Percent(u64),
+}
+
+impl TmpfsSize {
+    /// shmem_parse_one()'s `size`: memparse(), then an optional `%`; nothing else may
+    /// follow. Err: the kernel's "Bad value for 'size'" (EINVAL).
+    pub fn parse(v: &str) -> Result<TmpfsSize, String> {
+        let bad = || format!("bad value for 'size': '{v}'");
+        if !v.starts_with(|c: char| c.is_ascii_digit()) {
+            return Err(bad());
+        }
+        let (n, rest) = crate::units::memparse(v);
+        match rest {
+            "" => Ok(TmpfsSize::Bytes(n)),
+            "%" => Ok(TmpfsSize::Percent(n)),
+            _ => Err(bad()),
+        }
+    }
+
+    /// max_blocks: the size in pages, rounded up (0: no limit).
+    pub fn pages(self, totalram_pages: u64) -> u64 {
+        match self {
+            TmpfsSize::Bytes(b) => b.div_ceil(crate::PAGE_SIZE),
+            TmpfsSize::Percent(p) => {
+                let bytes =
+                    u128::from(totalram_pages) * u128::from(crate::PAGE_SIZE) * u128::from(p) / 100;
+                bytes
+                    .div_ceil(u128::from(crate::PAGE_SIZE))
+                    .min(u128::from(u64::MAX)) as u64
+            }
+        }
+    }
+}
+
+/// The options of `mount -o` for a tmpfs: `size=` (the last one wins) and `remount`. Err:
+/// an option the model does not take.
+pub fn parse_tmpfs_options(opts: &str) -> Result<(Option<TmpfsSize>, bool), String> {
+    let mut size = None;
+    let mut remount = false;
+    for o in opts.split(',').filter(|o| !o.is_empty()) {
+        match o.split_once('=') {
+            Some(("size", v)) => size = Some(TmpfsSize::parse(v)?),
+            None if o == "remount" => remount = true,
+            _ => {
+                return Err(format!(
+                    "tmpfs option '{o}' is not modelled (only size= and remount)"
+                ))
+            }
+        }
+    }
+    Ok((size, remount))
+}
+
 /// A mount point as `mount` and `umount` take it: an absolute path, without `.` or `..`
 /// components, empty components or a trailing slash.
 pub fn valid_mount_dir(dir: &str) -> bool {
@@ -936,6 +993,16 @@ mod tests {
         }));
         assert_eq!(s.mount_of("/dev/shm/in/a"), Some(2));
         assert_eq!(s.mount_of("/dev/shm/inx"), Some(1));
+        assert_eq!(TmpfsSize::parse("1M"), Ok(TmpfsSize::Bytes(1 << 20)));
+        assert_eq!(TmpfsSize::parse("10%"), Ok(TmpfsSize::Percent(10)));
+        assert!(TmpfsSize::parse("1Mx").is_err() && TmpfsSize::parse("x").is_err());
+        assert_eq!(TmpfsSize::Bytes(4097).pages(1000), 2);
+        assert_eq!(TmpfsSize::Percent(50).pages(1001), 501);
+        assert_eq!(
+            parse_tmpfs_options("remount,size=2k"),
+            Ok((Some(TmpfsSize::Bytes(2048)), true))
+        );
+        assert!(parse_tmpfs_options("nr_inodes=5").is_err());
         assert!(valid_mount_dir("/a/b"));
         for bad in ["/", "a", "/a/", "/a//b", "/a/../b", "/./a", ""] {
             assert!(!valid_mount_dir(bad), "{bad}");

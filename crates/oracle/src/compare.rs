@@ -312,11 +312,20 @@ pub fn compare(
             })
         };
         match cmd {
-            Command::Mkdir(_) | Command::Rmdir(_) | Command::Open { .. } | Command::Kill(_) => {
+            Command::Mkdir(_)
+            | Command::Rmdir(_)
+            | Command::Open { .. }
+            | Command::Kill(_)
+            | Command::Mount { .. }
+            | Command::Umount(_)
+            | Command::Rm(_) => {
                 let what = match cmd {
                     Command::Mkdir(_) => "mkdir",
                     Command::Rmdir(_) => "rmdir",
                     Command::Open { .. } => "open",
+                    Command::Mount { .. } => "mount",
+                    Command::Umount(_) => "umount",
+                    Command::Rm(_) => "rm",
                     _ => "kill",
                 };
                 if let Some(e) = errno_of(&k.errno) {

@@ -45,7 +45,8 @@ export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-mkdir -p /run/mcg /tmp /data
+mkdir -p /run/mcg /tmp /data /dev/shm
+mount -t tmpfs tmpfs /dev/shm
 for m in MODULES; do insmod /lib/modules/$m.ko 2>/dev/null; done
 i=0; while [ ! -b /dev/vda1 ] && [ $i -lt 200 ]; do usleep 50000; i=$((i+1)); done
 echo "@@MCG BOOTED $(uname -r)"
@@ -67,6 +68,9 @@ clean() {
     [ -n "$left" ] && unclean "cgroup $left could not be removed"
     umount /sys/fs/cgroup
   fi
+  for m in $(awk '$3 == "tmpfs" && $2 != "/dev/shm" { print $2 }' /proc/mounts); do umount "$m" || unclean "tmpfs $m could not be unmounted"; done
+  rm -rf /dev/shm/*
+  mount -o remount,size=50% /dev/shm
   if [ -b /dev/vdb ]; then swapoff /dev/vdb; fi
   umount /data
   rm -rf /tmp/* /run/mcg/*

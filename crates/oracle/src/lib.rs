@@ -397,6 +397,56 @@ mod tests {
         assert!(translate::translate("mkdir /A\nrun /A readonce --file .x\n").is_ok());
     }
 
+    /// Files of a tmpfs: /dev/shm, and a tmpfs the script mounts (from its line on, until
+    /// its umount); the guest's mcgh mounts, unmounts and unlinks, reporting the errno.
+    #[test]
+    fn tmpfs_files_and_mounts_translate() {
+        let t = translate::translate(
+            "mkdir /A\nmount -t tmpfs -o size=8M tmpfs /mnt/s\nrun /A dd 1M --file /mnt/s/f\n\
+             mount -o remount,size=50% /mnt/s\nrm /mnt/s/f\numount /mnt/s\n\
+             run /A shmem 1M --memfd\nrun /A cat --file /dev/shm/g\nrm g\n",
+        )
+        .unwrap();
+        for line in [
+            "/bin/mcgh mount 2 '/mnt/s' new 'size=8388608'",
+            "'dd' '1M' '--file' '/mnt/s/f'",
+            "/bin/mcgh mount 4 '/mnt/s' remount 'size=50%'",
+            "/bin/mcgh rm 5 '/mnt/s/f'",
+            "/bin/mcgh umount 6 '/mnt/s'",
+            "'shmem' '1M' '--memfd'",
+            "'cat' '--file' '/dev/shm/g'",
+            "/bin/mcgh rm 9 'g'",
+        ] {
+            assert!(t.shell.contains(line), "{line} not in:\n{}", t.shell);
+        }
+        for (bad, why) in [
+            ("run /A dd 1M --file /mnt/s/f\n", "one path component"),
+            (
+                "mount -t tmpfs tmpfs /mnt/s\numount /mnt/s\nrun /A dd 1M --file /mnt/s/f\n",
+                "one path component",
+            ),
+            (
+                "mount -t tmpfs tmpfs /mnt/s\nrun /A dd 1M --file /mnt/s/d/f\n",
+                "one path component",
+            ),
+            (
+                "mount -t tmpfs tmpfs /data/x\n",
+                "cannot mount a tmpfs at /data/x",
+            ),
+            (
+                "mount -o remount,size=1M /mnt/none\n",
+                "no tmpfs is mounted at /mnt/none",
+            ),
+            ("umount /dev/shm\n", "keeps /dev/shm mounted"),
+            ("rm /mnt/s/f\n", "neither a file of the data directory"),
+        ] {
+            let e = translate::translate(&format!("mkdir /A\n{bad}"))
+                .err()
+                .unwrap_or_else(|| panic!("{bad} should not translate"));
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+    }
+
     #[test]
     fn scripts_share_a_boot_only_when_they_cannot_see_each_other() {
         let own =

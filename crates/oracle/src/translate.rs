@@ -30,15 +30,18 @@ pub const GUEST_WORKLOADS: &[&str] = &[
     "dcache",
     "threads",
     "access",
+    "shmem",
 ];
 
 /// Workload options that name a file. The model has one flat namespace of files; the guest
 /// keeps them all in its data directory (the ext4 mount, also the shell's working
-/// directory), so a name must be one path component.
+/// directory), so a name must be one path component, or a file directly in a tmpfs the
+/// guest has mounted (/dev/shm, or a `mount` of the script).
 const FILE_OPTIONS: &[&str] = &["--file", "--archive", "--dest"];
 
-/// Can the guest run this workload as the model does? Err: why not.
-fn check_guest_workload(spec: &RunSpec) -> Result<(), String> {
+/// Can the guest run this workload as the model does? Err: why not. `tmpfs` are the
+/// directories where a tmpfs is mounted at this line.
+fn check_guest_workload(spec: &RunSpec, tmpfs: &[String]) -> Result<(), String> {
     let w = spec.workload.as_str();
     if !GUEST_WORKLOADS.contains(&w) {
         return Err(format!(
@@ -58,9 +61,15 @@ fn check_guest_workload(spec: &RunSpec) -> Result<(), String> {
         let Some(v) = value.or_else(|| args.next().map(String::as_str)) else {
             continue;
         };
+        let on_tmpfs = v.rsplit_once('/').is_some_and(|(dir, name)| {
+            tmpfs.iter().any(|t| t == dir) && !name.is_empty() && name != "." && name != ".."
+        });
+        if on_tmpfs && key == "--file" && v.len() <= 180 {
+            continue;
+        }
         if v.contains('/') || v == "." || v == ".." || v.len() > 180 {
             return Err(format!(
-                "{w}: {key} '{v}' cannot be a file name on the kernel: the guest keeps every file in one directory, so a name is one path component of at most 180 bytes, not . or .."
+                "{w}: {key} '{v}' cannot be a file name on the kernel: the guest keeps every file in one directory, so a name is one path component of at most 180 bytes, not . or .., or (--file) a file directly in a tmpfs mounted by then (/dev/shm or a mount of the script)"
             ));
         }
     }
@@ -117,6 +126,8 @@ struct Ctx {
     cwd: String,
     fds: Vec<(String, u32)>,
     tasks: Vec<(String, bool)>,
+    /// Where a tmpfs is mounted at the current line: /dev/shm and the script's mounts.
+    tmpfs: Vec<String>,
     /// Every absolute path used, and how.
     touched: std::cell::RefCell<Vec<(String, Use)>>,
 }
@@ -211,6 +222,7 @@ pub fn translate(text: &str) -> Result<Translation, String> {
         cwd: "/".into(),
         fds: Vec::new(),
         tasks: Vec::new(),
+        tmpfs: vec![memcgsim_model::shmem::DEV_SHM.to_string()],
         touched: Default::default(),
     };
     let mut next_fd = 3u32;
@@ -336,7 +348,7 @@ pub fn translate(text: &str) -> Result<Translation, String> {
                 format!("exec {fd}>&-")
             }
             Command::Run(spec) => {
-                check_guest_workload(spec).map_err(|e| format!("line {src}: {e}"))?;
+                check_guest_workload(spec, &cx.tmpfs).map_err(|e| format!("line {src}: {e}"))?;
                 let name = spec.task_name().to_string();
                 let holds = spec.args.iter().any(|a| a == "--hold");
                 let mut args: Vec<String> = Vec::new();
@@ -367,6 +379,56 @@ pub fn translate(text: &str) -> Result<Translation, String> {
                     // errno and no task ran, as in the model.
                     format!("{run}; r=$?; if [ $r != 126 ]; then echo \"@@MCG L{n} EXIT $r\"; echo \"@@MCG L{n} ERRNO 0\"; fi")
                 }
+            }
+            Command::Mount { dir, size, remount } => {
+                let guest_own = ["/dev", "/proc", "/sys", "/data", "/run", "/tmp", "/bin"]
+                    .iter()
+                    .any(|d| dir == d || dir.starts_with(&format!("{d}/")));
+                if *remount && !cx.tmpfs.contains(dir) {
+                    return Err(format!(
+                        "line {src}: mount: no tmpfs is mounted at {dir} to remount"
+                    ));
+                }
+                if !*remount && guest_own {
+                    return Err(format!(
+                        "line {src}: mount: the guest cannot mount a tmpfs at {dir} (/dev, /proc, /sys, /run, /tmp, /bin and the data disk are its own)"
+                    ));
+                }
+                let opts = match size {
+                    Some(memcgsim_model::shmem::TmpfsSize::Bytes(b)) => format!("size={b}"),
+                    Some(memcgsim_model::shmem::TmpfsSize::Percent(p)) => format!("size={p}%"),
+                    None => String::new(),
+                };
+                if !*remount && !cx.tmpfs.contains(dir) {
+                    cx.tmpfs.push(dir.clone());
+                }
+                format!(
+                    "/bin/mcgh mount {n} {} {} {}",
+                    q(dir),
+                    if *remount { "remount" } else { "new" },
+                    q(&opts)
+                )
+            }
+            Command::Umount(dir) => {
+                if dir == memcgsim_model::shmem::DEV_SHM {
+                    return Err(format!(
+                        "line {src}: umount: the guest keeps /dev/shm mounted"
+                    ));
+                }
+                cx.tmpfs.retain(|t| t != dir);
+                format!("/bin/mcgh umount {n} {}", q(dir))
+            }
+            Command::Rm(name) => {
+                let ok = name.rsplit_once('/').map_or(
+                    !name.is_empty() && name != "." && name != "..",
+                    |(dir, f)| cx.tmpfs.iter().any(|t| t == dir) && !f.is_empty(),
+                );
+                if !ok {
+                    return Err(format!(
+                        "line {src}: rm: '{name}' is neither a file of the data directory nor one directly in a tmpfs"
+                    ));
+                }
+                format!("/bin/mcgh rm {n} {}", q(name))
             }
             Command::Sleep(ns) => {
                 let us = ns / 1000;

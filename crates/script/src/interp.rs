@@ -763,6 +763,30 @@ impl Interpreter {
                 self.record("mkdir", r);
                 Ok(())
             }
+            Command::Mount { dir, size, remount } => {
+                let r = self.boot()?.mount_tmpfs(dir, *size, *remount);
+                if let Err(e) = r {
+                    self.complain(err, &format!("mount: {dir}: {e}"));
+                }
+                self.record("mount", r);
+                Ok(())
+            }
+            Command::Umount(dir) => {
+                let r = self.boot()?.umount(dir);
+                if let Err(e) = r {
+                    self.complain(err, &format!("umount: {dir}: {e}"));
+                }
+                self.record("umount", r);
+                Ok(())
+            }
+            Command::Rm(name) => {
+                let r = self.boot()?.unlink(name);
+                if let Err(e) = r {
+                    self.complain(err, &format!("rm: cannot remove '{name}': {e}"));
+                }
+                self.record("rm", r);
+                Ok(())
+            }
             Command::Rmdir(p) => {
                 let path = self.path(p);
                 let r = self.boot()?.rmdir(&path);

@@ -153,12 +153,22 @@ pub enum Command {
         name: String,
         terms: Vec<(char, Value)>,
     },
+    /// `mount -t tmpfs [-o size=SIZE] SOURCE DIR`, or `mount -o remount[,size=SIZE] DIR`.
+    Mount {
+        dir: String,
+        size: Option<memcgsim_model::shmem::TmpfsSize>,
+        remount: bool,
+    },
+    /// `umount DIR`
+    Umount(String),
+    /// `rm FILE`: unlink a file of the simulated machine's filesystems.
+    Rm(String),
 }
 
 /// Every command name, for completion in the shell.
 pub const COMMANDS: &[&str] = &[
     "cat", "cd", "clear", "close", "echo", "expect", "help", "kill", "let", "ls", "machine",
-    "mkdir", "open", "poll", "pwd", "rmdir", "run", "sleep", "wait",
+    "mkdir", "mount", "open", "poll", "pwd", "rm", "rmdir", "run", "sleep", "umount", "wait",
 ];
 
 /// The one-line summary of every command, printed by `help`.
@@ -184,9 +194,15 @@ Commands:
   expect A OP B                compare values; OP is == != < <= > >=
   expect close(A, B, PCT)      A and B within PCT percent (kernel values_close)
   expect exit N | killed       how the last foreground task ended
-  expect errno NAME | 0        how the last write/mkdir/rmdir/open/close/run ended
+  expect errno NAME | 0        how the last write, mkdir, rmdir, open, close, run,
+                               mount, umount or rm ended
   expect poll event|timeout|error  what the last poll returned
   let NAME = VALUE | $(( ... ))  remember a value now, as $NAME
+  mount -t tmpfs [-o size=SIZE] tmpfs DIR
+                               mount a tmpfs (size: bytes or N% of RAM; default 50%)
+  mount -o remount,size=SIZE DIR  resize a tmpfs
+  umount DIR                   unmount a tmpfs, freeing its files
+  rm FILE                      unlink a file (tmpfs or disk) of the simulated machine
   help [WORKLOAD]              this text, or what a workload does and its arguments
   clear                        clear the terminal (interactive shell only)
 Blocks (scripts only; they nest, each closed by its own end):
@@ -206,6 +222,45 @@ fn arity(cmd: &str, args: &[Word], min: usize, max: usize, usage: &str) -> Resul
     } else {
         Ok(())
     }
+}
+
+/// `mount -t tmpfs [-o OPTIONS] SOURCE DIR` or `mount -o remount[,OPTIONS] [SOURCE] DIR`.
+fn parse_mount(args: &[Word]) -> Result<Command, String> {
+    const USAGE: &str =
+        "usage: mount -t tmpfs [-o size=SIZE] tmpfs DIR | mount -o remount,size=SIZE DIR";
+    let mut fstype = None;
+    let mut opts = String::new();
+    let mut pos = Vec::new();
+    let mut it = args.iter().map(|w| w.text.as_str());
+    while let Some(a) = it.next() {
+        match a {
+            "-t" => fstype = Some(it.next().ok_or(USAGE)?),
+            "-o" => {
+                let o = it.next().ok_or(USAGE)?;
+                if !opts.is_empty() {
+                    opts.push(',');
+                }
+                opts.push_str(o);
+            }
+            _ if a.starts_with('-') => return Err(format!("mount: option '{a}' is not modelled")),
+            _ => pos.push(a),
+        }
+    }
+    let (size, remount) =
+        memcgsim_model::shmem::parse_tmpfs_options(&opts).map_err(|e| format!("mount: {e}"))?;
+    if let Some(t) = fstype.filter(|&t| t != "tmpfs") {
+        return Err(format!("mount: only tmpfs can be mounted, not '{t}'"));
+    }
+    let dir = match (remount, fstype, pos.as_slice()) {
+        (true, _, [dir]) | (true, _, [_, dir]) | (false, Some(_), [_, dir]) => dir.to_string(),
+        _ => return Err(USAGE.into()),
+    };
+    if !memcgsim_model::shmem::valid_mount_dir(&dir) {
+        return Err(format!(
+            "mount: '{dir}' is not an absolute path without '.', '..' or a trailing '/'"
+        ));
+    }
+    Ok(Command::Mount { dir, size, remount })
 }
 
 /// Parse a line of text. `Ok(None)` for a blank or comment-only line.
@@ -318,6 +373,19 @@ pub fn parse_words(words: &[Word]) -> Result<Option<Command>, String> {
             Command::Expect { expr, text }
         }
         "let" => parse_let(args)?,
+        "mount" => parse_mount(args)?,
+        "umount" => {
+            arity(cmd, args, 1, 1, "DIR")?;
+            let dir = text(0);
+            if !memcgsim_model::shmem::valid_mount_dir(&dir) {
+                return Err(format!("umount: '{dir}' is not an absolute path"));
+            }
+            Command::Umount(dir)
+        }
+        "rm" => {
+            arity(cmd, args, 1, 1, "FILE")?;
+            Command::Rm(text(0))
+        }
         "repeat" | "end" | "if" | "else" | "every" | "break" => {
             return Err(format!(
                 "'{cmd}' works only in a script file, where blocks (repeat, if, every ... end) \

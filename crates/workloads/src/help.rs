@@ -125,6 +125,11 @@ pub(crate) const DOCS: &[Doc] = &[
         "threads N [--hold]",
         "create N threads, each with a kernel stack, a task_struct and a user stack page; they exit at once unless --hold"
     ),
+    doc!(
+        "shmem",
+        "shmem SIZE [--passes N] [--memfd] [--hold]",
+        "write every page of SIZE of shared anonymous memory (or a memfd) N times, then unmap it"
+    ),
 ];
 
 /// The texts of workload `name`.

@@ -14,6 +14,8 @@
 //!   add and read their own SIZE, as the selftests' shared fd does.
 //! * `mlock SIZE [--hold]` — alloc_anon_mlock(): mmap SIZE and mlock it, one in-kernel
 //!   fault-in of every page onto the unevictable list, then munmap and exit.
+//! * `shmem SIZE [--passes N] [--memfd] [--hold]` — shared anonymous memory (or a memfd):
+//!   write every page through a shared mapping N times, then unmap it, which frees it.
 //!
 //! The programs of the experiments the model reproduces (each module says which):
 //!
@@ -36,6 +38,7 @@ mod kbuild;
 mod kernel;
 mod mem_eater;
 pub mod rand;
+mod shm;
 mod stream;
 mod tar;
 mod touch;
@@ -67,6 +70,7 @@ pub const WORKLOADS: &[&str] = &[
     "trace",
     "dcache",
     "threads",
+    "shmem",
 ];
 
 /// The argument syntax of a workload, e.g. `usemem SIZE [--random] [--passes N] ...`: the
@@ -209,6 +213,7 @@ fn build_known(name: &str, args: &[String]) -> Result<Box<dyn Program>, String> 
         "trace" => trace::build(args),
         "dcache" => kernel::build_dcache(args),
         "threads" => kernel::build_threads(args),
+        "shmem" => shm::build(args),
         _ => Err(format!("{name}: documented but not built")),
     }
 }
@@ -438,6 +443,7 @@ mod tests {
             "anon" => return (&["--hold"], &["--passes", "--madvise"], &["SIZE"]),
             "pagecache" => return (&["--hold"], &["--file"], &["SIZE"]),
             "mlock" => return (&["--hold"], &[], &["SIZE"]),
+            "shmem" => return (&["--hold", "--memfd"], &["--passes"], &["SIZE"]),
             "mem_eater" => &mem_eater::SPEC,
             "dd" => &stream::DD_SPEC,
             "cat" | "readonce" => &stream::CAT_SPEC,

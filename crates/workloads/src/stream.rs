@@ -14,7 +14,7 @@
 //!   dropped), so that the stream waits for the device through the kernel's readahead.
 //!   Pages read once stay on the inactive file list.
 
-use memcgsim_model::{FileId, Program, Step, TaskCtx, PAGE_SIZE};
+use memcgsim_model::{Fault, FileId, Program, Step, TaskCtx, PAGE_SIZE};
 
 use crate::args::{parse, Spec};
 use crate::common::{fault_step, pages, Budget, COPY_NS, MAX_SIZE};
@@ -79,8 +79,11 @@ impl Program for Dd {
         };
         let mut budget = Budget::new();
         while self.next < self.pages {
-            if let Err(e) = cx.write(f, self.next) {
-                return fault_step(e);
+            match cx.write(f, self.next) {
+                Ok(()) => {}
+                // write() failed (ENOSPC on a full tmpfs): dd reports it and exits 1.
+                Err(Fault::Segv) => return Step::Exit(1),
+                Err(e) => return fault_step(e),
             }
             cx.compute(COPY_NS + self.syscalls_in_page(self.next) * WRITE_SYSCALL_NS);
             self.next += 1;
