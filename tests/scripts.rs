@@ -280,6 +280,8 @@ script_tests! {
     // A fragmented machine: huge faults fall back, compact directly when advised, and
     // kcompactd compacts proactively.
     thp_fragmented => "thp/fragmented.mcg",
+    // khugepaged collapses a group's small pages once it has room.
+    thp_khugepaged => "thp/khugepaged.mcg",
     // tmpfs: charged to the writer as shmem, holes, unlink.
     shmem_tmpfs => "shmem/tmpfs.mcg",
     // Shared anonymous memory and memfd.

@@ -243,7 +243,11 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
                     "thp_fault_fallback_charge",
                     m.thp.events.fault_fallback_charge,
                 ),
-                ("thp_collapse_alloc", g(Stat::ThpCollapseAlloc)),
+                ("thp_collapse_alloc", m.thp.events.collapse_alloc),
+                (
+                    "thp_collapse_alloc_failed",
+                    m.thp.events.collapse_alloc_failed,
+                ),
                 ("thp_split_page", m.thp.events.split_page),
                 ("thp_split_pmd", m.thp.events.split_pmd),
                 ("thp_swpout", 0),

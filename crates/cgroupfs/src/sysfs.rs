@@ -1,7 +1,9 @@
 //! /sys files of the memory manager: /sys/kernel/mm/transparent_hugepage/{enabled, defrag,
 //! hpage_pmd_size} (mm/huge_memory.c: enabled_store() and defrag_store() take one of their
 //! words, with or without a trailing newline, as sysfs_streq() compares; anything else is
-//! EINVAL; hpage_pmd_size is read-only).
+//! EINVAL; hpage_pmd_size is read-only) and khugepaged/ (mm/khugepaged.c: the sleeps and
+//! pages_to_scan as kstrtouint() reads them, EINVAL for anything else and for 0 pages;
+//! max_ptes_* up to 511; defrag 0 or 1; pages_collapsed and full_scans read-only).
 
 use memcgsim_model::huge_memory::{ThpDefrag, ThpEnabled, HPAGE_PMD_NR};
 use memcgsim_model::{Errno, PAGE_SIZE};
@@ -18,11 +20,25 @@ pub(crate) fn files() -> &'static [&'static str] {
         "kernel/mm/transparent_hugepage/enabled",
         "kernel/mm/transparent_hugepage/defrag",
         "kernel/mm/transparent_hugepage/hpage_pmd_size",
+        "kernel/mm/transparent_hugepage/khugepaged/defrag",
+        "kernel/mm/transparent_hugepage/khugepaged/max_ptes_none",
+        "kernel/mm/transparent_hugepage/khugepaged/max_ptes_swap",
+        "kernel/mm/transparent_hugepage/khugepaged/max_ptes_shared",
+        "kernel/mm/transparent_hugepage/khugepaged/pages_to_scan",
+        "kernel/mm/transparent_hugepage/khugepaged/pages_collapsed",
+        "kernel/mm/transparent_hugepage/khugepaged/full_scans",
+        "kernel/mm/transparent_hugepage/khugepaged/scan_sleep_millisecs",
+        "kernel/mm/transparent_hugepage/khugepaged/alloc_sleep_millisecs",
     ]
 }
 
 pub(crate) fn dirs() -> &'static [&'static str] {
-    &["kernel", "kernel/mm", "kernel/mm/transparent_hugepage"]
+    &[
+        "kernel",
+        "kernel/mm",
+        "kernel/mm/transparent_hugepage",
+        "kernel/mm/transparent_hugepage/khugepaged",
+    ]
 }
 
 /// sysfs_streq(): equal, a trailing newline on either side aside.
@@ -36,7 +52,54 @@ pub(crate) fn read(sys: &System, f: &str) -> Result<String, Errno> {
         Some("enabled") => Ok(m.thp.enabled.show()),
         Some("defrag") => Ok(m.thp.defrag.show()),
         Some("hpage_pmd_size") => Ok(format!("{}\n", HPAGE_PMD_NR * PAGE_SIZE)),
-        _ => Err(Errno::ENOENT),
+        Some(k) => {
+            let kh = &m.khugepaged;
+            let v = match k.strip_prefix("khugepaged/") {
+                Some("defrag") => u64::from(kh.defrag),
+                Some("max_ptes_none") => u64::from(kh.max_ptes_none),
+                Some("max_ptes_swap") => u64::from(kh.max_ptes_swap),
+                Some("max_ptes_shared") => u64::from(kh.max_ptes_shared),
+                Some("pages_to_scan") => u64::from(kh.pages_to_scan),
+                Some("pages_collapsed") => kh.pages_collapsed,
+                Some("full_scans") => kh.full_scans,
+                Some("scan_sleep_millisecs") => u64::from(kh.scan_sleep_ms),
+                Some("alloc_sleep_millisecs") => u64::from(kh.alloc_sleep_ms),
+                _ => return Err(Errno::ENOENT),
+            };
+            Ok(format!("{v}\n"))
+        }
+        None => Err(Errno::ENOENT),
+    }
+}
+
+/// kstrtoul(buf, 10): decimal digits after an optional '+', one trailing newline allowed;
+/// EINVAL for anything else, ERANGE past 64 bits.
+fn kstrtoul10(data: &str) -> Result<u64, Errno> {
+    let s = data.strip_suffix('\n').unwrap_or(data);
+    let s = s.strip_prefix('+').unwrap_or(s);
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(Errno::EINVAL);
+    }
+    s.bytes().try_fold(0u64, |v, b| {
+        v.checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(b - b'0')))
+            .ok_or(Errno::ERANGE)
+    })
+}
+
+/// kstrtouint() as the khugepaged stores use it: any error is EINVAL.
+fn uint(data: &str) -> Result<u32, Errno> {
+    kstrtoul10(data)
+        .ok()
+        .and_then(|v| u32::try_from(v).ok())
+        .ok_or(Errno::EINVAL)
+}
+
+/// The max_ptes_* stores: kstrtoul(), then at most HPAGE_PMD_NR - 1, else EINVAL.
+fn max_ptes(data: &str) -> Result<u32, Errno> {
+    match kstrtoul10(data) {
+        Ok(v) if v < HPAGE_PMD_NR => Ok(v as u32),
+        _ => Err(Errno::EINVAL),
     }
 }
 
@@ -59,6 +122,44 @@ pub(crate) fn write(sys: &mut System, f: &str, data: &str) -> Result<(), Errno> 
         Some("defrag") => {
             let d = ThpDefrag::from_name(word(&ThpDefrag::NAMES, data)?).ok_or(Errno::EINVAL)?;
             sys.machine.thp.defrag = d;
+            Ok(())
+        }
+        Some("khugepaged/pages_to_scan") => {
+            let v = uint(data)?;
+            if v == 0 {
+                return Err(Errno::EINVAL);
+            }
+            sys.machine.khugepaged.pages_to_scan = v;
+            Ok(())
+        }
+        Some("khugepaged/scan_sleep_millisecs") => {
+            sys.machine.khugepaged.scan_sleep_ms = uint(data)?;
+            sys.machine.khugepaged_kick();
+            Ok(())
+        }
+        Some("khugepaged/alloc_sleep_millisecs") => {
+            sys.machine.khugepaged.alloc_sleep_ms = uint(data)?;
+            sys.machine.khugepaged_kick();
+            Ok(())
+        }
+        Some("khugepaged/max_ptes_none") => {
+            sys.machine.khugepaged.max_ptes_none = max_ptes(data)?;
+            Ok(())
+        }
+        Some("khugepaged/max_ptes_swap") => {
+            sys.machine.khugepaged.max_ptes_swap = max_ptes(data)?;
+            Ok(())
+        }
+        Some("khugepaged/max_ptes_shared") => {
+            sys.machine.khugepaged.max_ptes_shared = max_ptes(data)?;
+            Ok(())
+        }
+        Some("khugepaged/defrag") => {
+            // single_hugepage_flag_store(): kstrtoul()'s own error, or EINVAL above 1.
+            match kstrtoul10(data)? {
+                v @ (0 | 1) => sys.machine.khugepaged.defrag = v == 1,
+                _ => return Err(Errno::EINVAL),
+            }
             Ok(())
         }
         // Mode 0444: opening it for writing is refused.

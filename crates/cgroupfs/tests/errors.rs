@@ -228,7 +228,63 @@ fn thp_switches_take_their_words_only() {
     assert_eq!(sys.read("/sys/kernel"), Err(Errno::EISDIR));
     assert_eq!(
         sys.list("/sys/kernel/mm/transparent_hugepage").unwrap(),
-        vec!["defrag", "enabled", "hpage_pmd_size"]
+        vec!["defrag", "enabled", "hpage_pmd_size", "khugepaged"]
     );
     assert!(sys.list("/").unwrap().contains(&"sys".to_string()));
+}
+
+/// /sys/kernel/mm/transparent_hugepage/khugepaged: 6.1's defaults; the sleeps and
+/// pages_to_scan take a decimal unsigned int (EINVAL otherwise, and for 0 pages), max_ptes_*
+/// at most 511, defrag 0 or 1 (kstrtoul()'s own errno otherwise); the counters are
+/// read-only.
+#[test]
+fn khugepaged_tunables_take_their_ranges() {
+    let mut sys = machine(&[]);
+    let k = "/sys/kernel/mm/transparent_hugepage/khugepaged";
+    for (f, v) in [
+        ("pages_to_scan", "4096\n"),
+        ("scan_sleep_millisecs", "10000\n"),
+        ("alloc_sleep_millisecs", "60000\n"),
+        ("max_ptes_none", "511\n"),
+        ("max_ptes_swap", "64\n"),
+        ("max_ptes_shared", "256\n"),
+        ("defrag", "1\n"),
+        ("pages_collapsed", "0\n"),
+        ("full_scans", "0\n"),
+    ] {
+        assert_eq!(sys.read(&format!("{k}/{f}")).as_deref(), Ok(v), "{f}");
+    }
+    for (f, bad, e) in [
+        ("pages_to_scan", "0", Errno::EINVAL),
+        ("pages_to_scan", "4294967296", Errno::EINVAL),
+        ("pages_to_scan", "0x10", Errno::EINVAL),
+        ("scan_sleep_millisecs", "-1", Errno::EINVAL),
+        ("scan_sleep_millisecs", "", Errno::EINVAL),
+        ("max_ptes_none", "512", Errno::EINVAL),
+        ("max_ptes_swap", "x", Errno::EINVAL),
+        ("defrag", "2", Errno::EINVAL),
+        ("defrag", "y", Errno::EINVAL),
+        ("defrag", "99999999999999999999", Errno::ERANGE),
+        ("pages_collapsed", "1", Errno::EACCES),
+        ("full_scans", "1", Errno::EACCES),
+    ] {
+        assert_eq!(sys.write(&format!("{k}/{f}"), bad), Err(e), "{f} {bad:?}");
+    }
+    for (f, v) in [
+        ("pages_to_scan", "512\n"),
+        ("scan_sleep_millisecs", "0"),
+        ("max_ptes_none", "+0"),
+        ("defrag", "0"),
+    ] {
+        sys.write(&format!("{k}/{f}"), v).unwrap();
+    }
+    assert_eq!(
+        sys.read(&format!("{k}/pages_to_scan")).as_deref(),
+        Ok("512\n")
+    );
+    assert_eq!(
+        sys.read(&format!("{k}/max_ptes_none")).as_deref(),
+        Ok("0\n")
+    );
+    assert_eq!(sys.read(&format!("{k}/defrag")).as_deref(), Ok("0\n"));
 }

@@ -28,7 +28,7 @@
 //!   event of the empty entry), as 6.1 did every time on the oracle's swap disk; swapping a
 //!   folio whole into a free swap cluster (THP_SWPOUT) is not modelled;
 //! - there are no partial unmaps (munmap() takes a whole mapping), so no deferred split
-//!   queue, and no khugepaged collapse yet.
+//!   queue. khugepaged's collapse is khugepaged.rs.
 
 use crate::machine::Machine;
 use crate::memcontrol::ChargeError;
@@ -162,6 +162,9 @@ pub struct ThpEvents {
     pub split_page: u64,
     pub split_pmd: u64,
     pub swpout_fallback: u64,
+    /// THP_COLLAPSE_ALLOC and THP_COLLAPSE_ALLOC_FAILED: khugepaged's allocations.
+    pub collapse_alloc: u64,
+    pub collapse_alloc_failed: u64,
 }
 
 /// The THP state of a machine: the sysfs switches and the events.
@@ -269,6 +272,7 @@ impl Machine {
         vma: u32,
         start: u32,
     ) -> Result<bool, Fault> {
+        self.khugepaged_enter_vma(pid, vma);
         let advice = self.vmas.v[vma as usize].huge;
         let gfp = self.vma_thp_gfp(advice);
         let Some(head) = self.alloc_thp_folio(gfp) else {
@@ -474,6 +478,7 @@ impl Machine {
     pub fn set_thp_enabled(&mut self, e: ThpEnabled) {
         self.thp.enabled = e;
         self.set_recommended_min_free_kbytes();
+        self.khugepaged_kick();
     }
 }
 

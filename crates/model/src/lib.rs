@@ -39,6 +39,7 @@ pub mod config;
 pub mod errno;
 pub mod filemap;
 pub mod huge_memory;
+pub mod khugepaged;
 pub mod kmem;
 pub mod machine;
 pub mod memcg_dirty;

@@ -78,6 +78,8 @@ pub struct Machine {
     /// Transparent huge pages: the sysfs switches, the live folios, the events
     /// (huge_memory.rs).
     pub thp: crate::huge_memory::Thp,
+    /// khugepaged's tunables and thread (khugepaged.rs).
+    pub khugepaged: crate::khugepaged::Khugepaged,
     /// The tmpfs mounts (shmem.rs).
     pub shmem: crate::shmem::Shmem,
     /// Compaction's vm events (compaction.rs).
@@ -166,6 +168,7 @@ impl Machine {
                 folios: 0,
             },
             shmem: crate::shmem::Shmem::new(nr_frames as u64),
+            khugepaged: Default::default(),
             compact_events: Default::default(),
             compact_unevictable_allowed: true,
             compaction: crate::compaction::Compaction::new(

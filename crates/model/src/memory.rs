@@ -673,7 +673,7 @@ impl Machine {
     }
 
     /// page_remove_rmap() of a swap-cache page that stays in the swap cache.
-    fn swapcache_unmapped(&mut self, pfn: Pfn, slot: SwapSlot) {
+    pub(crate) fn swapcache_unmapped(&mut self, pfn: Pfn, slot: SwapSlot) {
         let memcg = self.frames.memcg(pfn);
         self.mod_stat(memcg, Stat::Anon, -1);
         self.frames.clear(pfn, pf::MAPPED | pf::YOUNG);

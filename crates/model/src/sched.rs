@@ -54,6 +54,8 @@ pub enum Event {
     Dispatch,
     /// kcompactd's proactive check (compaction.rs).
     Kcompactd,
+    /// khugepaged's scan (khugepaged.rs).
+    Khugepaged,
 }
 
 impl Event {
@@ -252,6 +254,7 @@ impl Machine {
             Event::WritebackDone(id) => self.writeback_done(id),
             Event::SwapWritebackDone(id) => self.swap_writeback_done(id),
             Event::Kcompactd => self.kcompactd_event(t),
+            Event::Khugepaged => self.khugepaged_event(t),
             _ => unreachable!("threads run from the queue"),
         }
         if !self.dying_release.is_empty() {

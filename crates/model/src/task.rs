@@ -74,6 +74,8 @@ pub struct Task {
     pub rss_file: u64,
     /// MM_SHMEMPAGES: mapped pages of shmem files this task mapped first (shmem.rs).
     pub rss_shmem: u64,
+    /// MMF_VM_HUGEPAGE: registered with khugepaged (khugepaged.rs).
+    pub khugepaged: bool,
     pub swapents: u64,
     /// Dirty throttling (task_struct's nr_dirtied, nr_dirtied_pause, dirty_paused_when).
     pub dirty: crate::page_writeback::TaskDirty,
@@ -327,6 +329,7 @@ impl Machine {
             rss_anon: 0,
             rss_file: 0,
             rss_shmem: 0,
+            khugepaged: false,
             swapents: 0,
             dirty: crate::page_writeback::TaskDirty::new(now),
             killed: false,
@@ -526,6 +529,7 @@ impl TaskCtx<'_> {
         )?;
         let v = self.m.mmap_anon(self.pid, pages as u32, locked);
         self.m.vmas.v[v as usize].objcg = objcg;
+        self.m.khugepaged_enter_vma(self.pid, v);
         Ok(Vma(v))
     }
 
@@ -591,6 +595,10 @@ impl TaskCtx<'_> {
     pub fn madvise_huge(&mut self, vma: Vma, advice: crate::huge_memory::HugeAdvice) {
         if let Some(v) = self.m.vmas.v.get_mut(vma.0 as usize) {
             v.huge = advice;
+            // hugepage_madvise(): MADV_HUGEPAGE registers the task with khugepaged.
+            if advice == crate::huge_memory::HugeAdvice::Huge {
+                self.m.khugepaged_enter_vma(self.pid, vma.0);
+            }
         }
     }
 
