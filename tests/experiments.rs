@@ -520,3 +520,44 @@ fn pressure_senpai_saves_memory_for_stall_by_its_target() {
     assert!(rec.actions.iter().all(|a| a.action == "reclaim"));
     assert_eq!(task(&rec, "serve").reclaim_ns, 0);
 }
+
+/// experiments/thp/modes: on an idle machine `always` maps the dense heap with huge pages (one
+/// fault per 2 MiB) and brings in the whole of a sparse heap; on a machine full of page
+/// cache the huge faults fall back, and those that may reclaim directly (defrag `always`)
+/// fall back less, and no fault compacts without it; `madvise` without advice is `never`.
+#[test]
+fn thp_faults_fewer_and_bloats_a_sparse_heap() {
+    let f = "experiments/thp/modes/small.toml";
+    let idle_never = run(f, "never-idle");
+    let idle_always = run(f, "always-idle");
+    let mib = 1 << 20;
+    // Dense: 200M in 100 huge faults, against one fault a page.
+    assert_eq!(task(&idle_never, "dense").minflt, 51_200);
+    assert_eq!(task(&idle_always, "dense").minflt, 100);
+    assert_eq!(
+        cgroup_stat(&idle_always, "/dense", |c| c.anon_thp_peak),
+        200 * mib
+    );
+    assert!(task(&idle_always, "dense").elapsed_ns < task(&idle_never, "dense").elapsed_ns / 2);
+    // Sparse: 10,000 pages of a 512M heap touch every 2 MiB range; always maps all of it.
+    let sparse = |r: &RunResult| cgroup_stat(r, "/sparse", |c| c.usage_peak);
+    assert!(sparse(&idle_never) < 40 * mib);
+    assert!(sparse(&idle_always) > 512 * mib);
+    // Full of cache: fallbacks; compaction only where defrag lets faults compact.
+    let never = run(f, "never");
+    let madvise = run(f, "madvise");
+    let always = run(f, "always");
+    let defrag = run(f, "always-defrag");
+    let machine = |r: &RunResult, g: fn(&memcgsim_experiment::CgroupSummary) -> Option<u64>| {
+        cgroup_stat(r, "machine", g)
+    };
+    assert_eq!(task(&madvise, "dense").minflt, task(&never, "dense").minflt);
+    assert_eq!(machine(&madvise, |c| c.thp_fault_alloc), 0);
+    assert!(machine(&always, |c| c.thp_fault_fallback) > 0);
+    assert_eq!(machine(&always, |c| c.compact_stall), 0);
+    assert!(machine(&defrag, |c| c.thp_fault_alloc) > machine(&always, |c| c.thp_fault_alloc));
+    assert!(
+        machine(&defrag, |c| c.thp_fault_fallback) < machine(&always, |c| c.thp_fault_fallback)
+    );
+    assert!(sparse(&always) < sparse(&idle_always) / 2);
+}

@@ -271,7 +271,7 @@ fn figure_specs(sc: &Scenario, runs: &[RunResult]) -> Vec<(String, Kind, Extract
             format!("of cgroup {cg}")
         };
         type G = fn(&CgroupSummary) -> Option<u64>;
-        let items: [(&str, Kind, G); 12] = [
+        let items: [(&str, Kind, G); 17] = [
             ("peak usage", Kind::Size, |c| c.usage_peak),
             ("usage avg", Kind::Size, |c| c.usage_avg),
             ("swap peak", Kind::Size, |c| c.swap_peak),
@@ -284,6 +284,11 @@ fn figure_specs(sc: &Scenario, runs: &[RunResult]) -> Vec<(String, Kind, Extract
             ("oom_kill", Kind::Count, |c| c.oom_kill),
             ("memory stall some", Kind::Time, |c| c.memory_some_ns),
             ("memory stall full", Kind::Time, |c| c.memory_full_ns),
+            ("anon_thp peak", Kind::Size, |c| c.anon_thp_peak),
+            ("thp_fault_alloc", Kind::Count, |c| c.thp_fault_alloc),
+            ("thp_fault_fallback", Kind::Count, |c| c.thp_fault_fallback),
+            ("thp_collapse_alloc", Kind::Count, |c| c.thp_collapse_alloc),
+            ("compact_stall", Kind::Count, |c| c.compact_stall),
         ];
         let machine = cg == MACHINE_ROW;
         for (what, kind, g) in items {

@@ -147,6 +147,21 @@ pub struct CgroupSummary {
     /// the machine's from /proc/pressure/memory).
     pub memory_some_ns: Option<u64>,
     pub memory_full_ns: Option<u64>,
+    /// Transparent huge pages, when the scenario samples them (`[run] stats` naming
+    /// `anon_thp`, `thp_fault_alloc`, `thp_fault_fallback`, `thp_collapse_alloc`,
+    /// `compact_stall`): the group's largest `anon_thp`, and the events at the end (the
+    /// machine's from /proc/vmstat; `thp_fault_fallback` and `compact_stall` are the
+    /// machine's only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub anon_thp_peak: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thp_fault_alloc: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thp_fault_fallback: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thp_collapse_alloc: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compact_stall: Option<u64>,
 }
 
 /// One started task (one copy, one repetition), or a task that never started.
@@ -1116,6 +1131,11 @@ fn summarise(
             max: ts.last(cg, r.max),
             memory_some_ns: us_to_ns(ts.last(cg, "memory.pressure:some.total")),
             memory_full_ns: us_to_ns(ts.last(cg, "memory.pressure:full.total")),
+            anon_thp_peak: ts.max(cg, "memory.stat:anon_thp"),
+            thp_fault_alloc: ts.last(cg, "memory.stat:thp_fault_alloc"),
+            thp_fault_fallback: None,
+            thp_collapse_alloc: ts.last(cg, "memory.stat:thp_collapse_alloc"),
+            compact_stall: None,
         });
     }
     let m = MACHINE_ROW;
@@ -1147,6 +1167,11 @@ fn summarise(
         max: None,
         memory_some_ns: us_to_ns(ts.last(m, "pressure:memory.some.total")),
         memory_full_ns: us_to_ns(ts.last(m, "pressure:memory.full.total")),
+        anon_thp_peak: None,
+        thp_fault_alloc: vm("thp_fault_alloc"),
+        thp_fault_fallback: vm("thp_fault_fallback"),
+        thp_collapse_alloc: vm("thp_collapse_alloc"),
+        compact_stall: vm("compact_stall"),
     });
     out
 }
