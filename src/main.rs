@@ -99,6 +99,11 @@ struct BenchArgs {
     /// Run one part only
     #[arg(long, value_enum)]
     only: Option<bench::Part>,
+    /// The transparent huge page mode of every machine the benchmark boots (`never` keeps
+    /// its figures comparable with those measured before huge pages; the model's own
+    /// default is `always`)
+    #[arg(long, default_value = "never", value_parser = ["never", "madvise", "always"])]
+    thp: String,
     /// The trace part replays this libCacheSim oracleGeneral trace instead of generating one
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
@@ -205,6 +210,8 @@ fn main() -> ExitCode {
         Cmd::Bench(args) => bench::run(
             args.scale,
             args.only,
+            memcgsim_model::huge_memory::ThpEnabled::from_name(&args.thp)
+                .expect("clap checked the mode"),
             args.trace.as_deref(),
             args.trace_out.as_deref(),
         ),

@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use memcgsim_cgroupfs::{SpawnOpts, System, WaitResult};
-use memcgsim_model::{MachineConfig, Stat};
+use memcgsim_model::Stat;
 
 use super::machine::HOUR_NS;
 use super::meter::{Meter, Samples};
@@ -49,7 +49,7 @@ pub fn runs(_scale: u64) -> u64 {
 /// Run `progs` (workload, args) to completion in `cgroup` of a fresh 16-CPU cgroup v1
 /// machine with 4G under `dirty`; returns the wall seconds and the machine.
 fn run_cell(dirty: &str, cgroup: &str, progs: &[(&str, Vec<String>)]) -> (f64, System) {
-    let mut cfg = MachineConfig::default();
+    let mut cfg = super::machine::default_config();
     for (k, v) in [
         ("memory", "4G"),
         ("swap", "0"),

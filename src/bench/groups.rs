@@ -10,7 +10,6 @@
 use std::time::Instant;
 
 use memcgsim_cgroupfs::{SpawnOpts, System, WaitResult};
-use memcgsim_model::MachineConfig;
 
 use super::machine::HOUR_NS;
 use super::meter::Meter;
@@ -44,7 +43,7 @@ fn per_group_us(secs: f64, n: usize) -> f64 {
 
 /// One row: (create, charge, reclaim walk, stat read) in µs per group, and bytes per group.
 fn row(n: usize) -> Result<([f64; 4], f64), String> {
-    let mut cfg = MachineConfig::default();
+    let mut cfg = super::machine::default_config();
     for (k, v) in [("memory", "16G"), ("swap", "0")] {
         cfg.set(k, v).map_err(|e| format!("machine {k}={v}: {e}"))?;
     }

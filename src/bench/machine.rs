@@ -9,12 +9,30 @@ use memcgsim_cgroupfs::{SpawnOpts, System, WaitResult};
 use memcgsim_model::text::strerror;
 use memcgsim_model::Stat;
 
+/// The THP mode of every machine the benchmark boots (`--thp`): `never` unless asked, so
+/// that its figures compare with those measured before huge pages were modelled.
+static THP: std::sync::OnceLock<memcgsim_model::huge_memory::ThpEnabled> =
+    std::sync::OnceLock::new();
+
+/// Set the THP mode of the machines booted from now on (once, before any).
+pub fn set_thp(mode: memcgsim_model::huge_memory::ThpEnabled) {
+    let _ = THP.set(mode);
+}
+
+/// The configuration every benchmark machine starts from: the model's defaults with the
+/// benchmark's THP mode.
+pub fn default_config() -> memcgsim_model::MachineConfig {
+    let mut cfg = memcgsim_model::MachineConfig::default();
+    cfg.thp = *THP.get_or_init(|| memcgsim_model::huge_memory::ThpEnabled::Never);
+    cfg
+}
+
 /// How long a measured task may run in virtual time.
 pub const HOUR_NS: u64 = 3_600_000_000_000;
 
 /// A machine of `memory` and `swap`, with more `machine` keys (a design to measure).
 pub fn boot_with(memory: &str, swap: &str, keys: &[(&str, &str)]) -> System {
-    let mut cfg = memcgsim_model::MachineConfig::default();
+    let mut cfg = default_config();
     cfg.set("memory", memory).expect("valid size");
     cfg.set("swap", swap).expect("valid size");
     for (k, v) in keys {

@@ -118,8 +118,19 @@ pub fn help() -> String {
 /// Print the benchmark figures. `scale` (1 or more) multiplies the work (1 = the documented
 /// figures); `trace` is a file for the trace part to replay instead of generating one,
 /// `trace_out` where to keep the one it generates. Returns the exit status.
-pub fn run(scale: u64, only: Option<Part>, trace: Option<&Path>, trace_out: Option<&Path>) -> i32 {
-    println!("memcgsim bench (scale {scale})");
+pub fn run(
+    scale: u64,
+    only: Option<Part>,
+    thp: memcgsim_model::huge_memory::ThpEnabled,
+    trace: Option<&Path>,
+    trace_out: Option<&Path>,
+) -> i32 {
+    machine::set_thp(thp);
+    if thp == memcgsim_model::huge_memory::ThpEnabled::Never {
+        println!("memcgsim bench (scale {scale})");
+    } else {
+        println!("memcgsim bench (scale {scale}, thp {})", thp.name());
+    }
     let parts: Vec<Part> = Part::ALL
         .into_iter()
         .filter(|p| only.is_none_or(|o| o == *p))

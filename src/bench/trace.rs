@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use memcgsim_cgroupfs::{SpawnOpts, System, WaitResult};
-use memcgsim_model::{MachineConfig, Stat, PAGE_SIZE};
+use memcgsim_model::{Stat, PAGE_SIZE};
 use memcgsim_workloads::rand::{Permutation, SplitMix64, Zipf};
 use memcgsim_workloads::trace::{object_id_for_page, ORACLE_GENERAL_RECORD};
 
@@ -89,7 +89,7 @@ pub fn replay(path: &Path, keys: &[(&str, &str)]) -> Result<Replay, String> {
         .map_err(|e| file_error(path, &e))?
         .len();
     let requests = len / ORACLE_GENERAL_RECORD as u64;
-    let mut cfg = MachineConfig::default();
+    let mut cfg = super::machine::default_config();
     for &(k, v) in [("memory", "4G"), ("swap", "0"), ("stock", "off")]
         .iter()
         .chain(keys)

@@ -315,7 +315,7 @@ impl Default for MachineConfig {
             device: DeviceConfig::profile("ssd").expect("a profile"),
             swap_device: None,
             swap_vma_ra: true,
-            thp: crate::huge_memory::ThpEnabled::Never,
+            thp: crate::huge_memory::ThpEnabled::Always,
             thp_defrag: crate::huge_memory::ThpDefrag::Madvise,
             compaction_proactiveness: crate::compaction::DEFAULT_PROACTIVENESS,
             extfrag_threshold: crate::compaction::DEFAULT_EXTFRAG_THRESHOLD,

@@ -542,6 +542,8 @@ fn every_workload_runs_small() {
         &format!("trace {csv} --region 1M"),
         "dcache 1000",
         "threads 10",
+        "shmem 1M --passes 2",
+        "shmem 1M --memfd",
     ];
     let mut covered = BTreeSet::new();
     let mut s = machine("64M");
