@@ -22,9 +22,10 @@ pub fn set_thp(mode: memcgsim_model::huge_memory::ThpEnabled) {
 /// The configuration every benchmark machine starts from: the model's defaults with the
 /// benchmark's THP mode.
 pub fn default_config() -> memcgsim_model::MachineConfig {
-    let mut cfg = memcgsim_model::MachineConfig::default();
-    cfg.thp = *THP.get_or_init(|| memcgsim_model::huge_memory::ThpEnabled::Never);
-    cfg
+    memcgsim_model::MachineConfig {
+        thp: *THP.get_or_init(|| memcgsim_model::huge_memory::ThpEnabled::Never),
+        ..Default::default()
+    }
 }
 
 /// How long a measured task may run in virtual time.
