@@ -965,6 +965,24 @@ static _Noreturn void hold_forever(const char *name)
         pause();
 }
 
+/* The end of anon and shmem: write one byte of every page of buf, PASSES
+ * times, then hold (if asked) or unmap it. */
+static int write_hold_unmap(const struct workload *wl, volatile char *buf, size_t size)
+{
+    unsigned long pass;
+    size_t off;
+
+    for (pass = 0; pass < wl->passes; pass++)
+        for (off = 0; off < size; off += MCGH_PAGE)
+            buf[off] = (char)(pass + 1);
+
+    if (wl->hold != NULL)
+        hold_forever(wl->hold);
+    if (size > 0)
+        munmap((void *)buf, size);
+    return 0;
+}
+
 /* alloc_anon() of the kernel memcg selftests: private anonymous memory,
  * one written byte per 4 KiB page, so that every page is faulted in and
  * charged; --passes repeats the writes over the resident pages. */
@@ -972,8 +990,6 @@ static int run_anon(const struct workload *wl)
 {
     size_t size = (size_t)wl->size;
     volatile char *buf = NULL;
-    unsigned long pass;
-    size_t off;
 
     if (size > 0) {
         void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
@@ -988,15 +1004,7 @@ static int run_anon(const struct workload *wl)
         }
         buf = p;
     }
-    for (pass = 0; pass < wl->passes; pass++)
-        for (off = 0; off < size; off += MCGH_PAGE)
-            buf[off] = (char)(pass + 1);
-
-    if (wl->hold != NULL)
-        hold_forever(wl->hold);
-    if (size > 0)
-        munmap((void *)buf, size);
-    return 0;
+    return write_hold_unmap(wl, buf, size);
 }
 
 /* DATA_DIR/name into path.  Returns 0, or -1 (reported) if too long. */
@@ -1019,8 +1027,6 @@ static int run_shmem(const struct workload *wl)
 {
     size_t size = (size_t)wl->size;
     volatile char *buf = NULL;
-    unsigned long pass;
-    size_t off;
 
     if (size > 0) {
         void *p;
@@ -1046,15 +1052,7 @@ static int run_shmem(const struct workload *wl)
         }
         buf = p;
     }
-    for (pass = 0; pass < wl->passes; pass++)
-        for (off = 0; off < size; off += MCGH_PAGE)
-            buf[off] = (char)(pass + 1);
-
-    if (wl->hold != NULL)
-        hold_forever(wl->hold);
-    if (size > 0)
-        munmap((void *)buf, size);
-    return 0;
+    return write_hold_unmap(wl, buf, size);
 }
 
 /* alloc_pagecache() of the kernel memcg selftests: grow a file on the data

@@ -430,27 +430,14 @@ impl Machine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::MachineConfig;
-    use crate::memcontrol::ROOT_MEMCG;
-    use crate::program::Idle;
-    use crate::sched::ExecCtx;
 
     /// A THP machine whose group's task maps `pages` and writes every `stride`-th page with
     /// THP off (small pages), then turns THP on: returns the machine, the task's group, the
     /// task and its mapping.
     fn sparse(keys: &[(&str, &str)], pages: u32, stride: u32) -> (Machine, u16, Pid, u32) {
-        let mut cfg = MachineConfig::default();
-        for (k, v) in [("memory", "1G"), ("swap", "256M"), ("thp", "never")]
-            .iter()
-            .chain(keys)
-        {
-            cfg.set(k, v).unwrap();
-        }
-        let mut m = Machine::new(cfg).unwrap();
-        m.check_invariants = true;
-        let a = m.memcg_create(ROOT_MEMCG).unwrap();
-        let pid = m.spawn(a, "idle".into(), 0, Box::new(Idle));
-        m.cur = Some(ExecCtx::new(Some(pid), 0, m.sched.clock));
+        let base = [("memory", "1G"), ("swap", "256M"), ("thp", "never")];
+        let all: Vec<_> = base.iter().chain(keys).copied().collect();
+        let (mut m, a, pid) = crate::machine::test_machine_with_task(&all);
         let vma = m.mmap_anon(pid, pages, false);
         for i in (0..pages).step_by(stride as usize) {
             m.touch_anon(pid, vma, i).unwrap();

@@ -298,3 +298,21 @@ impl Machine {
         self.frames.free.nr_free_pages()
     }
 }
+
+/// For unit tests: a checked machine of the model's defaults and `keys`, with one group under
+/// the root whose idle task runs in the machine's context (as in a step of its own).
+#[cfg(test)]
+pub(crate) fn test_machine_with_task(
+    keys: &[(&str, &str)],
+) -> (Machine, crate::memcontrol::MemcgId, crate::program::Pid) {
+    let mut cfg = crate::config::MachineConfig::default();
+    for (k, v) in keys {
+        cfg.set(k, v).unwrap();
+    }
+    let mut m = Machine::new(cfg).unwrap();
+    m.check_invariants = true;
+    let a = m.memcg_create(crate::memcontrol::ROOT_MEMCG).unwrap();
+    let pid = m.spawn(a, "idle".into(), 0, Box::new(crate::program::Idle));
+    m.cur = Some(crate::sched::ExecCtx::new(Some(pid), 0, m.sched.clock));
+    (m, a, pid)
+}

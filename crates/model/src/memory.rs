@@ -922,15 +922,9 @@ mod tests {
     /// A machine with `keys` whose one group's task maps `pages` of anon memory, writes
     /// them and has them all swapped out; returns the machine, the task and its VMA.
     fn swapped_out(keys: &[(&str, &str)], pages: u32) -> (Machine, Pid, u32) {
-        let mut cfg = MachineConfig::default();
-        for (k, v) in [("memory", "64M"), ("swap", "64M")].iter().chain(keys) {
-            cfg.set(k, v).unwrap();
-        }
-        let mut m = Machine::new(cfg).unwrap();
-        m.check_invariants = true;
-        let a = m.memcg_create(ROOT_MEMCG).unwrap();
-        let pid = m.spawn(a, "idle".into(), 0, Box::new(Idle));
-        m.cur = Some(ExecCtx::new(Some(pid), 0, m.sched.clock));
+        let base = [("memory", "64M"), ("swap", "64M")];
+        let all: Vec<_> = base.iter().chain(keys).copied().collect();
+        let (mut m, a, pid) = crate::machine::test_machine_with_task(&all);
         let vma = m.mmap_anon(pid, pages, false);
         for i in 0..pages {
             m.touch_anon(pid, vma, i).unwrap();

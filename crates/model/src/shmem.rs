@@ -817,27 +817,13 @@ impl Machine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::MachineConfig;
-    use crate::memcontrol::ROOT_MEMCG;
-    use crate::program::Idle;
-    use crate::sched::ExecCtx;
     use crate::stat::lru;
 
     /// A checked machine with `keys` and one group whose idle task runs in the context.
     fn machine(keys: &[(&str, &str)]) -> (Machine, MemcgId, Pid) {
-        let mut cfg = MachineConfig::default();
-        for (k, v) in [("memory", "128M"), ("swap", "64M"), ("swap_sync", "on")]
-            .iter()
-            .chain(keys)
-        {
-            cfg.set(k, v).unwrap();
-        }
-        let mut m = Machine::new(cfg).unwrap();
-        m.check_invariants = true;
-        let a = m.memcg_create(ROOT_MEMCG).unwrap();
-        let pid = m.spawn(a, "idle".into(), 0, Box::new(Idle));
-        m.cur = Some(ExecCtx::new(Some(pid), 0, m.sched.clock));
-        (m, a, pid)
+        let base = [("memory", "128M"), ("swap", "64M"), ("swap_sync", "on")];
+        let all: Vec<_> = base.iter().chain(keys).copied().collect();
+        crate::machine::test_machine_with_task(&all)
     }
 
     fn write_file(m: &mut Machine, pid: Pid, name: &str, pages: u64) -> u32 {

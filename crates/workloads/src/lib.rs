@@ -116,6 +116,9 @@ fn parse_args(name: &str, args: &[String], allow_file: bool) -> Result<Args, Str
     while let Some(a) = it.next() {
         match a.as_str() {
             "--hold" => hold = true,
+            // shmem: a memfd mapped shared is the same shmem object to the kernel's memory
+            // controller as an anonymous shared mapping.
+            "--memfd" if name == "shmem" => {}
             "--file" if allow_file => {
                 let f = it
                     .next()
@@ -213,7 +216,10 @@ fn build_known(name: &str, args: &[String]) -> Result<Box<dyn Program>, String> 
         "trace" => trace::build(args),
         "dcache" => kernel::build_dcache(args),
         "threads" => kernel::build_threads(args),
-        "shmem" => shm::build(args),
+        "shmem" => {
+            let a = parse_args(name, args, false)?;
+            Ok(Box::new(shm::Shm::new(a.size, a.passes, a.hold)))
+        }
         _ => Err(format!("{name}: documented but not built")),
     }
 }

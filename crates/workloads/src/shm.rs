@@ -16,44 +16,17 @@ pub(crate) struct Shm {
     next: u64,
 }
 
-pub(crate) fn build(args: &[String]) -> Result<Box<dyn Program>, String> {
-    let mut size = None;
-    let mut passes = 1u64;
-    let mut hold = false;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--hold" => hold = true,
-            // A memfd mapped shared is the same shmem object to the kernel's memory
-            // controller as an anonymous shared mapping.
-            "--memfd" => {}
-            "--passes" => {
-                let n = it.next().ok_or("shmem: --passes needs a count")?;
-                passes = n
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|&p| (1..=1_000_000).contains(&p))
-                    .ok_or_else(|| format!("shmem: bad pass count '{n}' (1..=1000000)"))?;
-            }
-            s if s.starts_with("--") => return Err(format!("shmem: unknown option '{s}'")),
-            s => {
-                if size.is_some() {
-                    return Err(format!("shmem: unexpected argument '{s}'"));
-                }
-                let b = memcgsim_model::units::parse_size(s).map_err(|e| format!("shmem: {e}"))?;
-                size = Some(b);
-            }
+impl Shm {
+    pub(crate) fn new(size: u64, passes: u64, hold: bool) -> Shm {
+        Shm {
+            pages: pages(size),
+            passes,
+            hold,
+            map: None,
+            pass: 0,
+            next: 0,
         }
     }
-    let size = size.ok_or("shmem: missing SIZE")?;
-    Ok(Box::new(Shm {
-        pages: pages(size),
-        passes,
-        hold,
-        map: None,
-        pass: 0,
-        next: 0,
-    }))
 }
 
 impl Program for Shm {
