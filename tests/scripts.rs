@@ -282,6 +282,8 @@ script_tests! {
     thp_fragmented => "thp/fragmented.mcg",
     // khugepaged collapses a group's small pages once it has room.
     thp_khugepaged => "thp/khugepaged.mcg",
+    // A partial MADV_DONTNEED leaves huge pages to the deferred split.
+    thp_deferred_split => "thp/deferred_split.mcg",
     // tmpfs: charged to the writer as shmem, holes, unlink.
     shmem_tmpfs => "shmem/tmpfs.mcg",
     // Shared anonymous memory and memfd.

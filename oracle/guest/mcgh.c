@@ -227,7 +227,8 @@ static void emit_errno_line(const char *lineno, int err)
 static void usage(void)
 {
     static const char text[] =
-        "usage: mcgh anon SIZE [--passes N] [--madvise hugepage|nohugepage] [--hold NAME]\n"
+        "usage: mcgh anon SIZE [--passes N] [--madvise hugepage|nohugepage] [--dontneed SIZE]\n"
+        "                 [--hold NAME]\n"
         "       mcgh pagecache SIZE [--file NAME] [--hold NAME]\n"
         "       mcgh mlock SIZE [--hold NAME]\n"
         "       mcgh shmem SIZE [--passes N] [--memfd] [--hold NAME]\n"
@@ -414,6 +415,7 @@ struct workload {
     unsigned long passes;   /* anon: passes over all pages */
     int madvise;            /* anon: 0, or MADV_HUGEPAGE / MADV_NOHUGEPAGE */
     int memfd;              /* shmem: a memfd mapped shared, not MAP_ANONYMOUS */
+    uint64_t dontneed;      /* anon: bytes freed at the end of every 2 MiB (0: none) */
     const char *file;       /* pagecache: NULL = unnamed O_TMPFILE file; dd, cat;
                                access: NULL = anonymous memory */
     const char *hold;       /* NULL = exit when done */
@@ -905,6 +907,10 @@ static int parse_workload(int argc, char **argv, struct workload *wl)
                    (wl->kind == WL_ANON || wl->kind == WL_SHMEM)) {
             if (parse_uint(argv[i + 1], MAX_PASSES, &wl->passes) != 0)
                 usage_exit("bad --passes", argv[i + 1]);
+        } else if (strcmp(opt, "--dontneed") == 0 && wl->kind == WL_ANON) {
+            if (parse_size(argv[i + 1], &wl->dontneed) != 0 || wl->dontneed == 0 ||
+                wl->dontneed > 2 * 1024 * 1024)
+                usage_exit("bad --dontneed", argv[i + 1]);
         } else if (strcmp(opt, "--madvise") == 0 && wl->kind == WL_ANON) {
             if (strcmp(argv[i + 1], "hugepage") == 0)
                 wl->madvise = MADV_HUGEPAGE;
@@ -975,6 +981,19 @@ static int write_hold_unmap(const struct workload *wl, volatile char *buf, size_
     for (pass = 0; pass < wl->passes; pass++)
         for (off = 0; off < size; off += MCGH_PAGE)
             buf[off] = (char)(pass + 1);
+    if (wl->dontneed > 0 && size > 0) {
+        /* The last DONTNEED bytes of every whole 2 MiB-aligned range of the mapping
+         * (the simulator's mappings start aligned; here the ranges are found). */
+        const uintptr_t huge = 2UL * 1024 * 1024;
+        uintptr_t start = ((uintptr_t)buf + huge - 1) & ~(huge - 1);
+        uintptr_t end = (uintptr_t)buf + size;
+        for (; start + huge <= end; start += huge)
+            if (madvise((void *)(start + huge - wl->dontneed), wl->dontneed,
+                        MADV_DONTNEED) != 0) {
+                report_err("madvise", errno);
+                return 1;
+            }
+    }
 
     if (wl->hold != NULL)
         hold_forever(wl->hold);

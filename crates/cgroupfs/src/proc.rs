@@ -249,6 +249,7 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
                     m.thp.events.collapse_alloc_failed,
                 ),
                 ("thp_split_page", m.thp.events.split_page),
+                ("thp_deferred_split_page", m.thp.events.deferred_split_page),
                 ("thp_split_pmd", m.thp.events.split_pmd),
                 ("thp_swpout", 0),
                 ("thp_swpout_fallback", m.thp.events.swpout_fallback),

@@ -516,21 +516,30 @@ impl Machine {
             let map = fm.map;
             let nr = self.folio_nr_pages(pfn as u32) as i64;
             if nr > 1 {
-                // A PMD-mapped anon folio: every page of its range points at its frame.
                 huge_heads += 1;
-                owned[m][8] += nr;
                 let v = &self.vmas.v[map.mapping as usize];
-                let mapped = pc.flags & (pf::SWAPBACKED | pf::MAPPED | pf::ONDISK)
+                let maps =
+                    |i: u32| v.ptes.get((map.index + i) as usize) == Some(&(pfn as u32 + i + 1));
+                let flags_ok = pc.flags & (pf::SWAPBACKED | pf::MAPPED | pf::ONDISK)
                     == pf::SWAPBACKED | pf::MAPPED
                     && map.index.is_multiple_of(nr as u32)
-                    && v.live
-                    && (0..nr as u32).all(|i| {
-                        v.ptes.get((map.index + i) as usize) == Some(&(pfn as u32 + i + 1))
-                    });
-                if !mapped {
-                    return Err(format!("huge folio {pfn}: not mapped whole by its range"));
+                    && v.live;
+                if self.folio_deferred(pfn as u32) {
+                    // PTE-mapped after a partial unmap, on its deferred split queue: some
+                    // pages of its range still point at their frames.
+                    let mapped = (0..nr as u32).filter(|&i| maps(i)).count() as i64;
+                    if !flags_ok || mapped == 0 {
+                        return Err(format!("deferred huge folio {pfn}: not partly mapped"));
+                    }
+                    owned[m][0] += mapped;
+                } else {
+                    // A PMD-mapped anon folio: every page of its range points at its frame.
+                    if !flags_ok || !(0..nr as u32).all(maps) {
+                        return Err(format!("huge folio {pfn}: not mapped whole by its range"));
+                    }
+                    owned[m][8] += nr;
+                    owned[m][0] += nr;
                 }
-                owned[m][0] += nr;
                 if pc.flags & pf::MLOCKED != 0 {
                     owned[m][2] += nr;
                 }
@@ -646,6 +655,17 @@ impl Machine {
             }
             if o.charged_bytes >= crate::PAGE_SIZE {
                 return Err("an obj_cgroup holds a whole page of charged bytes".into());
+            }
+        }
+        for (&memcg, q) in &self.thp.split_queue {
+            for &head in q {
+                if !crate::huge_memory::is_head(&self.frames.meta, head)
+                    || self.frames.memcg(head) != memcg
+                {
+                    return Err(format!(
+                        "memcg {memcg}'s deferred split queue holds {head}, no huge folio of its"
+                    ));
+                }
             }
         }
         if huge_heads != self.thp.folios {

@@ -27,8 +27,18 @@
 //! - reclaim splits every huge folio it swaps (THP_SWPOUT_FALLBACK, with the swap `fail`
 //!   event of the empty entry), as 6.1 did every time on the oracle's swap disk; swapping a
 //!   folio whole into a free swap cluster (THP_SWPOUT) is not modelled;
-//! - there are no partial unmaps (munmap() takes a whole mapping), so no deferred split
-//!   queue. khugepaged's collapse is khugepaged.rs.
+//! - a huge folio is mapped by one PMD or, after MADV_DONTNEED of part of its range, by the
+//!   PTEs of its own range only (no mremap, no fork), so page i of the folio is page i of
+//!   the range; khugepaged's collapse is khugepaged.rs.
+//!
+//! MADV_DONTNEED of part of a huge range (zap_pmd_range(), memory.rs): __split_huge_pmd()
+//! turns the PMD into PTEs (THP_SPLIT_PMD; NR_ANON_THPS drops), the PTEs in the range go
+//! (NR_ANON_MAPPED drops page by page) while their pages stay in the folio, charged, and the
+//! folio joins its memcg's deferred split queue (deferred_split_folio(),
+//! THP_DEFERRED_SPLIT_PAGE). The queue's shrinker (deferred_split_scan(), run by
+//! shrink_slab() for the memcg) and reclaim of the folio itself (shrink_folio_list() splits
+//! a partly mapped folio at once) split it: the mapped pages become pages of their own, the
+//! unmapped ones are freed (THP_SPLIT_PAGE). An unmap of the rest frees the folio whole.
 
 use crate::machine::Machine;
 use crate::memcontrol::ChargeError;
@@ -162,6 +172,8 @@ pub struct ThpEvents {
     pub split_page: u64,
     pub split_pmd: u64,
     pub swpout_fallback: u64,
+    /// THP_DEFERRED_SPLIT_PAGE: folios put on a deferred split queue.
+    pub deferred_split_page: u64,
     /// THP_COLLAPSE_ALLOC and THP_COLLAPSE_ALLOC_FAILED: khugepaged's allocations.
     pub collapse_alloc: u64,
     pub collapse_alloc_failed: u64,
@@ -176,6 +188,9 @@ pub struct Thp {
     /// Huge folios alive: while there are none, every folio is one page and the LRU code
     /// need not look for tails.
     pub folios: u64,
+    /// The deferred split queues (memcg->deferred_split_queue): per memcg, the heads of its
+    /// huge folios that a partial unmap left mapped by PTEs, oldest first.
+    pub split_queue: std::collections::BTreeMap<crate::memcontrol::MemcgId, Vec<Pfn>>,
 }
 
 /// Whether the frame after `pfn` is a tail: `pfn` is then a huge folio's head.
@@ -428,6 +443,185 @@ impl Machine {
         self.thp.events.split_pmd += 1;
         self.thp.events.split_page += 1;
         tails
+    }
+
+    /// Whether the huge folio of `head` is mapped by PTEs and waits on its memcg's deferred
+    /// split queue.
+    pub(crate) fn folio_deferred(&self, head: Pfn) -> bool {
+        self.thp.folios > 0
+            && self
+                .thp
+                .split_queue
+                .get(&self.frames.memcg(head))
+                .is_some_and(|q| q.contains(&head))
+    }
+
+    /// __split_huge_pmd() of a PMD-mapped folio: its PMD becomes the 512 PTEs its range
+    /// already holds (THP_SPLIT_PMD), and NR_ANON_THPS, which counts PMD mappings, drops.
+    /// The folio stays whole.
+    pub(crate) fn split_huge_pmd(&mut self, head: Pfn) {
+        let memcg = self.frames.memcg(head);
+        self.mod_stat(memcg, Stat::AnonThp, -(HPAGE_PMD_NR as i64));
+        self.thp.events.split_pmd += 1;
+    }
+
+    /// deferred_split_folio(): a partly mapped folio joins its memcg's queue, once.
+    pub(crate) fn deferred_split_folio(&mut self, head: Pfn) {
+        let memcg = self.frames.memcg(head);
+        let q = self.thp.split_queue.entry(memcg).or_default();
+        if !q.contains(&head) {
+            q.push(head);
+            self.thp.events.deferred_split_page += 1;
+        }
+    }
+
+    /// Take a folio off its deferred split queue.
+    fn deferred_split_remove(&mut self, head: Pfn) {
+        let memcg = self.frames.memcg(head);
+        if let Some(q) = self.thp.split_queue.get_mut(&memcg) {
+            q.retain(|&h| h != head);
+            if q.is_empty() {
+                self.thp.split_queue.remove(&memcg);
+            }
+        }
+    }
+
+    /// The pages of a PTE-mapped folio that its range still maps.
+    pub(crate) fn folio_mapped_pages(&self, head: Pfn) -> u64 {
+        let m = self.frames.meta[head as usize].map;
+        let v = &self.vmas.v[m.mapping as usize];
+        (0..HPAGE_PMD_NR as u32)
+            .filter(|&i| v.ptes.get((m.index + i) as usize) == Some(&(head + i + 1)))
+            .count() as u64
+    }
+
+    /// The last page of a PTE-mapped folio was unmapped (the folio's refcount drops to 0):
+    /// off its queue and its LRU list, uncharged and freed whole.
+    pub(crate) fn free_unmapped_folio(&mut self, head: Pfn) {
+        let memcg = self.frames.memcg(head);
+        self.deferred_split_remove(head);
+        self.lru_del(head);
+        if self.frames.test(head, pf::MLOCKED) {
+            self.mod_stat(memcg, Stat::Mlock, -(HPAGE_PMD_NR as i64));
+        }
+        self.uncharge_folio(memcg, HPAGE_PMD_NR);
+        self.free_thp_frames(head);
+    }
+
+    /// split_huge_page() of a PTE-mapped folio (the queue's shrinker, or reclaim, which has
+    /// it isolated: `on_lru` false): each page its range still maps becomes a page of its
+    /// own with the head's flags (__split_huge_page_tail()), each other one is freed with
+    /// its charge (the put at the end of __split_huge_page(); THP_SPLIT_PAGE). On the LRU,
+    /// the pages kept go back on their lists; isolated, the kept tails are returned in order
+    /// for reclaim to take next. Returns them and whether the head is mapped (an isolated
+    /// unmapped head is left to the caller, which frees it).
+    pub(crate) fn split_deferred_folio(&mut self, head: Pfn, on_lru: bool) -> (Vec<Pfn>, bool) {
+        let memcg = self.frames.memcg(head);
+        self.deferred_split_remove(head);
+        if on_lru {
+            self.lru_del(head);
+        }
+        let m = self.frames.meta[head as usize].map;
+        let copied = self.frames.flags(head)
+            & (pf::REFERENCED
+                | pf::ACTIVE
+                | pf::WORKINGSET
+                | pf::MLOCKED
+                | pf::DIRTY
+                | pf::SWAPBACKED);
+        let mapped = |me: &Machine, i: u32| {
+            me.vmas.v[m.mapping as usize]
+                .ptes
+                .get((m.index + i) as usize)
+                == Some(&(head + i + 1))
+        };
+        let mut kept = Vec::new();
+        let mut freed = Vec::new();
+        for i in 1..HPAGE_PMD_NR as u32 {
+            let is_mapped = mapped(self, i);
+            let t = &mut self.frames.meta[(head + i) as usize];
+            t.pc.flags = crate::page_cgroup::LRU_NONE
+                | pf::ALLOCATED
+                | copied
+                | if is_mapped { pf::MAPPED } else { 0 };
+            t.map = PageMap {
+                mapping: m.mapping,
+                index: m.index + i,
+            };
+            if is_mapped {
+                kept.push(head + i);
+            } else {
+                freed.push((head + i, Some(memcg)));
+            }
+        }
+        let head_mapped = mapped(self, 0);
+        if !head_mapped {
+            self.frames.clear(head, pf::MAPPED | pf::YOUNG);
+        }
+        self.thp.folios -= 1;
+        self.thp.events.split_page += 1;
+        let unmapped = freed.len() as i64 + i64::from(!head_mapped);
+        if copied & pf::MLOCKED != 0 {
+            self.mod_stat(memcg, Stat::Mlock, -unmapped);
+        }
+        for &(pfn, _) in &freed {
+            self.frames.clear(pfn, pf::MLOCKED);
+        }
+        self.free_page_list(&freed);
+        if on_lru {
+            if head_mapped {
+                self.lru_add(head);
+            } else {
+                self.frames.clear(head, pf::MLOCKED);
+                self.free_page_list(&[(head, Some(memcg))]);
+            }
+            for &t in &kept {
+                self.lru_add(t);
+            }
+            kept.clear();
+        }
+        (kept, head_mapped)
+    }
+
+    /// deferred_split_scan() of `memcg`'s queue under shrink_slab() at `priority`, with the
+    /// dcache shrinker's arithmetic (DEFAULT_SEEKS, SHRINK_BATCH): the oldest folios split.
+    /// Returns the pages freed.
+    pub(crate) fn deferred_split_scan(
+        &mut self,
+        memcg: crate::memcontrol::MemcgId,
+        priority: i32,
+    ) -> u64 {
+        let freeable = self
+            .thp
+            .split_queue
+            .get(&memcg)
+            .map_or(0, |q| q.len() as u64);
+        if freeable == 0 {
+            return 0;
+        }
+        let delta = (freeable >> priority.clamp(0, 63)) * 4 / crate::kmem::DEFAULT_SEEKS;
+        let total_scan = delta.min(freeable * 2);
+        let to_scan = if total_scan >= freeable {
+            freeable
+        } else {
+            total_scan - total_scan % crate::kmem::SHRINK_BATCH
+        };
+        let mut freed = 0;
+        for _ in 0..to_scan {
+            let Some(&head) = self.thp.split_queue.get(&memcg).and_then(|q| q.first()) else {
+                break;
+            };
+            if self.frames.lru(head) == crate::page_cgroup::LRU_NONE {
+                // Isolated by a reclaimer, which will split it: try the next one.
+                self.deferred_split_remove(head);
+                self.thp.split_queue.entry(memcg).or_default().push(head);
+                continue;
+            }
+            let before = self.folio_mapped_pages(head);
+            self.split_deferred_folio(head, true);
+            freed += HPAGE_PMD_NR - before;
+        }
+        freed
     }
 
     /// khugepaged's set_recommended_min_free_kbytes(): while THP is enabled, keep free two
@@ -716,6 +910,82 @@ mod tests {
         m.munmap(vma);
         assert!(m.memory.get(a as usize).usage < 64);
         m.check().unwrap();
+        m.cur = None;
+    }
+
+    /// MADV_DONTNEED of part of a huge range splits its PMD and queues the folio, still
+    /// charged whole; of the rest, frees it whole; the queue's shrinker splits a queued
+    /// folio, freeing its unmapped pages; munmap frees what is left.
+    #[test]
+    fn a_partial_unmap_defers_the_split() {
+        let mut m = machine(&[("thp", "always")]);
+        let a = m.memcg_create(ROOT_MEMCG).unwrap();
+        let pid = task(&mut m, a);
+        let vma = m.mmap_anon(pid, 4 * 512, false);
+        for i in 0..4 * 512 {
+            m.touch_anon(pid, vma, i).unwrap();
+        }
+        assert_eq!(m.stat_total(a, Stat::AnonThp), 4 * 512);
+        let charged = m.memory.get(a as usize).usage;
+        // Half of range 0 and half of range 1, across their boundary.
+        m.madvise_dontneed(vma, 256, 768);
+        m.check().unwrap();
+        assert_eq!(m.stat_total(a, Stat::AnonThp), 2 * 512);
+        assert_eq!(m.stat_total(a, Stat::Anon), 4 * 512 - 512);
+        assert_eq!(m.task(pid).rss_anon, 4 * 512 - 512);
+        assert_eq!(m.memory.get(a as usize).usage, charged);
+        assert_eq!(m.thp.events.split_pmd, 2);
+        assert_eq!(m.thp.events.deferred_split_page, 2);
+        // The rest of range 0: its folio goes whole.
+        m.madvise_dontneed(vma, 0, 256);
+        m.check().unwrap();
+        assert_eq!(m.memory.get(a as usize).usage, charged - 512);
+        assert_eq!(m.thp.split_queue[&a].len(), 1);
+        // A fault in the hole takes a small page; the shrinker then splits range 1's folio.
+        m.touch_anon(pid, vma, 600).unwrap();
+        let before_split = m.memory.get(a as usize).usage;
+        let freed = m.deferred_split_scan(a, 0);
+        assert_eq!(freed, 256);
+        assert!(m.thp.split_queue.is_empty());
+        assert_eq!(m.thp.events.split_page, 1);
+        m.check().unwrap();
+        assert_eq!(m.stat_total(a, Stat::Anon), 2 * 512 + 256 + 1);
+        assert_eq!(m.memory.get(a as usize).usage, before_split - 256);
+        // Another partial unmap, then munmap with the folio queued.
+        m.madvise_dontneed(vma, 1024, 1030);
+        assert_eq!(m.thp.split_queue[&a].len(), 1);
+        m.munmap(vma);
+        m.check().unwrap();
+        assert!(m.thp.split_queue.is_empty());
+        assert_eq!(m.thp.folios, 0);
+        assert_eq!(m.stat_total(a, Stat::Anon), 0);
+        m.cur = None;
+    }
+
+    /// Reclaim splits a partly mapped folio at once, freeing its unmapped pages without
+    /// I/O, and swaps what stays mapped.
+    #[test]
+    fn reclaim_splits_a_partly_mapped_folio() {
+        let mut m = machine(&[("thp", "always"), ("swap_sync", "on")]);
+        let a = m.memcg_create(ROOT_MEMCG).unwrap();
+        let pid = task(&mut m, a);
+        let vma = m.mmap_anon(pid, 512, false);
+        for i in 0..512 {
+            m.touch_anon(pid, vma, i).unwrap();
+        }
+        m.madvise_dontneed(vma, 0, 384);
+        for _ in 0..20 {
+            if m.stat_total(a, Stat::Anon) == 0 {
+                break;
+            }
+            m.try_to_free_mem_cgroup_pages(a, 512, true, true, None);
+        }
+        m.check().unwrap();
+        assert_eq!(m.thp.folios, 0);
+        assert_eq!(m.stat_total(a, Stat::Anon), 0);
+        // Only the 128 mapped pages went to swap.
+        assert_eq!(m.stat_total(a, Stat::Pswpout), 128);
+        assert_eq!(m.thp.events.swpout_fallback, 0);
         m.cur = None;
     }
 }

@@ -78,9 +78,9 @@ pub const CLONE_NS: u64 = 15_000;
 /// CPU time of a path lookup that misses (stat() of a long name).
 pub const LOOKUP_NS: u64 = 1_000;
 /// DEFAULT_SEEKS of a shrinker.
-const DEFAULT_SEEKS: u64 = 2;
+pub(crate) const DEFAULT_SEEKS: u64 = 2;
 /// SHRINK_BATCH.
-const SHRINK_BATCH: u64 = 128;
+pub(crate) const SHRINK_BATCH: u64 = 128;
 
 /// An obj_cgroup: what kernel objects point to instead of a memcg, so that a memcg can go
 /// while its objects live.
@@ -533,11 +533,17 @@ impl Machine {
     /// frees them; returns the pages this released, which reclaim counts as reclaimed
     /// (reclaim_state->reclaimed_slab).
     pub(crate) fn shrink_slab(&mut self, memcg: MemcgId, priority: i32) -> u64 {
+        // The deferred split queue's shrinker (huge_memory.rs) frees pages, not slab.
+        let split = if self.thp.split_queue.is_empty() {
+            0
+        } else {
+            self.deferred_split_scan(memcg, priority)
+        };
         if self.slab_lru_empty(memcg) {
             // Both shrinkers count nothing to free (SHRINK_EMPTY).
-            return 0;
+            return split;
         }
-        self.shrink_dcache(memcg, priority) + self.shrink_shadow_nodes(memcg)
+        split + self.shrink_dcache(memcg, priority) + self.shrink_shadow_nodes(memcg)
     }
 
     /// The dcache shrinker's part of shrink_slab().

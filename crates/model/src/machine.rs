@@ -166,6 +166,7 @@ impl Machine {
                 defrag: cfg.thp_defrag,
                 events: Default::default(),
                 folios: 0,
+                split_queue: Default::default(),
             },
             shmem: crate::shmem::Shmem::new(nr_frames as u64),
             khugepaged: Default::default(),

@@ -706,6 +706,130 @@ impl Machine {
         gather.clear();
     }
 
+    /// zap_pte_range() for one PTE other than a huge PMD's, of a mapping of task `owner`
+    /// (`locked`: VM_LOCKED): a swap entry is freed with its swap-cache page, a page goes
+    /// into the gather. A page of a PTE-mapped huge folio only loses its mapping (its folio
+    /// stays whole, on the deferred split queue): its head is returned for the caller to
+    /// free or queue.
+    fn zap_pte(
+        &mut self,
+        owner: Pid,
+        locked: bool,
+        pte: u32,
+        gather: &mut Vec<(Pfn, Option<MemcgId>)>,
+    ) -> Option<Pfn> {
+        if pte & SWAP_PTE == 0 && self.thp.folios > 0 {
+            let head = self.folio_head(pte - 1);
+            if self.folio_nr_pages(head) > 1 {
+                let memcg = self.frames.memcg(head);
+                self.mod_stat(memcg, Stat::Anon, -1);
+                self.task_mut(owner).rss_anon -= 1;
+                return Some(head);
+            }
+        }
+        if pte & SWAP_PTE != 0 {
+            let slot = pte & !SWAP_PTE;
+            // free_swap_and_cache(): the entry's swap-cache page goes with it, unless
+            // its write is in flight (folio_free_swap() refuses it; reclaim frees it
+            // later with its slot).
+            self.swap_pte_put_cached(slot);
+            self.task_mut(owner).swapents -= 1;
+        } else {
+            let pfn = pte - 1;
+            let memcg = self.frames.memcg(pfn);
+            if let Some(slot) = self.swapcache_slot(pfn) {
+                // A swap-cache page faulted back while its write was in flight:
+                // free_swap_cache() frees the swap with it unless the write still is.
+                self.task_mut(owner).rss_anon -= 1;
+                let mlocked = self.frames.test(pfn, pf::MLOCKED);
+                if mlocked {
+                    self.mod_stat(memcg, Stat::Mlock, -1);
+                    self.frames.clear(pfn, pf::MLOCKED);
+                }
+                if self.frames.test(pfn, pf::WRITEBACK) {
+                    self.swapcache_unmapped(pfn, slot);
+                    if mlocked {
+                        // Off the unevictable list (munlock).
+                        self.lru_putback(pfn);
+                    }
+                    return None;
+                }
+                self.swapcache_unmapped(pfn, slot);
+                self.lru_del(pfn);
+                self.swapcache_del(pfn, slot);
+                self.tlb_remove_page(gather, pfn, memcg);
+                return None;
+            }
+            self.lru_del(pfn);
+            if locked || self.frames.test(pfn, pf::MLOCKED) {
+                self.mod_stat(memcg, Stat::Mlock, -1);
+            }
+            self.mod_stat(memcg, Stat::Anon, -1);
+            self.tlb_remove_page(gather, pfn, memcg);
+            self.task_mut(owner).rss_anon -= 1;
+        }
+        None
+    }
+
+    /// madvise(MADV_DONTNEED) of pages `start..end` of `vma` (zap_page_range()): their
+    /// PTEs go, as munmap's do, and the mapping stays (a later access faults a new zeroed
+    /// page). A huge range wholly inside goes with its PMD (zap_huge_pmd()); a huge range
+    /// partly inside has its PMD split first, and its folio, partly mapped, waits on its
+    /// memcg's deferred split queue (huge_memory.rs), or goes whole once nothing maps it.
+    pub fn madvise_dontneed(&mut self, vma: u32, start: u32, end: u32) {
+        let v = &self.vmas.v[vma as usize];
+        if !v.live {
+            return;
+        }
+        let (owner, locked) = (v.owner, v.locked);
+        let end = end.min(v.ptes.len() as u32);
+        let nr = crate::huge_memory::HPAGE_PMD_NR as u32;
+        let mut gather = Vec::new();
+        let mut touched: Vec<Pfn> = Vec::new();
+        let mut i = start;
+        // Bound: each round moves i forward by at least one page.
+        while i < end {
+            let pte = self.vmas.v[vma as usize].ptes[i as usize];
+            if pte != 0
+                && pte & SWAP_PTE == 0
+                && self.thp.folios > 0
+                && crate::huge_memory::is_head(&self.frames.meta, self.folio_head(pte - 1))
+                && !self.folio_deferred(self.folio_head(pte - 1))
+            {
+                let head = self.folio_head(pte - 1);
+                let rs = i - (pte - 1 - head);
+                if start <= rs && rs + nr <= end {
+                    // zap_huge_pmd(): the range's PMD goes with its folio.
+                    let n = self.zap_huge_pmd(head);
+                    self.task_mut(owner).rss_anon -= n;
+                    let v = &mut self.vmas.v[vma as usize];
+                    v.ptes[rs as usize..(rs + nr) as usize].fill(0);
+                    i = rs + nr;
+                    continue;
+                }
+                self.split_huge_pmd(head);
+                self.deferred_split_folio(head);
+            }
+            if pte != 0 {
+                self.vmas.v[vma as usize].ptes[i as usize] = 0;
+                if let Some(head) = self.zap_pte(owner, locked, pte, &mut gather) {
+                    if !touched.contains(&head) {
+                        touched.push(head);
+                    }
+                }
+            }
+            i += 1;
+        }
+        self.tlb_flush_mmu(&mut gather);
+        for head in touched {
+            if self.folio_mapped_pages(head) == 0 {
+                self.free_unmapped_folio(head);
+            } else {
+                self.deferred_split_folio(head);
+            }
+        }
+    }
+
     /// munmap(): free every page and swap entry of a VMA. The pages go through an
     /// mmu_gather as in zap_pte_range(): each batch of it is released (uncharged together,
     /// then freed) when the gather fills or the unmap ends; a swap entry's swap-cache page
@@ -722,6 +846,7 @@ impl Machine {
         let mut gather = Vec::new();
         // The PTEs up to this index belong to a huge folio already freed.
         let mut huge_end = 0usize;
+        let mut pte_mapped: Vec<Pfn> = Vec::new();
         for (i, &pte) in ptes.iter().enumerate() {
             if pte == 0 || i < huge_end {
                 continue;
@@ -729,6 +854,7 @@ impl Machine {
             if pte & SWAP_PTE == 0
                 && self.thp.folios > 0
                 && crate::huge_memory::is_head(&self.frames.meta, pte - 1)
+                && !self.folio_deferred(pte - 1)
             {
                 // zap_huge_pmd(): the range's PMD maps the folio whole.
                 let n = self.zap_huge_pmd(pte - 1);
@@ -736,47 +862,15 @@ impl Machine {
                 huge_end = i + n as usize;
                 continue;
             }
-            if pte & SWAP_PTE != 0 {
-                let slot = pte & !SWAP_PTE;
-                // free_swap_and_cache(): the entry's swap-cache page goes with it, unless
-                // its write is in flight (folio_free_swap() refuses it; reclaim frees it
-                // later with its slot).
-                self.swap_pte_put_cached(slot);
-                self.task_mut(owner).swapents -= 1;
-            } else {
-                let pfn = pte - 1;
-                let memcg = self.frames.memcg(pfn);
-                if let Some(slot) = self.swapcache_slot(pfn) {
-                    // A swap-cache page faulted back while its write was in flight:
-                    // free_swap_cache() frees the swap with it unless the write still is.
-                    self.task_mut(owner).rss_anon -= 1;
-                    let mlocked = self.frames.test(pfn, pf::MLOCKED);
-                    if mlocked {
-                        self.mod_stat(memcg, Stat::Mlock, -1);
-                        self.frames.clear(pfn, pf::MLOCKED);
-                    }
-                    if self.frames.test(pfn, pf::WRITEBACK) {
-                        self.swapcache_unmapped(pfn, slot);
-                        if mlocked {
-                            // Off the unevictable list (munlock).
-                            self.lru_putback(pfn);
-                        }
-                        continue;
-                    }
-                    self.swapcache_unmapped(pfn, slot);
-                    self.lru_del(pfn);
-                    self.swapcache_del(pfn, slot);
-                    self.tlb_remove_page(&mut gather, pfn, memcg);
-                    continue;
+            if let Some(head) = self.zap_pte(owner, locked, pte, &mut gather) {
+                if !pte_mapped.contains(&head) {
+                    pte_mapped.push(head);
                 }
-                self.lru_del(pfn);
-                if locked || self.frames.test(pfn, pf::MLOCKED) {
-                    self.mod_stat(memcg, Stat::Mlock, -1);
-                }
-                self.mod_stat(memcg, Stat::Anon, -1);
-                self.tlb_remove_page(&mut gather, pfn, memcg);
-                self.task_mut(owner).rss_anon -= 1;
             }
+        }
+        // The PTE-mapped huge folios whose pages the mapping held go whole.
+        for head in pte_mapped {
+            self.free_unmapped_folio(head);
         }
         self.tlb_flush_mmu(&mut gather);
         // free_pgtables(): the mapping's PTE pages, and its vm_area_struct.

@@ -589,6 +589,14 @@ impl TaskCtx<'_> {
         Ok(())
     }
 
+    /// madvise(MADV_DONTNEED) of pages `start..end` of an anonymous mapping: their memory
+    /// goes (a huge page partly inside stays, partly mapped, for the deferred split).
+    pub fn madvise_dontneed(&mut self, vma: Vma, start: u64, end: u64) {
+        let len = self.m.vmas.v[vma.0 as usize].ptes.len() as u64;
+        self.m
+            .madvise_dontneed(vma.0, start.min(len) as u32, end.min(len) as u32);
+    }
+
     /// madvise(MADV_HUGEPAGE or MADV_NOHUGEPAGE) over a whole anonymous mapping: the
     /// mapping's VM_HUGEPAGE or VM_NOHUGEPAGE, which later faults' THP decisions read
     /// (huge_memory.rs).

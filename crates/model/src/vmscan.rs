@@ -1862,7 +1862,16 @@ impl Machine {
                     // regardless.
                     return Verdict::Activate;
                 }
-                if self.folio_nr_pages(pfn) > 1 {
+                if self.folio_deferred(pfn) {
+                    // A partly mapped folio is split at once: its unmapped pages are freed
+                    // without I/O; an unmapped head goes with them.
+                    let (tails, head_mapped) = self.split_deferred_folio(pfn, false);
+                    *split = tails;
+                    if !head_mapped {
+                        free_folios.push((pfn, Some(owner)));
+                        return Verdict::Freed;
+                    }
+                } else if self.folio_nr_pages(pfn) > 1 {
                     // add_to_swap() of the whole folio gets no swap cluster (whole
                     // swap-out is not modelled; 6.1 on the oracle's swap disk never got
                     // one either): __mem_cgroup_try_charge_swap() of the empty entry counts

@@ -40,7 +40,7 @@ macro_rules! doc {
 pub(crate) const DOCS: &[Doc] = &[
     doc!(
         "anon",
-        "anon SIZE [--passes N] [--madvise hugepage|nohugepage] [--hold]",
+        "anon SIZE [--passes N] [--madvise hugepage|nohugepage] [--dontneed SIZE] [--hold]",
         "write every page of SIZE of anonymous memory N times (default 1), then free it"
     ),
     doc!(

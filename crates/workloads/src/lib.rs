@@ -104,6 +104,8 @@ struct Args {
     file: Option<String>,
     passes: u64,
     huge: HugeAdvice,
+    /// anon --dontneed: pages freed at the end of every 2 MiB after the last pass.
+    dontneed: u64,
 }
 
 fn parse_args(name: &str, args: &[String], allow_file: bool) -> Result<Args, String> {
@@ -112,6 +114,7 @@ fn parse_args(name: &str, args: &[String], allow_file: bool) -> Result<Args, Str
     let mut file = None;
     let mut passes = 1u64;
     let mut huge = HugeAdvice::None;
+    let mut dontneed = 0u64;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -134,6 +137,18 @@ fn parse_args(name: &str, args: &[String], allow_file: bool) -> Result<Args, Str
                     .ok()
                     .filter(|&p| (1..=1_000_000).contains(&p))
                     .ok_or_else(|| format!("{name}: bad pass count '{n}' (1..=1000000)"))?;
+            }
+            "--dontneed" if name == "anon" => {
+                let v = it
+                    .next()
+                    .ok_or_else(|| format!("{name}: --dontneed needs a size"))?;
+                let b = parse_size(v).map_err(|e| format!("{name}: --dontneed: {e}"))?;
+                dontneed = pages(b);
+                if !(1..=512).contains(&dontneed) {
+                    return Err(format!(
+                        "{name}: bad --dontneed '{v}' (4K to 2M, the part of each 2 MiB freed)"
+                    ));
+                }
             }
             "--madvise" if name == "anon" => {
                 let v = it
@@ -165,6 +180,7 @@ fn parse_args(name: &str, args: &[String], allow_file: bool) -> Result<Args, Str
         file,
         passes,
         huge,
+        dontneed,
     })
 }
 
@@ -189,6 +205,7 @@ fn build_known(name: &str, args: &[String]) -> Result<Box<dyn Program>, String> 
             let a = parse_args(name, args, false)?;
             let mut w = Anon::new(a.size, a.hold, false).with_passes(a.passes);
             w.huge = a.huge;
+            w.dontneed = a.dontneed;
             Ok(Box::new(w))
         }
         "mlock" => {
@@ -236,6 +253,8 @@ pub struct Anon {
     mlock: bool,
     /// madvise() advice given to the mapping right after it is made.
     huge: HugeAdvice,
+    /// Pages at the end of every 2 MiB freed with MADV_DONTNEED after the last pass.
+    dontneed: u64,
     vma: Option<Vma>,
     next: u64,
     passes: u64,
@@ -249,6 +268,7 @@ impl Anon {
             hold,
             mlock,
             huge: HugeAdvice::None,
+            dontneed: 0,
             vma: None,
             next: 0,
             passes: 1,
@@ -312,6 +332,16 @@ impl Program for Anon {
         }
         if self.mlock && cx.return_to_user().is_err() {
             return Step::Continue;
+        }
+        if self.dontneed > 0 {
+            // MADV_DONTNEED of the end of every whole 2 MiB, as an allocator returns the
+            // memory it no longer uses.
+            const HPAGE: u64 = 512;
+            for r in 0..self.pages / HPAGE {
+                let end = (r + 1) * HPAGE;
+                cx.madvise_dontneed(vma, end - self.dontneed, end);
+            }
+            self.dontneed = 0;
         }
         if self.hold {
             return Step::Hold;
@@ -446,7 +476,13 @@ mod tests {
     /// What a workload's parser accepts: flags, options taking a value, positionals.
     fn accepted(name: &str) -> (&[&str], &[&str], &[&str]) {
         let spec = match name {
-            "anon" => return (&["--hold"], &["--passes", "--madvise"], &["SIZE"]),
+            "anon" => {
+                return (
+                    &["--hold"],
+                    &["--passes", "--madvise", "--dontneed"],
+                    &["SIZE"],
+                )
+            }
             "pagecache" => return (&["--hold"], &["--file"], &["SIZE"]),
             "mlock" => return (&["--hold"], &[], &["SIZE"]),
             "shmem" => return (&["--hold", "--memfd"], &["--passes"], &["SIZE"]),
