@@ -56,6 +56,11 @@ pub const LRU_TAIL: u16 = 5;
 /// `PageMap::mapping` of a tail frame; its `index` is its offset from the head.
 pub const TAIL_MAPPING: u32 = u32::MAX - 2;
 
+/// The flags a split gives each page of the folio from its head (__split_huge_page_tail():
+/// PG_referenced, PG_active, PG_workingset, PG_mlocked, PG_dirty, PG_swapbacked).
+const SPLIT_COPIED_FLAGS: u16 =
+    pf::REFERENCED | pf::ACTIVE | pf::WORKINGSET | pf::MLOCKED | pf::DIRTY | pf::SWAPBACKED;
+
 /// The time to clear one 4 KiB page of a new huge folio (clear_huge_page(): about 16 GB/s).
 const CLEAR_PAGE_NS: u64 = 250;
 
@@ -419,14 +424,7 @@ impl Machine {
         debug_assert_eq!(self.frames.lru(head), crate::page_cgroup::LRU_NONE);
         let memcg = self.frames.memcg(head);
         self.frames.clear(head, pf::YOUNG);
-        let copied = self.frames.flags(head)
-            & (pf::REFERENCED
-                | pf::ACTIVE
-                | pf::WORKINGSET
-                | pf::MLOCKED
-                | pf::DIRTY
-                | pf::SWAPBACKED
-                | pf::MAPPED);
+        let copied = self.frames.flags(head) & (SPLIT_COPIED_FLAGS | pf::MAPPED);
         let m = self.frames.meta[head as usize].map;
         let mut tails = Vec::with_capacity(HPAGE_PMD_NR as usize - 1);
         for i in 1..HPAGE_PMD_NR as u32 {
@@ -522,13 +520,7 @@ impl Machine {
             self.lru_del(head);
         }
         let m = self.frames.meta[head as usize].map;
-        let copied = self.frames.flags(head)
-            & (pf::REFERENCED
-                | pf::ACTIVE
-                | pf::WORKINGSET
-                | pf::MLOCKED
-                | pf::DIRTY
-                | pf::SWAPBACKED);
+        let copied = self.frames.flags(head) & SPLIT_COPIED_FLAGS;
         let mapped = |me: &Machine, i: u32| {
             me.vmas.v[m.mapping as usize]
                 .ptes
@@ -698,6 +690,20 @@ mod tests {
         let pid = m.spawn(memcg, "idle".into(), 0, Box::new(Idle));
         m.cur = Some(ExecCtx::new(Some(pid), 0, m.sched.clock));
         pid
+    }
+
+    /// A THP `always` machine with `keys` whose group's task has written `pages` of a
+    /// mapping: the machine, the group, the task, the mapping.
+    fn written(keys: &[(&str, &str)], pages: u32) -> (Machine, MemcgId, Pid, u32) {
+        let all: Vec<_> = [("thp", "always")].iter().chain(keys).copied().collect();
+        let mut m = machine(&all);
+        let a = m.memcg_create(ROOT_MEMCG).unwrap();
+        let pid = task(&mut m, a);
+        let vma = m.mmap_anon(pid, pages, false);
+        for i in 0..pages {
+            m.touch_anon(pid, vma, i).unwrap();
+        }
+        (m, a, pid, vma)
     }
 
     #[test]
@@ -880,13 +886,7 @@ mod tests {
     /// (THP_SWPOUT_FALLBACK, THP_SPLIT_PAGE) and swaps every page out.
     #[test]
     fn reclaim_splits_a_huge_folio_and_swaps_its_pages() {
-        let mut m = machine(&[("thp", "always"), ("swap_sync", "on")]);
-        let a = m.memcg_create(ROOT_MEMCG).unwrap();
-        let pid = task(&mut m, a);
-        let vma = m.mmap_anon(pid, 1024, false);
-        for i in 0..1024 {
-            m.touch_anon(pid, vma, i).unwrap();
-        }
+        let (mut m, a, pid, vma) = written(&[("swap_sync", "on")], 1024);
         assert_eq!(m.thp.folios, 2);
         // The first pass finds the folios young and keeps them; later passes take them.
         let mut reclaimed = 0;
@@ -918,13 +918,7 @@ mod tests {
     /// folio, freeing its unmapped pages; munmap frees what is left.
     #[test]
     fn a_partial_unmap_defers_the_split() {
-        let mut m = machine(&[("thp", "always")]);
-        let a = m.memcg_create(ROOT_MEMCG).unwrap();
-        let pid = task(&mut m, a);
-        let vma = m.mmap_anon(pid, 4 * 512, false);
-        for i in 0..4 * 512 {
-            m.touch_anon(pid, vma, i).unwrap();
-        }
+        let (mut m, a, pid, vma) = written(&[], 4 * 512);
         assert_eq!(m.stat_total(a, Stat::AnonThp), 4 * 512);
         let charged = m.memory.get(a as usize).usage;
         // Half of range 0 and half of range 1, across their boundary.
@@ -966,13 +960,7 @@ mod tests {
     /// I/O, and swaps what stays mapped.
     #[test]
     fn reclaim_splits_a_partly_mapped_folio() {
-        let mut m = machine(&[("thp", "always"), ("swap_sync", "on")]);
-        let a = m.memcg_create(ROOT_MEMCG).unwrap();
-        let pid = task(&mut m, a);
-        let vma = m.mmap_anon(pid, 512, false);
-        for i in 0..512 {
-            m.touch_anon(pid, vma, i).unwrap();
-        }
+        let (mut m, a, _pid, vma) = written(&[("swap_sync", "on")], 512);
         m.madvise_dontneed(vma, 0, 384);
         for _ in 0..20 {
             if m.stat_total(a, Stat::Anon) == 0 {
