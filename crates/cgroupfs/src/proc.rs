@@ -689,7 +689,9 @@ fn node_items(m: &memcgsim_model::Machine) -> (Items, Items) {
             ("workingset_nodereclaim", g(Stat::WorkingsetNodereclaim)),
             ("nr_anon_pages", g(Stat::Anon)),
             ("nr_mapped", g(Stat::FileMapped)),
-            ("nr_file_pages", g(Stat::File)),
+            // add_to_swap_cache() counts swap-cache pages in the node's NR_FILE_PAGES
+            // (not in a memcg's `file`); meminfo's Cached takes them out again.
+            ("nr_file_pages", g(Stat::File) + g(Stat::SwapCached)),
             ("nr_dirty", g(Stat::FileDirty)),
             ("nr_writeback", g(Stat::Writeback)),
             ("nr_shmem", g(Stat::Shmem)),
