@@ -592,18 +592,43 @@ impl Machine {
             return Err(Fault::Killed);
         }
         self.swapin_read(pid, slot, read);
-        self.commit_charge(pfn, memcg);
-        let shadow = self.swap.shadow(slot);
-        self.frames.set(pfn, pf::SWAPBACKED);
-        if shadow != 0 {
-            self.workingset_refault(pfn, shadow);
-        }
-        self.mod_stat(memcg, Stat::Pswpin, 1);
+        self.swapin_commit(pfn, memcg, slot);
         // A write fault: the page does not stay in the swap cache, the entry is freed.
         self.swap_pte_put(slot);
         self.task_mut(pid).swapents -= 1;
         self.map_new_anon(pid, vma, idx, pfn);
         Ok(())
+    }
+
+    /// The page read from `slot` is committed to `memcg` (its charge made before the read),
+    /// swap-backed, a refault if the slot's shadow entry says so, and counted in PSWPIN.
+    pub(crate) fn swapin_commit(&mut self, pfn: Pfn, memcg: MemcgId, slot: SwapSlot) {
+        self.commit_charge(pfn, memcg);
+        self.frames.set(pfn, pf::SWAPBACKED);
+        let shadow = self.swap.shadow(slot);
+        if shadow != 0 {
+            self.workingset_refault(pfn, shadow);
+        }
+        self.mod_stat(memcg, Stat::Pswpin, 1);
+    }
+
+    /// add_to_swap() and add_to_swap_cache() for a page of `owner` that reclaim writes out:
+    /// a slot, charged to the memcg on cgroup v2 (v1 records the entry when the page leaves:
+    /// mem_cgroup_swapout()), with the page in its swap cache. None when no slot, or no
+    /// swap charge, is to be had.
+    pub(crate) fn add_to_swap_cache(&mut self, pfn: Pfn, owner: MemcgId) -> Option<SwapSlot> {
+        let slot = self.swap.alloc()?;
+        if !self.is_v1() {
+            if !self.mem_cgroup_try_charge_swap(owner) {
+                self.swap.cancel(slot);
+                return None;
+            }
+            self.swap.set_owner(slot, owner);
+        }
+        self.swap.add_cache(slot, pfn);
+        self.frames.set(pfn, pf::ONDISK);
+        self.mod_stat(owner, Stat::SwapCached, 1);
+        Some(slot)
     }
 
     /// swap_readpage() of the page of `slot` and the readahead pages beside it (the device
@@ -790,13 +815,13 @@ impl Machine {
         // Bound: each round moves i forward by at least one page.
         while i < end {
             let pte = self.vmas.v[vma as usize].ptes[i as usize];
-            if pte != 0
-                && pte & SWAP_PTE == 0
-                && self.thp.folios > 0
-                && crate::huge_memory::is_head(&self.frames.meta, self.folio_head(pte - 1))
-                && !self.folio_deferred(self.folio_head(pte - 1))
-            {
-                let head = self.folio_head(pte - 1);
+            let head = (pte != 0 && pte & SWAP_PTE == 0 && self.thp.folios > 0)
+                .then(|| self.folio_head(pte - 1))
+                .filter(|&h| {
+                    crate::huge_memory::is_head(&self.frames.meta, h) && !self.folio_deferred(h)
+                });
+            if let Some(head) = head {
+                // A PMD-mapped folio.
                 let rs = i - (pte - 1 - head);
                 if start <= rs && rs + nr <= end {
                     // zap_huge_pmd(): the range's PMD goes with its folio.
@@ -807,6 +832,7 @@ impl Machine {
                     i = rs + nr;
                     continue;
                 }
+                // Mapped by PTEs from now on, and queued for the deferred split.
                 self.split_huge_pmd(head);
                 self.deferred_split_folio(head);
             }
@@ -821,11 +847,11 @@ impl Machine {
             i += 1;
         }
         self.tlb_flush_mmu(&mut gather);
+        // A folio with none of its pages left mapped goes whole; the others wait on their
+        // queue, where the PMD split put them.
         for head in touched {
             if self.folio_mapped_pages(head) == 0 {
                 self.free_unmapped_folio(head);
-            } else {
-                self.deferred_split_folio(head);
             }
         }
     }

@@ -581,13 +581,7 @@ impl Machine {
                     return Err(Fault::Killed);
                 }
                 self.swapin_read(pid, slot, read);
-                self.commit_charge(pfn, memcg);
-                self.frames.set(pfn, pf::SWAPBACKED);
-                let shadow = self.swap.shadow(slot);
-                if shadow != 0 {
-                    self.workingset_refault(pfn, shadow);
-                }
-                self.mod_stat(memcg, Stat::Pswpin, 1);
+                self.swapin_commit(pfn, memcg, slot);
                 if fault {
                     self.mod_stat(task_memcg, Stat::Pgmajfault, 1);
                     self.task_mut(pid).stats.majflt += 1;
@@ -621,9 +615,7 @@ impl Machine {
             // __remove_mapping() of a clean page: no shadow entry for a swap-backed one.
             self.shmem_delete_from_page_cache(pfn, 0);
             self.shmem_unacct_blocks(f, 1);
-            let memcg = self.frames.memcg(pfn);
-            let objcg = self.memcg_objcg(memcg);
-            self.xa_update(f, u64::from(m.index), -1, 0, objcg);
+            self.xa_update(f, u64::from(m.index), -1, 0, crate::kmem::ROOT_OBJCG);
             return Err(Some(owner));
         }
         // shmem_writepage(): no swap at all, or no slot or swap charge to be had: redirty
@@ -631,19 +623,11 @@ impl Machine {
         if !may_swap || self.total_swap_pages == 0 {
             return Err(None);
         }
-        let Some(slot) = self.swap.alloc() else {
+        let Some(slot) = self.add_to_swap_cache(pfn, owner) else {
             return Err(None);
         };
-        if !self.is_v1() {
-            if !self.mem_cgroup_try_charge_swap(owner) {
-                self.swap.cancel(slot);
-                return Err(None);
-            }
-            self.swap.set_owner(slot, owner);
-        }
-        // add_to_swap_cache(), swap_shmem_alloc() (the file's entry holds the slot) and
+        // swap_shmem_alloc() (the file's entry holds the slot) and
         // shmem_delete_from_page_cache() with the swap entry.
-        self.swap.add_cache(slot, pfn);
         self.swap.pte_get(slot);
         self.shmem_delete_from_page_cache(pfn, SHMEM_SWAP | u64::from(slot));
         self.files.v[f as usize].swapped += 1;
@@ -651,8 +635,6 @@ impl Machine {
             mapping: crate::memory::SWAPCACHE_MAPPING,
             index: slot,
         };
-        self.frames.set(pfn, pf::ONDISK);
-        self.mod_stat(owner, Stat::SwapCached, 1);
         Ok(slot)
     }
 

@@ -559,12 +559,6 @@ impl TaskCtx<'_> {
         self.m.shmem_map_access(self.pid, map.file, idx, true)
     }
 
-    /// unlink() of a named file: false if there is none. Its pages go at once unless a task
-    /// maps it (open file descriptors are not counted).
-    pub fn unlink(&mut self, name: &str) -> bool {
-        self.m.unlink(name).is_ok()
-    }
-
     /// __vm_enough_memory() under the default overcommit heuristic: a mapping of `pages`
     /// larger than RAM + swap is refused (ENOMEM).
     fn vm_enough_memory(&mut self, pages: u64) -> Result<(), Fault> {

@@ -1883,24 +1883,12 @@ impl Machine {
                     *split = self.split_huge_page_for_reclaim(pfn);
                     self.thp.events.swpout_fallback += 1;
                 }
-                // add_to_swap(): a slot, charged to the page's memcg on cgroup v2 (v1
-                // records the entry when the page leaves: mem_cgroup_swapout()).
-                let Some(slot) = self.swap.alloc() else {
+                let Some(slot) = self.add_to_swap_cache(pfn, owner) else {
                     return Verdict::Activate;
                 };
-                if !self.is_v1() {
-                    if !self.mem_cgroup_try_charge_swap(owner) {
-                        self.swap.cancel(slot);
-                        return Verdict::Activate;
-                    }
-                    self.swap.set_owner(slot, owner);
-                }
-                self.swap.add_cache(slot, pfn);
                 if flags & pf::MAPPED != 0 {
                     self.swap.set_mapped(pfn, Some(slot));
                 }
-                self.frames.set(pfn, pf::ONDISK);
-                self.mod_stat(owner, Stat::SwapCached, 1);
                 slot
             }
         };
