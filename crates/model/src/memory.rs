@@ -3,8 +3,9 @@
 //! non-rotational swap, swap_cluster_readahead() on rotational; vm_swap_full() and
 //! mem_cgroup_swap_full() for the swap cache reclaim gives up), mm/rmap.c (unmapping a page
 //! to a swap entry), mm/mlock.c (VM_LOCKED mappings put their pages on the unevictable
-//! list) and mm/mmu_gather.c (munmap and exit free their pages in the gather's batches, each
-//! uncharged together by release_pages()).
+//! list), mm/mmu_gather.c (munmap and exit free their pages in the gather's batches, each
+//! uncharged together by release_pages()) and mm/madvise.c (MADV_DONTNEED, whose zap of
+//! part of a huge range leaves its folio to the deferred split, huge_memory.rs).
 //!
 //! An anon VMA is an array of page-table entries, one `u32` per virtual page: 0 = not
 //! present, `pfn + 1` = present, `SWAP_PTE | slot` = swapped out. Each VMA belongs to one
