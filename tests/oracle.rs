@@ -81,6 +81,7 @@ const AGREEING: &[&str] = &[
     "tests/shmem/shared.mcg",
     "tests/shmem/swap.mcg",
     "tests/shmem/limits.mcg",
+    "tests/shmem/huge.mcg",
     "tests/dirty/sysctl.mcg",
     "tests/psi/high_throttle.mcg",
     "tests/psi/direct_reclaim.mcg",
@@ -125,7 +126,7 @@ const AGREEING: &[&str] = &[
 //   the per-CPU charge stock), which the model does not hold, so `memory.current == 0`
 //   holds only on the model.
 
-/// How the agreeing scripts share boots (this needs no guest): 25 boots for 56 scripts.
+/// How the agreeing scripts share boots (this needs no guest): 26 boots for 57 scripts.
 /// A script that writes machine-wide state (a sysctl, a root cgroup limit, a PSI trigger on
 /// /proc/pressure) boots alone; one that reads it (the root's cgroup.stat or
 /// memory.pressure, /proc/vmstat) runs first in its boot.
@@ -174,7 +175,9 @@ fn agreeing_scripts_share_boots() -> Result<(), Failed> {
     assert!(reach("tests/thp/khugepaged.mcg").writes_machine);
     // tmpfs files are the script's own (the guest empties /dev/shm between scripts).
     assert_eq!(reach("tests/shmem/tmpfs.mcg"), Default::default());
-    assert_eq!(boots.len(), 25, "{shown:#?}");
+    // shmem_enabled is machine-wide.
+    assert!(reach("tests/shmem/huge.mcg").writes_machine);
+    assert_eq!(boots.len(), 26, "{shown:#?}");
     Ok(())
 }
 

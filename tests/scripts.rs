@@ -292,6 +292,8 @@ script_tests! {
     shmem_swap => "shmem/swap.mcg",
     // tmpfs size=, remount, umount; no swap: the writer OOM-killed, its pages kept.
     shmem_limits => "shmem/limits.mcg",
+    // Huge shmem pages: huge=, shmem_enabled, fallback, the shrinker, reclaim's split.
+    shmem_huge => "shmem/huge.mcg",
     // Direct reclaimers throttled on pages other reclaimers isolated.
     swap_too_many_isolated => "swap/too_many_isolated.mcg",
     // Mapped file pages: executable text against a file reader.

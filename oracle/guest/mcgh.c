@@ -231,7 +231,8 @@ static void usage(void)
         "                 [--hold NAME]\n"
         "       mcgh pagecache SIZE [--file NAME] [--hold NAME]\n"
         "       mcgh mlock SIZE [--hold NAME]\n"
-        "       mcgh shmem SIZE [--passes N] [--memfd] [--hold NAME]\n"
+        "       mcgh shmem SIZE [--passes N] [--memfd] [--madvise hugepage|nohugepage]\n"
+        "                  [--hold NAME]\n"
         "       mcgh dd SIZE [--file NAME] [--bs SIZE]\n"
         "       mcgh cat|readonce --file NAME [SIZE] [--cold]\n"
         "       mcgh tar SIZE [--files N] [--gzip] [--archive NAME] [--dest PREFIX] [--seed N]\n"
@@ -413,7 +414,7 @@ struct workload {
     enum wl_kind kind;
     uint64_t size;          /* bytes; cat: 0 = no SIZE given */
     unsigned long passes;   /* anon: passes over all pages */
-    int madvise;            /* anon: 0, or MADV_HUGEPAGE / MADV_NOHUGEPAGE */
+    int madvise;            /* anon, shmem: 0, or MADV_HUGEPAGE / MADV_NOHUGEPAGE */
     int memfd;              /* shmem: a memfd mapped shared, not MAP_ANONYMOUS */
     uint64_t dontneed;      /* anon: bytes freed at the end of every 2 MiB (0: none) */
     const char *file;       /* pagecache: NULL = unnamed O_TMPFILE file; dd, cat;
@@ -911,7 +912,8 @@ static int parse_workload(int argc, char **argv, struct workload *wl)
             if (parse_size(argv[i + 1], &wl->dontneed) != 0 || wl->dontneed == 0 ||
                 wl->dontneed > 2 * 1024 * 1024)
                 usage_exit("bad --dontneed", argv[i + 1]);
-        } else if (strcmp(opt, "--madvise") == 0 && wl->kind == WL_ANON) {
+        } else if (strcmp(opt, "--madvise") == 0 &&
+                   (wl->kind == WL_ANON || wl->kind == WL_SHMEM)) {
             if (strcmp(argv[i + 1], "hugepage") == 0)
                 wl->madvise = MADV_HUGEPAGE;
             else if (strcmp(argv[i + 1], "nohugepage") == 0)
@@ -1067,6 +1069,10 @@ static int run_shmem(const struct workload *wl)
         }
         if (p == MAP_FAILED) {
             report_err("mmap", errno);
+            return 1;
+        }
+        if (wl->madvise != 0 && madvise(p, size, wl->madvise) != 0) {
+            report_err("madvise", errno);
             return 1;
         }
         buf = p;
@@ -1969,7 +1975,7 @@ static int cmd_mkdir_rmdir(int argc, char **argv, int is_mkdir)
 }
 
 /* mcgh mount LINE DIR new|remount OPTIONS: mount a tmpfs at DIR (made if
- * missing) with OPTIONS ("" or "size=..."), or remount the one there. */
+ * missing) with OPTIONS ("" or "size=...,huge=..."), or remount the one there. */
 static int cmd_mount(int argc, char **argv)
 {
     const char *dir, *opts;

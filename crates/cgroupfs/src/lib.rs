@@ -394,19 +394,19 @@ impl System {
         Ok(())
     }
 
-    /// mount -t tmpfs -o size=SIZE tmpfs DIR, or with `remount` a new size for the tmpfs at
-    /// DIR (None: the default, half of RAM; 0: no limit).
+    /// mount -t tmpfs -o size=SIZE,huge=HUGE tmpfs DIR, or with `remount` a new size or
+    /// huge option for the tmpfs at DIR (size None: the default, half of RAM, or on a
+    /// remount the size it has; 0: no limit).
     pub fn mount_tmpfs(
         &mut self,
         dir: &str,
-        size: Option<memcgsim_model::shmem::TmpfsSize>,
-        remount: bool,
+        opts: &memcgsim_model::shmem::TmpfsOptions,
     ) -> Result<(), Errno> {
-        let size = size.map(|s| s.pages(self.machine.totalram_pages));
-        let r = if remount {
-            self.machine.tmpfs_remount(dir, size)
+        let size = opts.size.map(|s| s.pages(self.machine.totalram_pages));
+        let r = if opts.remount {
+            self.machine.tmpfs_remount(dir, size, opts.huge)
         } else {
-            self.machine.tmpfs_mount(dir, size)
+            self.machine.tmpfs_mount(dir, size, opts.huge)
         };
         self.machine.after_step_check();
         r

@@ -154,14 +154,10 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
             );
             kb(&mut s, "HardwareCorrupted", 0);
             kb(&mut s, "AnonHugePages", g(Stat::AnonThp));
-            for name in [
-                "ShmemHugePages",
-                "ShmemPmdMapped",
-                "FileHugePages",
-                "FilePmdMapped",
-            ] {
-                kb(&mut s, name, 0);
-            }
+            kb(&mut s, "ShmemHugePages", g(Stat::ShmemThp));
+            kb(&mut s, "ShmemPmdMapped", g(Stat::ShmemPmdMapped));
+            kb(&mut s, "FileHugePages", 0);
+            kb(&mut s, "FilePmdMapped", 0);
             for name in [
                 "HugePages_Total",
                 "HugePages_Free",
@@ -248,6 +244,13 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
                     "thp_collapse_alloc_failed",
                     m.thp.events.collapse_alloc_failed,
                 ),
+                ("thp_file_alloc", m.thp.events.file_alloc),
+                ("thp_file_fallback", m.thp.events.file_fallback),
+                (
+                    "thp_file_fallback_charge",
+                    m.thp.events.file_fallback_charge,
+                ),
+                ("thp_file_mapped", m.thp.events.file_mapped),
                 ("thp_split_page", m.thp.events.split_page),
                 ("thp_deferred_split_page", m.thp.events.deferred_split_page),
                 ("thp_split_pmd", m.thp.events.split_pmd),
@@ -695,7 +698,15 @@ fn node_items(m: &memcgsim_model::Machine) -> (Items, Items) {
             ("nr_dirty", g(Stat::FileDirty)),
             ("nr_writeback", g(Stat::Writeback)),
             ("nr_shmem", g(Stat::Shmem)),
-            // NR_ANON_THPS, printed in huge pages (vmstat_item_print_in_thp()).
+            // The THP items, printed in huge pages (vmstat_item_print_in_thp()).
+            (
+                "nr_shmem_hugepages",
+                g(Stat::ShmemThp) / memcgsim_model::huge_memory::HPAGE_PMD_NR,
+            ),
+            (
+                "nr_shmem_pmdmapped",
+                g(Stat::ShmemPmdMapped) / memcgsim_model::huge_memory::HPAGE_PMD_NR,
+            ),
             (
                 "nr_anon_transparent_hugepages",
                 g(Stat::AnonThp) / memcgsim_model::huge_memory::HPAGE_PMD_NR,

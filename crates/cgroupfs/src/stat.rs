@@ -1,6 +1,6 @@
 //! memory.stat and memory.numa_stat formats: memory_stat_format() (v2) and
 //! memcg_stat_show() (v1) of Linux 6.1, keys in kernel order. Items the model does not
-//! produce (sockets, vmalloc, file and shmem THP, zswap) print 0. Values are what a
+//! produce (sockets, vmalloc, file THP, zswap) print 0. Values are what a
 //! reader sees under the machine's statistics scheme (`Machine::stat_view`); the caller
 //! flushes first as the kernel does (`Machine::stats_read_flush`).
 
@@ -42,7 +42,7 @@ const V2_STATS: &[(&str, Item, bool)] = &[
     ("swapcached", Item::Pages(Stat::SwapCached), true),
     ("anon_thp", Item::Pages(Stat::AnonThp), true),
     ("file_thp", Item::Zero, true),
-    ("shmem_thp", Item::Zero, true),
+    ("shmem_thp", Item::Pages(Stat::ShmemThp), true),
     ("inactive_anon", Item::Pages(Stat::InactiveAnon), true),
     ("active_anon", Item::Pages(Stat::ActiveAnon), true),
     ("inactive_file", Item::Pages(Stat::InactiveFile), true),

@@ -1,11 +1,12 @@
 //! /sys files of the memory manager: /sys/kernel/mm/transparent_hugepage/{enabled, defrag,
 //! hpage_pmd_size} (mm/huge_memory.c: enabled_store() and defrag_store() take one of their
 //! words, with or without a trailing newline, as sysfs_streq() compares; anything else is
-//! EINVAL; hpage_pmd_size is read-only) and khugepaged/ (mm/khugepaged.c: the sleeps and
+//! EINVAL; hpage_pmd_size is read-only), shmem_enabled (mm/shmem.c: one word, exactly, but
+//! for one trailing newline) and khugepaged/ (mm/khugepaged.c: the sleeps and
 //! pages_to_scan as kstrtouint() reads them, EINVAL for anything else and for 0 pages;
 //! max_ptes_* up to 511; defrag 0 or 1; pages_collapsed and full_scans read-only).
 
-use memcgsim_model::huge_memory::{ThpDefrag, ThpEnabled, HPAGE_PMD_NR};
+use memcgsim_model::huge_memory::{ShmemHuge, ThpDefrag, ThpEnabled, HPAGE_PMD_NR};
 use memcgsim_model::{Errno, PAGE_SIZE};
 
 use crate::System;
@@ -19,6 +20,7 @@ pub(crate) fn files() -> &'static [&'static str] {
     &[
         "kernel/mm/transparent_hugepage/enabled",
         "kernel/mm/transparent_hugepage/defrag",
+        "kernel/mm/transparent_hugepage/shmem_enabled",
         "kernel/mm/transparent_hugepage/hpage_pmd_size",
         "kernel/mm/transparent_hugepage/khugepaged/defrag",
         "kernel/mm/transparent_hugepage/khugepaged/max_ptes_none",
@@ -51,6 +53,7 @@ pub(crate) fn read(sys: &System, f: &str) -> Result<String, Errno> {
     match f.strip_prefix(THP) {
         Some("enabled") => Ok(m.thp.enabled.show()),
         Some("defrag") => Ok(m.thp.defrag.show()),
+        Some("shmem_enabled") => Ok(m.thp.shmem_huge.show()),
         Some("hpage_pmd_size") => Ok(format!("{}\n", HPAGE_PMD_NR * PAGE_SIZE)),
         Some(k) => {
             let kh = &m.khugepaged;
@@ -103,6 +106,15 @@ fn max_ptes(data: &str) -> Result<u32, Errno> {
     }
 }
 
+/// shmem_enabled_store(): at most 15 bytes, one trailing newline dropped, then exactly one
+/// of the words (shmem_parse_huge()'s strcmp()); EINVAL for anything else.
+fn shmem_enabled(data: &str) -> Result<ShmemHuge, Errno> {
+    if data.len() > 15 {
+        return Err(Errno::EINVAL);
+    }
+    ShmemHuge::from_name(data.strip_suffix('\n').unwrap_or(data)).ok_or(Errno::EINVAL)
+}
+
 /// The word of `names` that `data` is (sysfs_streq()), or EINVAL.
 fn word<'a>(names: &[&'a str], data: &str) -> Result<&'a str, Errno> {
     names
@@ -122,6 +134,10 @@ pub(crate) fn write(sys: &mut System, f: &str, data: &str) -> Result<(), Errno> 
         Some("defrag") => {
             let d = ThpDefrag::from_name(word(&ThpDefrag::NAMES, data)?).ok_or(Errno::EINVAL)?;
             sys.machine.thp.defrag = d;
+            Ok(())
+        }
+        Some("shmem_enabled") => {
+            sys.machine.set_shmem_enabled(shmem_enabled(data)?);
             Ok(())
         }
         Some("khugepaged/pages_to_scan") => {

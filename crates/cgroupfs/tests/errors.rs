@@ -1,6 +1,6 @@
 //! The errnos of mkdir as Linux gives them (paths over PATH_MAX, NUL and newline, the
-//! directories of /proc), of the compaction sysctls, and the reason a task that could not start
-//! reports (the overcommit check with its sizes).
+//! directories of /proc), of the compaction sysctls and shmem_enabled, and the reason a task
+//! that could not start reports (the overcommit check with its sizes).
 
 #[allow(dead_code)]
 mod common;
@@ -288,4 +288,48 @@ fn khugepaged_tunables_take_their_ranges() {
         Ok("0\n")
     );
     assert_eq!(sys.read(&format!("{k}/defrag")).as_deref(), Ok("0\n"));
+}
+
+#[test]
+fn shmem_enabled_takes_one_exact_word() {
+    // shmem_enabled_store(): one trailing newline dropped, then shmem_parse_huge()'s strcmp();
+    // at most 15 bytes. deny and force leave the internal mount's `huge` as it was.
+    let f = "/sys/kernel/mm/transparent_hugepage/shmem_enabled";
+    let mut sys = machine(&[]);
+    assert_eq!(
+        sys.read(f).as_deref(),
+        Ok("always within_size advise [never] deny force\n")
+    );
+    for bad in [
+        "",
+        "always ",
+        " always",
+        "Always",
+        "always\n\n",
+        "within_size_",
+        "sometimes",
+    ] {
+        assert_eq!(sys.write(f, bad), Err(Errno::EINVAL), "{bad:?}");
+    }
+    assert_eq!(sys.write(f, &"x".repeat(16)), Err(Errno::EINVAL));
+    assert_eq!(sys.write(f, "within_size\n"), Ok(()));
+    assert_eq!(
+        sys.read(f).as_deref(),
+        Ok("always [within_size] advise never deny force\n")
+    );
+    let shm_mnt = |sys: &memcgsim_cgroupfs::System| {
+        sys.machine.shmem.mounts[memcgsim_model::shmem::SHM_MNT as usize]
+            .as_ref()
+            .unwrap()
+            .huge
+    };
+    use memcgsim_model::huge_memory::ShmemHuge;
+    assert_eq!(shm_mnt(&sys), ShmemHuge::WithinSize);
+    assert_eq!(sys.write(f, "force"), Ok(()));
+    assert_eq!(shm_mnt(&sys), ShmemHuge::WithinSize);
+    assert_eq!(sys.machine.thp.shmem_huge, ShmemHuge::Force);
+    let mut sys = machine(&[("shmem_thp", "advise")]);
+    assert_eq!(shm_mnt(&sys), ShmemHuge::Advise);
+    assert_eq!(sys.write(f, "never"), Ok(()));
+    assert_eq!(shm_mnt(&sys), ShmemHuge::Never);
 }

@@ -34,7 +34,13 @@ fn op() -> impl Strategy<Value = Op> {
         (1u8..5, 0usize..6, 0u16..64).prop_map(|(g, f, v)| Op::Write(g, FILES[f], v)),
         (
             0u8..5,
-            prop_oneof![Just("anon"), Just("pagecache"), Just("mlock")],
+            prop_oneof![
+                Just("anon"),
+                Just("pagecache"),
+                Just("mlock"),
+                Just("shmem"),
+                Just("dd")
+            ],
             1u16..48,
             any::<bool>()
         )
@@ -79,7 +85,10 @@ fn apply(sys: &mut System, ops: &[Op]) -> String {
             }
             Op::Run(g, w, mb, hold) => {
                 let mut args = vec![format!("{mb}M")];
-                if *hold {
+                if *w == "dd" {
+                    // A tmpfs file, rewritten by every dd.
+                    args.extend(["--file".into(), "/dev/shm/f".into()]);
+                } else if *hold {
                     args.push("--hold".into());
                 }
                 let prog = memcgsim_workloads::build(w, &args).expect("valid workload");
@@ -118,8 +127,12 @@ fn apply(sys: &mut System, ops: &[Op]) -> String {
     log
 }
 
-fn boot(swap: bool, v1: bool) -> System {
+fn boot(swap: bool, v1: bool, huge_shmem: bool) -> System {
     let mut cfg = MachineConfig::default();
+    if huge_shmem {
+        // Huge folios for every tmpfs and shared mapping.
+        cfg.set("shmem_thp", "force").unwrap();
+    }
     if v1 {
         cfg.set("cgroup", "v1").unwrap();
     }
@@ -134,9 +147,9 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 160, .. ProptestConfig::default() })]
 
     #[test]
-    fn invariants_hold_and_runs_are_deterministic(ops in prop::collection::vec(op(), 1..40), swap in any::<bool>(), v1 in any::<bool>()) {
-        let a = apply(&mut boot(swap, v1), &ops);
-        let b = apply(&mut boot(swap, v1), &ops);
+    fn invariants_hold_and_runs_are_deterministic(ops in prop::collection::vec(op(), 1..40), swap in any::<bool>(), v1 in any::<bool>(), huge_shmem in any::<bool>()) {
+        let a = apply(&mut boot(swap, v1, huge_shmem), &ops);
+        let b = apply(&mut boot(swap, v1, huge_shmem), &ops);
         prop_assert_eq!(a, b);
     }
 }

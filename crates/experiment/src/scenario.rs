@@ -815,6 +815,7 @@ fn machine_example(key: &str) -> &'static str {
         "stats" => "rstat",
         "thp" => "always",
         "thp_defrag" => "madvise",
+        "shmem_thp" => "within_size",
         "page_cgroup" => "radix",
         "reserved" | "base" => "64M",
         "cpu_scale" => "24",

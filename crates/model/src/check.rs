@@ -432,8 +432,9 @@ impl Machine {
             }
         }
         // Frames vs free list, ownership counts.
-        // anon (mapped), file, mlock, total, dirty, writeback, swap cache, file mapped
-        let mut owned = vec![[0i64; 10]; n];
+        // anon (mapped), file, mlock, total, dirty, writeback, swap cache, file mapped,
+        // anon THP, shmem, shmem THP, shmem PMD-mapped
+        let mut owned = vec![[0i64; 12]; n];
         let mut huge_heads = 0u64;
         let mut anon_writeback = 0u64;
         let mut file_dirty = vec![0u64; self.files.v.len()];
@@ -515,6 +516,36 @@ impl Machine {
             let m = pc.memcg as usize;
             let map = fm.map;
             let nr = self.folio_nr_pages(pfn as u32) as i64;
+            if nr > 1 && self.page_in_shmem_file(pfn as u32) {
+                // A huge shmem folio: 512 pages of `file` and `shmem` (and `shmem_thp`), its
+                // mapped pages counted in its first tail, all of them under a PMD.
+                huge_heads += 1;
+                let head = pfn as u32;
+                let mapped = (0..nr as u32)
+                    .filter(|&i| self.frames.test(head + i, pf::MAPPED))
+                    .count() as i64;
+                let pmd = self
+                    .frames
+                    .test(head + 1, crate::huge_memory::TAIL_PMD_MAPPED);
+                if i64::from(self.frames.get(head + 1).pc.prev) != mapped
+                    || (pmd && mapped != nr)
+                    || !map.index.is_multiple_of(nr as u32)
+                {
+                    return Err(format!(
+                        "huge shmem folio {pfn}: {mapped} pages mapped, {} counted, PMD {pmd}",
+                        self.frames.get(head + 1).pc.prev
+                    ));
+                }
+                owned[m][1] += nr;
+                owned[m][9] += nr;
+                owned[m][7] += mapped;
+                owned[m][10] += nr;
+                if pmd {
+                    owned[m][11] += nr;
+                }
+                owned[m][3] += 1;
+                continue;
+            }
             if nr > 1 {
                 huge_heads += 1;
                 let v = &self.vmas.v[map.mapping as usize];
@@ -773,6 +804,8 @@ impl Machine {
                 (Stat::FileMapped, owned[id][7]),
                 (Stat::AnonThp, owned[id][8]),
                 (Stat::Shmem, owned[id][9]),
+                (Stat::ShmemThp, owned[id][10]),
+                (Stat::ShmemPmdMapped, owned[id][11]),
             ] {
                 if l[item as usize] != v {
                     return Err(format!(

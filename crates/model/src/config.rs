@@ -272,6 +272,9 @@ pub struct MachineConfig {
     pub thp: crate::huge_memory::ThpEnabled,
     /// /sys/kernel/mm/transparent_hugepage/defrag at boot. Default madvise, as 6.1's.
     pub thp_defrag: crate::huge_memory::ThpDefrag,
+    /// /sys/kernel/mm/transparent_hugepage/shmem_enabled at boot (shmem.rs). Default never,
+    /// as 6.1's.
+    pub shmem_thp: crate::huge_memory::ShmemHuge,
     /// /proc/sys/vm/compaction_proactiveness at boot (0..=100; 0: kcompactd does no
     /// proactive compaction). Default 20, as 6.1's.
     pub compaction_proactiveness: u32,
@@ -317,6 +320,7 @@ impl Default for MachineConfig {
             swap_vma_ra: true,
             thp: crate::huge_memory::ThpEnabled::Always,
             thp_defrag: crate::huge_memory::ThpDefrag::Madvise,
+            shmem_thp: crate::huge_memory::ShmemHuge::Never,
             compaction_proactiveness: crate::compaction::DEFAULT_PROACTIVENESS,
             extfrag_threshold: crate::compaction::DEFAULT_EXTFRAG_THRESHOLD,
             read_ahead_kb: 128,
@@ -508,6 +512,7 @@ impl MachineConfig {
         "swap_vma_ra",
         "thp",
         "thp_defrag",
+        "shmem_thp",
         "compaction_proactiveness",
         "extfrag_threshold",
         "hit_cost",
@@ -679,6 +684,15 @@ impl MachineConfig {
                     self.thp_defrag =
                         crate::huge_memory::ThpDefrag::from_name(value).ok_or_else(|| {
                             "expected always, defer, defer+madvise, madvise or never, got '"
+                                .to_string()
+                                + value
+                                + "'"
+                        })?
+                }
+                "shmem_thp" => {
+                    self.shmem_thp =
+                        crate::huge_memory::ShmemHuge::from_name(value).ok_or_else(|| {
+                            "expected always, within_size, advise, never, deny or force, got '"
                                 .to_string()
                                 + value
                                 + "'"

@@ -86,6 +86,9 @@ pub struct File {
     pub swapped: u64,
     /// The task whose RSS counts the file's mapped shmem pages: its first mapper.
     pub rss_owner: Option<Pid>,
+    /// The madvise() advice about huge pages of the file's shared mappings (VM_HUGEPAGE,
+    /// VM_NOHUGEPAGE), which shmem faults read (shmem.rs).
+    pub huge_advice: crate::huge_memory::HugeAdvice,
 }
 
 /// The pages of a file that tasks' readahead windows mark, with how many tasks mark each,
@@ -475,6 +478,7 @@ impl Machine {
             shmem: None,
             swapped: 0,
             rss_owner: None,
+            huge_advice: Default::default(),
         });
         (self.files.v.len() - 1) as u32
     }
@@ -1109,8 +1113,14 @@ impl Machine {
         let mut listed = 0usize;
         for (fi, file) in self.files.v.iter().enumerate() {
             let xa = &file.xa;
+            // A huge shmem folio is one entry, at its head's index.
+            let counted = |e: u64| {
+                xa_entry(e)
+                    && resident(e)
+                        .is_none_or(|p| self.frames.lru(p) != crate::huge_memory::LRU_TAIL)
+            };
             let indices =
-                (0..file.entries.len() as u64).filter(|&i| xa_entry(file.entries[i as usize]));
+                (0..file.entries.len() as u64).filter(|&i| counted(file.entries[i as usize]));
             let want = XaNodes::nodes_for(indices);
             if xa.nodes != want || xa.owners().count() as u64 != want {
                 return Err(format!(
@@ -1124,7 +1134,7 @@ impl Machine {
                 let start = leaf << XA_CHUNK_SHIFT;
                 let end = (start + (1 << XA_CHUNK_SHIFT)).min(file.entries.len());
                 let slots = file.entries.get(start..end).unwrap_or(&[]);
-                let used = slots.iter().filter(|&&e| xa_entry(e)).count();
+                let used = slots.iter().filter(|&&e| counted(e)).count();
                 let shadows = slots.iter().filter(|&&e| e & SHADOW_TAG != 0).count();
                 let node = xa.leaf_owner(leaf as u64);
                 let should = node.is_some() && used > 0 && shadows == used;
@@ -1209,11 +1219,12 @@ impl Machine {
         if !self.frames.test(pfn, pf::MAPPED) {
             return;
         }
-        if self.page_in_shmem_file(pfn) {
-            let young = self.frames.test(pfn, pf::YOUNG);
+        let head = self.folio_head(pfn);
+        if self.page_in_shmem_file(head) {
+            let young = self.frames.test(head, pf::YOUNG);
             self.shmem_unmap_page(pfn);
             if zap && young {
-                self.mark_page_accessed(pfn);
+                self.mark_page_accessed(head);
             }
             return;
         }

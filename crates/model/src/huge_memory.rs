@@ -56,13 +56,18 @@ pub const LRU_TAIL: u16 = 5;
 /// `PageMap::mapping` of a tail frame; its `index` is its offset from the head.
 pub const TAIL_MAPPING: u32 = u32::MAX - 2;
 
+/// The flag of a huge shmem folio's first tail frame that says a PMD maps the folio whole.
+/// That frame keeps, as the kernel's first tail page keeps the mapcounts, how many of the
+/// folio's pages are mapped, in `pc.prev` (shmem.rs); the tail frames are on no list.
+pub(crate) const TAIL_PMD_MAPPED: u16 = pf::ACTIVE;
+
 /// The flags a split gives each page of the folio from its head (__split_huge_page_tail():
 /// PG_referenced, PG_active, PG_workingset, PG_mlocked, PG_dirty, PG_swapbacked).
-const SPLIT_COPIED_FLAGS: u16 =
+pub(crate) const SPLIT_COPIED_FLAGS: u16 =
     pf::REFERENCED | pf::ACTIVE | pf::WORKINGSET | pf::MLOCKED | pf::DIRTY | pf::SWAPBACKED;
 
 /// The time to clear one 4 KiB page of a new huge folio (clear_huge_page(): about 16 GB/s).
-const CLEAR_PAGE_NS: u64 = 250;
+pub(crate) const CLEAR_PAGE_NS: u64 = 250;
 
 /// /sys/kernel/mm/transparent_hugepage/enabled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,6 +133,58 @@ impl ThpDefrag {
     }
 }
 
+/// Huge pages for shmem (mm/shmem.c's SHMEM_HUGE_*): a tmpfs mount's `huge=` option, and
+/// /sys/kernel/mm/transparent_hugepage/shmem_enabled, which sets the internal mount's
+/// (MAP_SHARED anonymous memory, memfd) and adds two overrides for every mount.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShmemHuge {
+    /// A huge page for every new page.
+    Always,
+    /// Only where the whole huge page lies inside the file's size.
+    WithinSize,
+    /// Only in mappings with MADV_HUGEPAGE.
+    Advise,
+    Never,
+    /// shmem_enabled only: no huge pages on any mount.
+    Deny,
+    /// shmem_enabled only: huge pages on every mount.
+    Force,
+}
+
+impl ShmemHuge {
+    /// shmem_enabled's words, in the order its show function prints them.
+    pub const NAMES: [&'static str; 6] =
+        ["always", "within_size", "advise", "never", "deny", "force"];
+    /// The values a mount's `huge=` takes.
+    pub const MOUNT_NAMES: [&'static str; 4] = ["never", "always", "within_size", "advise"];
+
+    /// shmem_parse_huge(): the exact word (no trailing space is forgiven).
+    pub fn from_name(s: &str) -> Option<ShmemHuge> {
+        Some(match s {
+            "always" => ShmemHuge::Always,
+            "within_size" => ShmemHuge::WithinSize,
+            "advise" => ShmemHuge::Advise,
+            "never" => ShmemHuge::Never,
+            "deny" => ShmemHuge::Deny,
+            "force" => ShmemHuge::Force,
+            _ => return None,
+        })
+    }
+
+    /// A mount option's value: one of the four a mount takes.
+    pub fn from_mount_option(s: &str) -> Option<ShmemHuge> {
+        Self::from_name(s).filter(|h| !matches!(h, ShmemHuge::Deny | ShmemHuge::Force))
+    }
+
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    pub fn show(self) -> String {
+        show_choice(&Self::NAMES, self as usize)
+    }
+}
+
 fn show_choice(names: &[&str], cur: usize) -> String {
     let mut s = String::new();
     for (i, n) in names.iter().enumerate() {
@@ -182,6 +239,12 @@ pub struct ThpEvents {
     /// THP_COLLAPSE_ALLOC and THP_COLLAPSE_ALLOC_FAILED: khugepaged's allocations.
     pub collapse_alloc: u64,
     pub collapse_alloc_failed: u64,
+    /// THP_FILE_ALLOC, THP_FILE_FALLBACK, THP_FILE_FALLBACK_CHARGE and THP_FILE_MAPPED:
+    /// shmem's huge folios (shmem.rs).
+    pub file_alloc: u64,
+    pub file_fallback: u64,
+    pub file_fallback_charge: u64,
+    pub file_mapped: u64,
 }
 
 /// The THP state of a machine: the sysfs switches and the events.
@@ -189,6 +252,8 @@ pub struct ThpEvents {
 pub struct Thp {
     pub enabled: ThpEnabled,
     pub defrag: ThpDefrag,
+    /// shmem_enabled (the kernel's `shmem_huge`).
+    pub shmem_huge: ShmemHuge,
     pub events: ThpEvents,
     /// Huge folios alive: while there are none, every folio is one page and the LRU code
     /// need not look for tails.
@@ -354,6 +419,7 @@ impl Machine {
             let m = &mut self.frames.meta[(head + i) as usize];
             debug_assert_eq!(m.pc.flags & pf::ALLOCATED, 0);
             m.pc.flags = LRU_TAIL | pf::ALLOCATED;
+            m.pc.prev = 0;
             m.map = PageMap {
                 mapping: TAIL_MAPPING,
                 index: i,
@@ -591,13 +657,7 @@ impl Machine {
         if freeable == 0 {
             return 0;
         }
-        let delta = (freeable >> priority.clamp(0, 63)) * 4 / crate::kmem::DEFAULT_SEEKS;
-        let total_scan = delta.min(freeable * 2);
-        let to_scan = if total_scan >= freeable {
-            freeable
-        } else {
-            total_scan - total_scan % crate::kmem::SHRINK_BATCH
-        };
+        let to_scan = crate::kmem::shrinker_scan_count(freeable, priority);
         let mut freed = 0;
         for _ in 0..to_scan {
             let Some(&head) = self.thp.split_queue.get(&memcg).and_then(|q| q.first()) else {
@@ -657,6 +717,18 @@ impl Machine {
             return;
         }
         self.set_recommended_min_free_kbytes();
+    }
+
+    /// A write to /sys/kernel/mm/transparent_hugepage/shmem_enabled: `deny` and `force`
+    /// override every mount; another value is also the internal mount's `huge`
+    /// (shmem_enabled_store()).
+    pub fn set_shmem_enabled(&mut self, h: ShmemHuge) {
+        self.thp.shmem_huge = h;
+        if !matches!(h, ShmemHuge::Deny | ShmemHuge::Force) {
+            if let Some(m) = self.shmem.mounts[crate::shmem::SHM_MNT as usize].as_mut() {
+                m.huge = h;
+            }
+        }
     }
 
     /// A write to /sys/kernel/mm/transparent_hugepage/enabled: khugepaged starts (and

@@ -539,6 +539,11 @@ impl Machine {
         } else {
             self.deferred_split_scan(memcg, priority)
         };
+        // The tmpfs super blocks' shrinker splits huge folios past their files' ends
+        // (shmem.rs); it runs where every shrinker runs, for the root (global reclaim).
+        if memcg == crate::memcontrol::ROOT_MEMCG && !self.shmem.shrinklist.is_empty() {
+            self.shmem_unused_huge_scan(priority);
+        }
         if self.slab_lru_empty(memcg) {
             // Both shrinkers count nothing to free (SHRINK_EMPTY).
             return split;
@@ -552,15 +557,7 @@ impl Machine {
         if freeable == 0 {
             return 0;
         }
-        let delta = (freeable >> priority.clamp(0, 63)) * 4 / DEFAULT_SEEKS;
-        let total_scan = delta.min(freeable * 2);
-        // Batches of SHRINK_BATCH while a whole batch is left, or everything once the scan
-        // covers all; work under one batch is deferred (the deferred count is not kept).
-        let mut to_scan = if total_scan >= freeable {
-            freeable
-        } else {
-            total_scan - total_scan % SHRINK_BATCH
-        };
+        let mut to_scan = shrinker_scan_count(freeable, priority);
         let before = self.kmem.frames.len() as u64;
         let mut guard = 0u32;
         while to_scan > 0 {
@@ -857,6 +854,20 @@ impl Machine {
             .position(|&s| s == item)
             .map(|i| self.kmem.node[i].max(0) as u64)
             .unwrap_or(0)
+    }
+}
+
+/// do_shrink_slab()'s share of a shrinker's `freeable` objects to scan at `priority` with
+/// DEFAULT_SEEKS: `freeable >> priority` × 4 / seeks, at most twice what there is, in
+/// batches of SHRINK_BATCH while a whole batch is left, or everything once the scan covers
+/// all; work under one batch is deferred (the deferred count is not kept).
+pub(crate) fn shrinker_scan_count(freeable: u64, priority: i32) -> u64 {
+    let delta = (freeable >> priority.clamp(0, 63)) * 4 / DEFAULT_SEEKS;
+    let total_scan = delta.min(freeable * 2);
+    if total_scan >= freeable {
+        freeable
+    } else {
+        total_scan - total_scan % SHRINK_BATCH
     }
 }
 

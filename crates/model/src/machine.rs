@@ -164,11 +164,12 @@ impl Machine {
             thp: crate::huge_memory::Thp {
                 enabled: cfg.thp,
                 defrag: cfg.thp_defrag,
+                shmem_huge: cfg.shmem_thp,
                 events: Default::default(),
                 folios: 0,
                 split_queue: Default::default(),
             },
-            shmem: crate::shmem::Shmem::new(nr_frames as u64),
+            shmem: crate::shmem::Shmem::new(nr_frames as u64, cfg.shmem_thp),
             khugepaged: Default::default(),
             compact_events: Default::default(),
             compact_unevictable_allowed: true,

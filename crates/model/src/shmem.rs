@@ -36,12 +36,26 @@
 //! is gone fail; the blocks a dropped clean page held are given back at once, where the
 //! kernel's shmem_recalc_inode() notices them at the inode's next use; a page has one PTE
 //! shared by all the file's mappers (as for other files, filemap.rs), whose RSS
-//! (MM_SHMEMPAGES) counts for the task that mapped the file first. Huge shmem pages
-//! (`shmem_enabled`) are not modelled: tmpfs always uses small pages, which is 6.1's
-//! default (`never`).
+//! (MM_SHMEMPAGES) counts for the task that mapped the file first.
+//!
+//! Huge shmem pages (shmem_is_huge(), shmem_alloc_hugefolio()): a mount's `huge=` (never,
+//! always, within_size, advise) and shmem_enabled, which is shm_mnt's `huge` and adds `deny`
+//! and `force` for every mount, decide whether a new page comes as a 2 MiB folio: where none
+//! of its aligned 512 indices holds a page or a swap entry and the mount has room for 512
+//! blocks, an order-9 folio (THP_FILE_FALLBACK without one) charged 512 pages at once with
+//! the mapping's gfp, which reclaims but never OOM-kills for it (THP_FILE_FALLBACK_CHARGE),
+//! counted in `shmem_thp` (THP_FILE_ALLOC). Its pages may lie past the file's end; the
+//! folio then joins the shrinker's list, and global reclaim's shrink_slab() splits it,
+//! freeing those pages (shmem_unused_huge_shrink()). A fault maps the folio whole with a PMD
+//! where its range lies inside the mapping (THP_FILE_MAPPED, `ShmemPmdMapped`), else page
+//! by page. Reclaim splits the folio first (6.1 splits shmem folios in shrink_folio_list()
+//! even without swap); truncation frees whole folios and splits the one it cuts. The
+//! kernel's multi-index xarray entry is one entry at the head's index here. Swap-in brings
+//! back small pages, as 6.1 does; khugepaged does not collapse shmem.
 
 use crate::errno::Errno;
 use crate::filemap::{resident, PRESENT};
+use crate::huge_memory::{HugeAdvice, ShmemHuge, HPAGE_PMD_NR, TAIL_PMD_MAPPED};
 use crate::machine::Machine;
 use crate::memcontrol::MemcgId;
 use crate::page_cgroup::{pf, PageMap, Pfn, MAPPING_FILE_BIT};
@@ -69,6 +83,8 @@ pub struct TmpfsMount {
     pub max_blocks: u64,
     /// Pages its files hold, in memory or in swap (used_blocks).
     pub used_blocks: u64,
+    /// The `huge=` option (sbinfo->huge).
+    pub huge: ShmemHuge,
 }
 
 /// The tmpfs mounts. Index [`SHM_MNT`] is shm_mnt; an unmounted entry is None (its files
@@ -76,6 +92,9 @@ pub struct TmpfsMount {
 #[derive(Clone, Debug)]
 pub struct Shmem {
     pub mounts: Vec<Option<TmpfsMount>>,
+    /// The files whose last huge folio may pass their end (sbinfo->shrinklist, one list
+    /// for every mount here), oldest first, each once.
+    pub shrinklist: Vec<u32>,
 }
 
 /// What a lookup of a shmem page is for (enum sgp_type).
@@ -95,21 +114,29 @@ pub fn default_max_blocks(totalram_pages: u64) -> u64 {
 }
 
 impl Shmem {
-    /// shm_mnt, and /dev/shm with the default size.
-    pub fn new(totalram_pages: u64) -> Shmem {
+    /// shm_mnt, and /dev/shm with the default size. shm_mnt's `huge` is shmem_enabled's
+    /// value unless that is `deny` or `force` (shmem_init()).
+    pub fn new(totalram_pages: u64, shmem_enabled: ShmemHuge) -> Shmem {
+        let shm_huge = match shmem_enabled {
+            ShmemHuge::Deny | ShmemHuge::Force => ShmemHuge::Never,
+            h => h,
+        };
         Shmem {
             mounts: vec![
                 Some(TmpfsMount {
                     dir: String::new(),
                     max_blocks: 0,
                     used_blocks: 0,
+                    huge: shm_huge,
                 }),
                 Some(TmpfsMount {
                     dir: DEV_SHM.to_string(),
                     max_blocks: default_max_blocks(totalram_pages),
                     used_blocks: 0,
+                    huge: ShmemHuge::Never,
                 }),
             ],
+            shrinklist: Vec::new(),
         }
     }
 
@@ -179,23 +206,55 @@ impl TmpfsSize {
     }
 }
 
-/// The options of `mount -o` for a tmpfs: `size=` (the last one wins) and `remount`. Err:
+/// The options of `mount -o` for a tmpfs the model takes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TmpfsOptions {
+    /// `size=` (the last one wins).
+    pub size: Option<TmpfsSize>,
+    /// `huge=never|always|within_size|advise`.
+    pub huge: Option<ShmemHuge>,
+    pub remount: bool,
+}
+
+impl TmpfsOptions {
+    /// The mount data without `remount`: `size=` and `huge=` as `mount -o` takes them
+    /// (empty for none).
+    pub fn data(&self) -> String {
+        let mut o: Vec<String> = Vec::new();
+        match self.size {
+            Some(TmpfsSize::Bytes(b)) => o.push(format!("size={b}")),
+            Some(TmpfsSize::Percent(p)) => o.push(format!("size={p}%")),
+            None => {}
+        }
+        if let Some(h) = self.huge {
+            o.push(format!("huge={}", h.name()));
+        }
+        o.join(",")
+    }
+}
+
+/// Parse the options of `mount -o` for a tmpfs. Err: a bad value (the kernel's EINVAL) or
 /// an option the model does not take.
-pub fn parse_tmpfs_options(opts: &str) -> Result<(Option<TmpfsSize>, bool), String> {
-    let mut size = None;
-    let mut remount = false;
+pub fn parse_tmpfs_options(opts: &str) -> Result<TmpfsOptions, String> {
+    let mut r = TmpfsOptions::default();
     for o in opts.split(',').filter(|o| !o.is_empty()) {
         match o.split_once('=') {
-            Some(("size", v)) => size = Some(TmpfsSize::parse(v)?),
-            None if o == "remount" => remount = true,
+            Some(("size", v)) => r.size = Some(TmpfsSize::parse(v)?),
+            Some(("huge", v)) => {
+                r.huge = Some(
+                    ShmemHuge::from_mount_option(v)
+                        .ok_or_else(|| format!("bad value for 'huge': '{v}'"))?,
+                )
+            }
+            None if o == "remount" => r.remount = true,
             _ => {
                 return Err(format!(
-                    "tmpfs option '{o}' is not modelled (only size= and remount)"
+                    "tmpfs option '{o}' is not modelled (only size=, huge= and remount)"
                 ))
             }
         }
     }
-    Ok((size, remount))
+    Ok(r)
 }
 
 /// A mount point as `mount` and `umount` take it: an absolute path, without `.` or `..`
@@ -223,10 +282,16 @@ impl Machine {
             && self.frames.test(pfn, pf::SWAPBACKED)
     }
 
-    /// mount -t tmpfs -o size=SIZE tmpfs DIR: `size` in pages, None for the default (half of
-    /// RAM), Some(0) for no limit. EBUSY if a tmpfs is mounted there already (the model does
-    /// not stack mounts); EINVAL for a path that cannot be a mount point.
-    pub fn tmpfs_mount(&mut self, dir: &str, size: Option<u64>) -> Result<(), Errno> {
+    /// mount -t tmpfs -o size=SIZE,huge=HUGE tmpfs DIR: `size` in pages, None for the
+    /// default (half of RAM), Some(0) for no limit; `huge` None for `never`. EBUSY if a tmpfs
+    /// is mounted there already (the model does not stack mounts); EINVAL for a path that
+    /// cannot be a mount point.
+    pub fn tmpfs_mount(
+        &mut self,
+        dir: &str,
+        size: Option<u64>,
+        huge: Option<ShmemHuge>,
+    ) -> Result<(), Errno> {
         if !valid_mount_dir(dir) {
             return Err(Errno::EINVAL);
         }
@@ -238,20 +303,32 @@ impl Machine {
             dir: dir.to_string(),
             max_blocks,
             used_blocks: 0,
+            huge: huge.unwrap_or(ShmemHuge::Never),
         }));
         Ok(())
     }
 
-    /// mount -o remount,size=SIZE DIR: EINVAL if the mount's files hold more than the new
-    /// size (shmem_reconfigure()), or if no tmpfs is mounted there.
-    pub fn tmpfs_remount(&mut self, dir: &str, size: Option<u64>) -> Result<(), Errno> {
+    /// mount -o remount[,size=SIZE][,huge=HUGE] DIR: what is given changes, the rest stays
+    /// (shmem_reconfigure()). EINVAL if the mount's files hold more than the new size, for a
+    /// size on a mount that had no limit ("Cannot retroactively limit size"), or if no tmpfs
+    /// is mounted there.
+    pub fn tmpfs_remount(
+        &mut self,
+        dir: &str,
+        size: Option<u64>,
+        huge: Option<ShmemHuge>,
+    ) -> Result<(), Errno> {
         let id = self.shmem.mount_at(dir).ok_or(Errno::EINVAL)?;
-        let max_blocks = size.unwrap_or(default_max_blocks(self.totalram_pages));
         let m = self.shmem.mounts[id as usize].as_mut().expect("mounted");
-        if max_blocks != 0 && m.used_blocks > max_blocks {
-            return Err(Errno::EINVAL);
+        if let Some(max_blocks) = size {
+            if max_blocks != 0 && (m.max_blocks == 0 || m.used_blocks > max_blocks) {
+                return Err(Errno::EINVAL);
+            }
+            m.max_blocks = max_blocks;
         }
-        m.max_blocks = max_blocks;
+        if let Some(h) = huge {
+            m.huge = h;
+        }
         Ok(())
     }
 
@@ -295,6 +372,7 @@ impl Machine {
     /// evict(): a file with no name and no user left loses its pages and its inode.
     pub(crate) fn file_evict(&mut self, f: u32) {
         self.file_truncate(f, 0);
+        self.shmem.shrinklist.retain(|&g| g != f);
         self.file_free_inode(f);
     }
 
@@ -308,17 +386,17 @@ impl Machine {
         f
     }
 
-    /// shmem_inode_acct_block(): room for one more page on the file's mount.
-    fn shmem_acct_block(&mut self, f: u32) -> Result<(), Errno> {
+    /// shmem_inode_acct_block(): room for `n` more pages on the file's mount.
+    fn shmem_acct_blocks(&mut self, f: u32, n: u64) -> Result<(), Errno> {
         let mnt = self.files.v[f as usize].shmem.expect("a shmem file");
         let Some(m) = self.shmem.mounts[mnt as usize].as_mut() else {
             // Its tmpfs was unmounted under it.
             return Err(Errno::ENOSPC);
         };
-        if m.max_blocks != 0 && m.used_blocks >= m.max_blocks {
+        if m.max_blocks != 0 && m.used_blocks + n > m.max_blocks {
             return Err(Errno::ENOSPC);
         }
-        m.used_blocks += 1;
+        m.used_blocks += n;
         Ok(())
     }
 
@@ -342,8 +420,10 @@ impl Machine {
         Fault::Segv
     }
 
-    /// shmem_get_folio_gfp(): the page at `idx`, swapped in if it is in swap, or (but for
-    /// SGP_READ) a new one charged to the task's memcg. None: a hole read.
+    /// shmem_get_folio_gfp(): the page at `idx` (a frame of a huge folio, or a page of its
+    /// own), swapped in if it is in swap, or (but for SGP_READ) a new one charged to the
+    /// task's memcg: a huge folio where shmem_is_huge() allows one, else a small page. None:
+    /// a hole read.
     fn shmem_get_folio(
         &mut self,
         pid: Pid,
@@ -356,7 +436,7 @@ impl Machine {
         if let Some(pfn) = resident(e) {
             self.spend_cpu(self.cfg.costs.read_hit_ns);
             if sgp == Sgp::Write {
-                self.mark_page_accessed(pfn);
+                self.mark_page_accessed(self.folio_head(pfn));
             }
             return Ok(Some(pfn));
         }
@@ -372,10 +452,17 @@ impl Machine {
             return Ok(None);
         }
         self.spend_cpu(self.cfg.costs.minor_fault_ns);
-        if self.shmem_acct_block(f).is_err() {
+        let memcg = self.task(pid).memcg;
+        // A fault's mapping carries the madvise() advice; write() has no mapping.
+        let advice = fault.then(|| self.files.v[f as usize].huge_advice);
+        if self.shmem_is_huge(f, idx, advice) {
+            if let Some(head) = self.shmem_alloc_huge(f, idx, memcg, advice, sgp)? {
+                return Ok(Some(head + (idx % HPAGE_PMD_NR) as Pfn));
+            }
+        }
+        if self.shmem_acct_blocks(f, 1).is_err() {
             return Err(self.shmem_nospace(pid, f, fault));
         }
-        let memcg = self.task(pid).memcg;
         let charged = match self.xa_prepay(f, idx, memcg) {
             Ok(()) => self.alloc_charged_page(memcg).inspect_err(|_| {
                 self.kmem_settle_prepaid(crate::kmem::Prepaid::Nodes);
@@ -389,6 +476,14 @@ impl Machine {
                 return Err(e);
             }
         };
+        if self.task(pid).killed || self.files.v[f as usize].entries.len() <= idx as usize {
+            // The allocation's OOM kill took the task, and with it the file's last mapping.
+            self.memcg_uncharge_raw(memcg);
+            self.free_frame(pfn);
+            self.kmem_settle_prepaid(crate::kmem::Prepaid::Nodes);
+            self.shmem_unacct_blocks(f, 1);
+            return Err(Fault::Killed);
+        }
         self.commit_charge(pfn, memcg);
         self.frames.set(pfn, pf::SWAPBACKED);
         if sgp == Sgp::Write {
@@ -398,6 +493,123 @@ impl Machine {
         self.kmem_settle_prepaid(crate::kmem::Prepaid::Nodes);
         self.lru_add(pfn);
         Ok(Some(pfn))
+    }
+
+    /// shmem_is_huge(): whether a new page at `idx` of file `f` is to be a huge folio, for a
+    /// fault through a mapping with `advice` (None: write(), which has no mapping).
+    /// MADV_NOHUGEPAGE refuses; shmem_enabled's `force` and `deny` decide for every mount;
+    /// else the mount's `huge=`: `within_size` when the whole huge range lies inside the
+    /// file, `advise` (and `within_size` otherwise) for a MADV_HUGEPAGE mapping.
+    fn shmem_is_huge(&self, f: u32, idx: u64, advice: Option<HugeAdvice>) -> bool {
+        if advice == Some(HugeAdvice::NoHuge) {
+            return false;
+        }
+        match self.thp.shmem_huge {
+            ShmemHuge::Force => return true,
+            ShmemHuge::Deny => return false,
+            _ => {}
+        }
+        let file = &self.files.v[f as usize];
+        let Some(m) = file
+            .shmem
+            .and_then(|mnt| self.shmem.mounts[mnt as usize].as_ref())
+        else {
+            return false;
+        };
+        let madvised = advice == Some(HugeAdvice::Huge);
+        match m.huge {
+            ShmemHuge::Always => true,
+            ShmemHuge::WithinSize => {
+                file.size >= (idx + 1).next_multiple_of(HPAGE_PMD_NR) || madvised
+            }
+            ShmemHuge::Advise => madvised,
+            _ => false,
+        }
+    }
+
+    /// The huge part of shmem_get_folio_gfp() for `idx`: nothing of its aligned 512 pages
+    /// may be in the file yet (shmem_alloc_hugefolio()'s xa_find()); the mount must have
+    /// room for all 512 (shmem_inode_acct_block()); an order-9 folio with the gfp
+    /// vma_thp_gfp_mask() gives for the mapping (THP_FILE_FALLBACK without one); charged
+    /// with the mapping's gfp, which may reclaim but never OOM-kills for a huge folio
+    /// (THP_FILE_FALLBACK and THP_FILE_FALLBACK_CHARGE when it fails). Then cleared, put in
+    /// the file as one folio (THP_FILE_ALLOC, NR_SHMEM_THPS) and on the inactive anon list;
+    /// a folio that passes the file's end goes on the shrinker's list. Ok(None): fall back
+    /// to a small page.
+    fn shmem_alloc_huge(
+        &mut self,
+        f: u32,
+        idx: u64,
+        memcg: MemcgId,
+        advice: Option<HugeAdvice>,
+        sgp: Sgp,
+    ) -> Result<Option<Pfn>, Fault> {
+        let hindex = idx - idx % HPAGE_PMD_NR;
+        let range = hindex as usize..(hindex + HPAGE_PMD_NR) as usize;
+        let file = &mut self.files.v[f as usize];
+        if file.entries.len() < range.end {
+            file.entries.resize(range.end, 0);
+        }
+        if file.entries[range].iter().any(|&e| e != 0) {
+            return Ok(None);
+        }
+        if self.shmem_acct_blocks(f, HPAGE_PMD_NR).is_err() {
+            return Ok(None);
+        }
+        let gfp = self.vma_thp_gfp(advice.unwrap_or_default());
+        let Some(head) = self.alloc_thp_folio(gfp) else {
+            self.thp.events.file_fallback += 1;
+            self.shmem_unacct_blocks(f, HPAGE_PMD_NR);
+            return Ok(None);
+        };
+        let charged = match self.try_charge(memcg, HPAGE_PMD_NR) {
+            Ok(()) => self.xa_prepay(f, hindex, memcg).inspect_err(|_| {
+                self.uncharge_folio(memcg, HPAGE_PMD_NR);
+            }),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = charged {
+            self.free_thp_frames(head);
+            self.shmem_unacct_blocks(f, HPAGE_PMD_NR);
+            self.thp.events.file_fallback += 1;
+            self.thp.events.file_fallback_charge += 1;
+            return match e {
+                crate::memcontrol::ChargeError::NoMem => Ok(None),
+                e => Err(e.into()),
+            };
+        }
+        self.spend_cpu((HPAGE_PMD_NR - 1) * crate::huge_memory::CLEAR_PAGE_NS);
+        self.commit_charge_folio(head, memcg, HPAGE_PMD_NR);
+        for i in 1..HPAGE_PMD_NR as u32 {
+            self.frames.set_memcg(head + i, memcg);
+        }
+        self.frames.set(head, pf::SWAPBACKED);
+        if sgp == Sgp::Write {
+            self.frames.set(head, pf::REFERENCED);
+        }
+        self.frames.meta[head as usize].map = PageMap {
+            mapping: f | MAPPING_FILE_BIT,
+            index: hindex as u32,
+        };
+        self.mod_stat(memcg, Stat::File, HPAGE_PMD_NR as i64);
+        self.mod_stat(memcg, Stat::Shmem, HPAGE_PMD_NR as i64);
+        self.mod_stat(memcg, Stat::ShmemThp, HPAGE_PMD_NR as i64);
+        let file = &mut self.files.v[f as usize];
+        for i in 0..HPAGE_PMD_NR {
+            file.entries[(hindex + i) as usize] = PRESENT | (u64::from(head) + i);
+        }
+        file.nrpages += HPAGE_PMD_NR;
+        let past_end = file.size < hindex + HPAGE_PMD_NR - 1;
+        // One entry of the xarray for the folio (a multi-index entry in the kernel).
+        let objcg = self.memcg_objcg(memcg);
+        self.xa_update(f, hindex, 1, 0, objcg);
+        self.kmem_settle_prepaid(crate::kmem::Prepaid::Nodes);
+        self.lru_add(head);
+        self.thp.events.file_alloc += 1;
+        if past_end && !self.shmem.shrinklist.contains(&f) {
+            self.shmem.shrinklist.push(f);
+        }
+        Ok(Some(head))
     }
 
     /// shmem_add_to_page_cache(): a charged, swap-backed page goes in at `idx` (a hole or
@@ -440,14 +652,18 @@ impl Machine {
     /// write() of one whole page of a shmem file; extends the file. ENOSPC when the mount
     /// is full.
     pub(crate) fn shmem_write(&mut self, pid: Pid, f: u32, idx: u64) -> Result<(), Fault> {
-        if idx >= self.files.v[f as usize].size {
-            self.file_truncate(f, idx + 1);
+        // The size grows at shmem_write_end(): shmem_write_begin() sees the old one.
+        let file = &mut self.files.v[f as usize];
+        if file.entries.len() <= idx as usize {
+            file.entries.resize(idx as usize + 1, 0);
         }
         let pfn = self
             .shmem_get_folio(pid, f, idx, Sgp::Write, false)?
             .expect("SGP_WRITE allocates");
+        let file = &mut self.files.v[f as usize];
+        file.size = file.size.max(idx + 1);
         // shmem_write_end(): folio_mark_dirty(), no dirty accounting.
-        self.frames.set(pfn, pf::DIRTY);
+        self.frames.set(self.folio_head(pfn), pf::DIRTY);
         if self.task(pid).killed {
             return Err(Fault::Killed);
         }
@@ -467,7 +683,7 @@ impl Machine {
             self.task_mut(pid).stats.minflt += 1;
         }
         if write {
-            self.frames.set(pfn, pf::DIRTY);
+            self.frames.set(self.folio_head(pfn), pf::DIRTY);
         }
         Ok(pfn)
     }
@@ -488,8 +704,9 @@ impl Machine {
         if let Some(pfn) = resident(self.files.v[f as usize].entries[idx as usize]) {
             if self.frames.test(pfn, pf::MAPPED) {
                 self.spend_cpu(self.cfg.costs.hit_ns);
+                // The folio's accessed and dirty bits are its head's.
                 self.frames.set(
-                    pfn,
+                    self.folio_head(pfn),
                     if write {
                         pf::YOUNG | pf::DIRTY
                     } else {
@@ -512,17 +729,55 @@ impl Machine {
         Ok(())
     }
 
-    /// Map a shmem page (do_set_pte()): young, `file_mapped`, and the RSS of the file's
-    /// first mapper.
+    /// Map a shmem page for a fault: young, `file_mapped`, and the RSS of the file's first
+    /// mapper. A page of a huge folio maps the whole folio with one PMD (do_set_pmd():
+    /// THP_FILE_MAPPED, NR_SHMEM_PMDMAPPED) where no page of it is mapped yet (pmd_none())
+    /// and its range lies inside the mapping (the model's mappings cover their file, aligned
+    /// as shmem_get_unmapped_area() aligns them); else just the page (do_set_pte()).
     fn shmem_map_page(&mut self, f: u32, pfn: Pfn) {
         if self.frames.test(pfn, pf::MAPPED) {
             return;
         }
-        self.frames.set(pfn, pf::MAPPED | pf::YOUNG);
-        let memcg = self.frames.memcg(pfn);
-        self.mod_stat(memcg, Stat::FileMapped, 1);
+        let head = self.folio_head(pfn);
+        let memcg = self.frames.memcg(head);
+        let mut nr = 1;
+        if self.folio_nr_pages(head) > 1 {
+            let hindex = u64::from(self.frames.meta[head as usize].map.index);
+            if self.shmem_folio_mapcount(head) == 0
+                && hindex + HPAGE_PMD_NR <= self.files.v[f as usize].size
+            {
+                nr = HPAGE_PMD_NR;
+                for i in 0..HPAGE_PMD_NR as Pfn {
+                    self.frames.set(head + i, pf::MAPPED);
+                }
+                self.frames.set(head + 1, TAIL_PMD_MAPPED);
+                self.mod_stat(memcg, Stat::ShmemPmdMapped, HPAGE_PMD_NR as i64);
+                self.thp.events.file_mapped += 1;
+            } else {
+                self.frames.set(pfn, pf::MAPPED);
+            }
+            self.frames.meta[head as usize + 1].pc.prev += nr as u32;
+            self.frames.set(head, pf::YOUNG);
+        } else {
+            self.frames.set(pfn, pf::MAPPED | pf::YOUNG);
+        }
+        self.mod_stat(memcg, Stat::FileMapped, nr as i64);
         if let Some(owner) = self.files.v[f as usize].rss_owner {
-            self.task_mut(owner).rss_shmem += 1;
+            self.task_mut(owner).rss_shmem += nr;
+        }
+    }
+
+    /// How many pages of the huge shmem folio of `head` are mapped (0 for any other folio).
+    #[inline]
+    pub(crate) fn shmem_folio_mapcount(&self, head: Pfn) -> u32 {
+        if self.thp.folios == 0 || !crate::huge_memory::is_head(&self.frames.meta, head) {
+            return 0;
+        }
+        let t = &self.frames.meta[head as usize + 1].pc;
+        if self.page_in_shmem_file(head) {
+            t.prev
+        } else {
+            0
         }
     }
 
@@ -649,18 +904,171 @@ impl Machine {
         self.mod_stat(memcg, Stat::Shmem, -1);
     }
 
-    /// try_to_unmap() or zap of a mapped shmem page.
+    /// try_to_unmap() or zap of a mapped shmem page; of a PMD-mapped folio's page, the
+    /// whole PMD.
     pub(crate) fn shmem_unmap_page(&mut self, pfn: Pfn) {
         if !self.frames.test(pfn, pf::MAPPED) {
             return;
         }
-        self.frames.clear(pfn, pf::MAPPED | pf::YOUNG);
-        let memcg = self.frames.memcg(pfn);
-        self.mod_stat(memcg, Stat::FileMapped, -1);
-        let f = self.frames.meta[pfn as usize].map.mapping & !MAPPING_FILE_BIT;
-        if let Some(owner) = self.files.v[f as usize].rss_owner {
-            self.task_mut(owner).rss_shmem -= 1;
+        let head = self.folio_head(pfn);
+        let memcg = self.frames.memcg(head);
+        let mut nr = 1;
+        if self.folio_nr_pages(head) > 1 {
+            if self.frames.test(head + 1, TAIL_PMD_MAPPED) {
+                nr = HPAGE_PMD_NR;
+                for i in 0..HPAGE_PMD_NR as Pfn {
+                    self.frames.clear(head + i, pf::MAPPED);
+                }
+                self.frames.clear(head + 1, TAIL_PMD_MAPPED);
+                self.mod_stat(memcg, Stat::ShmemPmdMapped, -(HPAGE_PMD_NR as i64));
+            } else {
+                self.frames.clear(pfn, pf::MAPPED);
+            }
+            let count = &mut self.frames.meta[head as usize + 1].pc.prev;
+            debug_assert!(*count >= nr as u32);
+            *count -= nr as u32;
+            if *count == 0 {
+                self.frames.clear(head, pf::YOUNG);
+            }
+        } else {
+            self.frames.clear(pfn, pf::MAPPED | pf::YOUNG);
         }
+        self.mod_stat(memcg, Stat::FileMapped, -(nr as i64));
+        let f = self.frames.meta[head as usize].map.mapping & !MAPPING_FILE_BIT;
+        if let Some(owner) = self.files.v[f as usize].rss_owner {
+            self.task_mut(owner).rss_shmem -= nr;
+        }
+    }
+
+    /// Unmap every page of the huge shmem folio of `head`.
+    fn shmem_unmap_folio(&mut self, head: Pfn) {
+        for i in 0..HPAGE_PMD_NR as Pfn {
+            if self.shmem_folio_mapcount(head) == 0 {
+                break;
+            }
+            self.shmem_unmap_page(head + i);
+        }
+    }
+
+    /// split_huge_page() of the huge shmem folio of `head`, which reclaim has isolated
+    /// (`on_lru` false) or which is on its LRU list: unmap_folio() takes every mapping of a
+    /// file folio (the PMD's split counted, THP_SPLIT_PMD) and none comes back; each page
+    /// becomes a folio of its own in the file with the head's flags
+    /// (__split_huge_page_tail()); the pages past the file's end leave the file and are
+    /// freed with their blocks and charge (__split_huge_page()); NR_SHMEM_THPS drops
+    /// (THP_SPLIT_PAGE). On the LRU the pages kept go back on their lists; isolated, the kept
+    /// tails are returned in order for reclaim to take next.
+    pub(crate) fn shmem_split_folio(&mut self, head: Pfn, on_lru: bool) -> Vec<Pfn> {
+        debug_assert!(self.folio_nr_pages(head) > 1 && self.page_in_shmem_file(head));
+        if self.frames.test(head + 1, TAIL_PMD_MAPPED) {
+            self.thp.events.split_pmd += 1;
+        }
+        self.shmem_unmap_folio(head);
+        if on_lru {
+            self.lru_del(head);
+        }
+        let memcg = self.frames.memcg(head);
+        let m = self.frames.meta[head as usize].map;
+        let f = m.mapping & !MAPPING_FILE_BIT;
+        let end = self.files.v[f as usize].size;
+        let copied = self.frames.flags(head) & crate::huge_memory::SPLIT_COPIED_FLAGS;
+        let objcg = self.memcg_objcg(memcg);
+        let mut kept = Vec::new();
+        let mut freed = Vec::new();
+        for i in 1..HPAGE_PMD_NR as u32 {
+            let t = &mut self.frames.meta[(head + i) as usize];
+            t.pc.flags = crate::page_cgroup::LRU_NONE | pf::ALLOCATED | copied;
+            t.pc.prev = crate::page_cgroup::NIL;
+            t.map = PageMap {
+                mapping: m.mapping,
+                index: m.index + i,
+            };
+            let idx = u64::from(m.index + i);
+            if idx < end {
+                kept.push(head + i);
+                self.xa_update(f, idx, 1, 0, objcg);
+            } else {
+                self.shmem_delete_from_page_cache(head + i, 0);
+                freed.push((head + i, Some(memcg)));
+            }
+        }
+        self.thp.folios -= 1;
+        self.thp.events.split_page += 1;
+        self.mod_stat(memcg, Stat::ShmemThp, -(HPAGE_PMD_NR as i64));
+        self.shmem_unacct_blocks(f, freed.len() as u64);
+        self.free_page_list(&freed);
+        if on_lru {
+            self.lru_add(head);
+            for &t in &kept {
+                self.lru_add(t);
+            }
+            kept.clear();
+        }
+        kept
+    }
+
+    /// Truncation of the whole huge shmem folio of `head`: unmapped, off its list, out of
+    /// the file with its blocks, uncharged and freed as one order-9 block.
+    fn shmem_free_folio(&mut self, head: Pfn) {
+        let memcg = self.frames.memcg(head);
+        let m = self.frames.meta[head as usize].map;
+        let f = m.mapping & !MAPPING_FILE_BIT;
+        self.shmem_unmap_folio(head);
+        self.lru_del(head);
+        let file = &mut self.files.v[f as usize];
+        for i in 0..HPAGE_PMD_NR {
+            file.entries[(u64::from(m.index) + i) as usize] = 0;
+        }
+        file.nrpages -= HPAGE_PMD_NR;
+        for item in [Stat::File, Stat::Shmem, Stat::ShmemThp] {
+            self.mod_stat(memcg, item, -(HPAGE_PMD_NR as i64));
+        }
+        self.xa_update(f, u64::from(m.index), -1, 0, crate::kmem::ROOT_OBJCG);
+        self.shmem_unacct_blocks(f, HPAGE_PMD_NR);
+        self.uncharge_folio(memcg, HPAGE_PMD_NR);
+        self.free_thp_frames(head);
+    }
+
+    /// The tmpfs shrinker (shmem_unused_huge_scan() and shmem_unused_huge_shrink()), which
+    /// global reclaim's shrink_slab() runs with the dcache shrinker's arithmetic over the
+    /// files on the list: a file whose size is a whole number of huge pages has nothing to
+    /// give and leaves the list; else a huge folio at its end is split, which frees its
+    /// pages past the end; one a reclaimer holds isolated is tried again later.
+    pub(crate) fn shmem_unused_huge_scan(&mut self, priority: i32) {
+        let freeable = self.shmem.shrinklist.len() as u64;
+        if freeable == 0 {
+            return;
+        }
+        let to_scan = crate::kmem::shrinker_scan_count(freeable, priority);
+        let mut retry = Vec::new();
+        for f in self
+            .shmem
+            .shrinklist
+            .drain(..to_scan as usize)
+            .collect::<Vec<_>>()
+        {
+            let size = self.files.v[f as usize].size;
+            if size.is_multiple_of(HPAGE_PMD_NR) {
+                continue;
+            }
+            let Some(pfn) = self.files.v[f as usize]
+                .entries
+                .get((size - size % HPAGE_PMD_NR) as usize)
+                .and_then(|&e| resident(e))
+            else {
+                continue;
+            };
+            let head = self.folio_head(pfn);
+            if self.folio_nr_pages(head) == 1 {
+                continue;
+            }
+            if self.frames.lru(head) == crate::page_cgroup::LRU_NONE {
+                retry.push(f);
+                continue;
+            }
+            self.shmem_split_folio(head, true);
+        }
+        self.shmem.shrinklist.extend(retry);
     }
 
     /// shmem_undo_range() from `new_size` to the end: pages are dropped a folio_batch at a
@@ -678,11 +1086,30 @@ impl Machine {
         }
         let mut batch = Vec::with_capacity(crate::filemap::PAGEVEC_SIZE);
         let mut freed = 0u64;
-        for idx in new_size..old {
+        // Pages of a huge folio may lie past the old size.
+        let mut idx = new_size;
+        while idx < self.files.v[f as usize].entries.len() as u64 {
             let e = self.files.v[f as usize].entries[idx as usize];
+            idx += 1;
             if e == 0 {
                 continue;
             }
+            if let Some(pfn) = resident(e).filter(|_| self.thp.folios > 0) {
+                let head = self.folio_head(pfn);
+                if self.folio_nr_pages(head) > 1 {
+                    // A whole folio goes; one the new end cuts is split
+                    // (truncate_inode_partial_folio()), which drops its pages past the end.
+                    let hindex = u64::from(self.frames.meta[head as usize].map.index);
+                    if hindex >= new_size {
+                        self.shmem_free_folio(head);
+                    } else {
+                        self.shmem_split_folio(head, true);
+                    }
+                    idx = hindex + HPAGE_PMD_NR;
+                    continue;
+                }
+            }
+            let idx = idx - 1;
             freed += 1;
             if let Some(pfn) = resident(e) {
                 let memcg = self.frames.memcg(pfn);
@@ -743,10 +1170,16 @@ impl Machine {
                     }
                     swapped += 1;
                 } else if let Some(pfn) = resident(e) {
-                    let fm = self.frames.get(pfn);
+                    // A page of a huge folio is its head's index plus its offset; only such
+                    // a page may lie past the file's end.
+                    let head = self.folio_head(pfn);
+                    if idx as u64 >= file.size && head == pfn && self.folio_nr_pages(head) == 1 {
+                        return Err(format!("shmem file {fi} index {idx}: a page past its end"));
+                    }
+                    let fm = self.frames.get(head);
                     if fm.pc.flags & pf::SWAPBACKED == 0
                         || fm.map.mapping != fi as u32 | MAPPING_FILE_BIT
-                        || fm.map.index as usize != idx
+                        || (fm.map.index + (pfn - head)) as usize != idx
                     {
                         return Err(format!(
                             "shmem file {fi} index {idx}: frame {pfn} not its own"
@@ -919,9 +1352,9 @@ mod tests {
     #[test]
     fn a_full_tmpfs_refuses_the_write() {
         let (mut m, a, pid) = machine(&[]);
-        assert_eq!(m.tmpfs_mount("/mnt/t", Some(16)), Ok(()));
-        assert_eq!(m.tmpfs_mount("/mnt/t", Some(16)), Err(Errno::EBUSY));
-        assert_eq!(m.tmpfs_mount("mnt", Some(16)), Err(Errno::EINVAL));
+        assert_eq!(m.tmpfs_mount("/mnt/t", Some(16), None), Ok(()));
+        assert_eq!(m.tmpfs_mount("/mnt/t", Some(16), None), Err(Errno::EBUSY));
+        assert_eq!(m.tmpfs_mount("mnt", Some(16), None), Err(Errno::EINVAL));
         let f = m.file_open("/mnt/t/big");
         assert!(m.file_is_shmem(f));
         for i in 0..16 {
@@ -933,8 +1366,8 @@ mod tests {
             Some(crate::task::SyscallError::NoSpace { fault: false, .. })
         ));
         assert_eq!(m.stat_total(a, Stat::Shmem), 16);
-        assert_eq!(m.tmpfs_remount("/mnt/t", Some(8)), Err(Errno::EINVAL));
-        assert_eq!(m.tmpfs_remount("/mnt/t", Some(32)), Ok(()));
+        assert_eq!(m.tmpfs_remount("/mnt/t", Some(8), None), Err(Errno::EINVAL));
+        assert_eq!(m.tmpfs_remount("/mnt/t", Some(32), None), Ok(()));
         m.check().unwrap();
         // umount frees everything on it; a file of the same name is on disk after.
         assert_eq!(m.tmpfs_umount("/mnt/t"), Ok(()));
@@ -946,10 +1379,162 @@ mod tests {
         m.cur = None;
     }
 
+    /// `huge=always`: every new page of the file is a huge folio, charged and counted 512
+    /// pages at once, even past the file's end; the shrinker splits the last one and frees
+    /// what lies past the end; truncation splits the folio it cuts and frees whole ones.
+    #[test]
+    fn a_huge_tmpfs_takes_whole_folios_and_gives_back_their_tails() {
+        let (mut m, a, pid) = machine(&[]);
+        m.tmpfs_mount("/mnt/h", Some(0), Some(ShmemHuge::Always))
+            .unwrap();
+        let f = write_file(&mut m, pid, "/mnt/h/f", 768);
+        let nr = HPAGE_PMD_NR;
+        assert_eq!(m.stat_total(a, Stat::ShmemThp), 2 * nr);
+        assert_eq!(m.stat_total(a, Stat::Shmem), 2 * nr);
+        assert_eq!(m.stat_total(a, Stat::File), 2 * nr);
+        // The writes after a folio's first mark it accessed again: it is active.
+        assert_eq!(m.stat_total(a, Stat::ActiveAnon), 2 * nr);
+        assert!(m.memory.get(a as usize).usage >= 2 * nr);
+        assert_eq!(m.thp.events.file_alloc, 2);
+        assert_eq!(m.shmem.mounts[2].as_ref().unwrap().used_blocks, 2 * nr);
+        assert_eq!(m.shmem.shrinklist, vec![f]);
+        m.check().unwrap();
+        // The shrinker: the second folio passes the end (768 pages).
+        m.shmem_unused_huge_scan(0);
+        assert_eq!(m.stat_total(a, Stat::ShmemThp), nr);
+        assert_eq!(m.stat_total(a, Stat::Shmem), 768);
+        assert_eq!(m.thp.events.split_page, 1);
+        assert_eq!(m.shmem.mounts[2].as_ref().unwrap().used_blocks, 768);
+        assert!(m.shmem.shrinklist.is_empty());
+        m.check().unwrap();
+        // Truncation to 100 pages splits the first folio and frees the rest.
+        m.file_truncate(f, 100);
+        assert_eq!(m.stat_total(a, Stat::ShmemThp), 0);
+        assert_eq!(m.stat_total(a, Stat::Shmem), 100);
+        assert_eq!(m.thp.folios, 0);
+        m.check().unwrap();
+        // A file written again from a hole takes a folio; unlink frees it whole.
+        m.file_truncate(f, 0);
+        let g = write_file(&mut m, pid, "/mnt/h/g", 512);
+        assert_eq!(m.stat_total(a, Stat::ShmemThp), nr);
+        assert!(m.shmem.shrinklist.contains(&g));
+        m.unlink("/mnt/h/g").unwrap();
+        assert_eq!(m.stat_total(a, Stat::Shmem), 0);
+        assert!(m.shmem.shrinklist.is_empty());
+        assert_eq!(m.shmem.mounts[2].as_ref().unwrap().used_blocks, 0);
+        m.check().unwrap();
+        m.cur = None;
+    }
+
+    /// `within_size` gives a huge folio only where the file already covers the whole huge
+    /// range: not to a file written from its end, but to one truncated up first; a range
+    /// that holds a page already, or a mount without room for 512 more blocks, gets small
+    /// pages; `deny` and `force` override the mounts.
+    #[test]
+    fn within_size_deny_and_force_decide_as_6_1() {
+        let (mut m, a, pid) = machine(&[]);
+        m.tmpfs_mount("/mnt/w", Some(0), Some(ShmemHuge::WithinSize))
+            .unwrap();
+        write_file(&mut m, pid, "/mnt/w/append", 1024);
+        assert_eq!(m.stat_total(a, Stat::ShmemThp), 0);
+        let f = m.file_open("/mnt/w/sized");
+        m.file_truncate(f, 1000);
+        m.file_write(pid, f, 0).unwrap();
+        m.file_write(pid, f, 600).unwrap();
+        // 0..512 lies inside 1000 pages; 512..1024 does not.
+        assert_eq!(m.stat_total(a, Stat::ShmemThp), HPAGE_PMD_NR);
+        assert_eq!(m.thp.events.file_alloc, 1);
+        // deny: nothing huge anywhere; force: /dev/shm too.
+        m.set_shmem_enabled(ShmemHuge::Deny);
+        let g = m.file_open("/mnt/w/denied");
+        m.file_truncate(g, 1024);
+        m.file_write(pid, g, 0).unwrap();
+        assert_eq!(m.thp.events.file_alloc, 1);
+        m.set_shmem_enabled(ShmemHuge::Force);
+        write_file(&mut m, pid, "/dev/shm/forced", 1);
+        assert_eq!(m.thp.events.file_alloc, 2);
+        // The range of `denied` holds a page: small pages from now on.
+        m.file_write(pid, g, 1).unwrap();
+        assert_eq!(m.thp.events.file_alloc, 2);
+        // No room for 512 blocks: a small page, without a fallback event.
+        m.tmpfs_mount("/mnt/small", Some(100), None).unwrap();
+        write_file(&mut m, pid, "/mnt/small/s", 3);
+        assert_eq!(m.thp.events.file_alloc, 2);
+        assert_eq!(m.thp.events.file_fallback, 0);
+        assert_eq!(m.shmem.mounts[3].as_ref().unwrap().used_blocks, 3);
+        m.check().unwrap();
+        m.cur = None;
+    }
+
+    /// Shared anonymous memory under shmem_enabled `always`: a folio inside the mapping is
+    /// mapped whole by a PMD; one passing the mapping's end page by page; the last unmap
+    /// frees them.
+    #[test]
+    fn shared_memory_maps_a_huge_folio_with_one_pmd() {
+        let (mut m, a, pid) = machine(&[("shmem_thp", "always")]);
+        let nr = HPAGE_PMD_NR;
+        let f = m.shmem_new_object(nr + 256, a);
+        m.file_mmap(pid, f, false);
+        m.shmem_map_access(pid, f, 3, true).unwrap();
+        assert_eq!(m.stat_total(a, Stat::FileMapped), nr);
+        assert_eq!(m.stat_total(a, Stat::ShmemPmdMapped), nr);
+        assert_eq!(m.thp.events.file_mapped, 1);
+        assert_eq!(m.task(pid).rss_shmem, nr);
+        for i in 0..nr {
+            m.shmem_map_access(pid, f, i, true).unwrap();
+        }
+        assert_eq!(m.stat_total(a, Stat::Pgfault), 1);
+        // The second folio passes the end of the 768-page object: PTEs.
+        m.shmem_map_access(pid, f, nr + 7, true).unwrap();
+        m.shmem_map_access(pid, f, nr + 8, false).unwrap();
+        assert_eq!(m.stat_total(a, Stat::ShmemThp), 2 * nr);
+        assert_eq!(m.stat_total(a, Stat::FileMapped), nr + 2);
+        assert_eq!(m.stat_total(a, Stat::ShmemPmdMapped), nr);
+        assert_eq!(m.task(pid).rss_shmem, nr + 2);
+        assert_eq!(m.shmem_map_access(pid, f, 2 * nr, false), Err(Fault::Segv));
+        m.check().unwrap();
+        // Reclaim splits the folios (the PMD's split counted) and swaps their pages.
+        for _ in 0..40 {
+            if m.stat_total(a, Stat::Shmem) == 0 {
+                break;
+            }
+            m.try_to_free_mem_cgroup_pages(a, 1024, true, true, None);
+        }
+        assert_eq!(m.stat_total(a, Stat::ShmemThp), 0);
+        assert_eq!(m.stat_total(a, Stat::FileMapped), 0);
+        assert_eq!(m.thp.events.split_pmd, 1);
+        assert_eq!(m.thp.events.split_page, 2);
+        // The pages past the end went with the split; the rest is in swap.
+        assert_eq!(m.stat_total(a, Stat::Swap), nr + 256);
+        m.check().unwrap();
+        m.file_munmap_shared(f, false);
+        assert_eq!(m.stat_total(a, Stat::Swap), 0);
+        assert_eq!(m.task(pid).rss_shmem, 0);
+        m.check().unwrap();
+        m.cur = None;
+    }
+
+    /// A group without room for 512 pages charges small pages instead
+    /// (THP_FILE_FALLBACK_CHARGE), as a huge charge never OOM-kills.
+    #[test]
+    fn a_huge_charge_that_fails_falls_back_to_small_pages() {
+        let (mut m, a, pid) = machine(&[("shmem_thp", "always")]);
+        m.memory.get_mut(a as usize).max = 300;
+        let f = m.shmem_new_object(HPAGE_PMD_NR, a);
+        m.file_mmap(pid, f, false);
+        m.shmem_map_access(pid, f, 0, true).unwrap();
+        assert_eq!(m.thp.events.file_fallback, 1);
+        assert_eq!(m.thp.events.file_fallback_charge, 1);
+        assert_eq!(m.stat_total(a, Stat::ShmemThp), 0);
+        assert_eq!(m.stat_total(a, Stat::Shmem), 1);
+        m.check().unwrap();
+        m.cur = None;
+    }
+
     /// Files go to the mount with the longest matching directory.
     #[test]
     fn a_name_belongs_to_the_innermost_mount() {
-        let mut s = Shmem::new(1000);
+        let mut s = Shmem::new(1000, ShmemHuge::Never);
         assert_eq!(s.mount_of("/dev/shm/a"), Some(1));
         assert_eq!(s.mount_of("/dev/shm"), None);
         assert_eq!(s.mount_of("/dev/shmx/a"), None);
@@ -958,6 +1543,7 @@ mod tests {
             dir: "/dev/shm/in".into(),
             max_blocks: 0,
             used_blocks: 0,
+            huge: ShmemHuge::Never,
         }));
         assert_eq!(s.mount_of("/dev/shm/in/a"), Some(2));
         assert_eq!(s.mount_of("/dev/shm/inx"), Some(1));
@@ -967,9 +1553,15 @@ mod tests {
         assert_eq!(TmpfsSize::Bytes(4097).pages(1000), 2);
         assert_eq!(TmpfsSize::Percent(50).pages(1001), 501);
         assert_eq!(
-            parse_tmpfs_options("remount,size=2k"),
-            Ok((Some(TmpfsSize::Bytes(2048)), true))
+            parse_tmpfs_options("remount,size=2k,huge=within_size"),
+            Ok(TmpfsOptions {
+                size: Some(TmpfsSize::Bytes(2048)),
+                huge: Some(ShmemHuge::WithinSize),
+                remount: true
+            })
         );
+        assert!(parse_tmpfs_options("huge=force").is_err());
+        assert!(parse_tmpfs_options("huge=").is_err());
         assert!(parse_tmpfs_options("nr_inodes=5").is_err());
         assert!(valid_mount_dir("/a/b"));
         for bad in ["/", "a", "/a/", "/a//b", "/a/../b", "/./a", ""] {

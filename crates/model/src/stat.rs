@@ -33,6 +33,10 @@ pub enum Stat {
     Mlock,
     /// NR_ANON_THPS (in pages, as 6.1 counts it).
     AnonThp,
+    /// NR_SHMEM_THPS: pages in huge shmem folios (shmem.rs).
+    ShmemThp,
+    /// NR_SHMEM_PMDMAPPED: pages of huge shmem folios that a PMD maps.
+    ShmemPmdMapped,
     /// Swap slots charged to this memcg (v1 "swap" in memory.stat).
     Swap,
     WorkingsetRefaultAnon,

@@ -604,6 +604,15 @@ impl TaskCtx<'_> {
         }
     }
 
+    /// madvise(MADV_HUGEPAGE or MADV_NOHUGEPAGE) over a whole shared mapping of a shmem
+    /// file: the advice its later faults' huge page decisions read (shmem.rs). The model
+    /// keeps it with the file, whose mappings all cover it.
+    pub fn madvise_huge_shared(&mut self, map: FileMap, advice: crate::huge_memory::HugeAdvice) {
+        if self.m.file_is_shmem(map.file) {
+            self.m.files.v[map.file as usize].huge_advice = advice;
+        }
+    }
+
     /// clone(CLONE_THREAD): a new thread's kernel stack and task_struct, charged to the
     /// task's group. The thread's user stack is the caller's mapping to make. Segv: clone()
     /// failed for want of memory.

@@ -1392,7 +1392,14 @@ impl Machine {
     /// folio_referenced() for our single-mapping pages: test and clear the PTE young bit.
     #[inline]
     fn page_referenced(&mut self, pfn: Pfn) -> bool {
-        self.frames.test(pfn, pf::MAPPED) && self.frames.test_clear(pfn, pf::YOUNG)
+        self.folio_mapped(pfn) && self.frames.test_clear(pfn, pf::YOUNG)
+    }
+
+    /// folio_mapped(): some page of the folio is mapped (a huge shmem folio's head may not
+    /// be where its other pages are; its accessed bit is the head's).
+    #[inline]
+    fn folio_mapped(&self, pfn: Pfn) -> bool {
+        self.frames.test(pfn, pf::MAPPED) || self.shmem_folio_mapcount(pfn) > 0
     }
 
     /// shrink_active_list().
@@ -1729,7 +1736,7 @@ impl Machine {
             return Verdict::Activate;
         }
         let anon = flags & pf::SWAPBACKED != 0;
-        if !sc.may_unmap && flags & pf::MAPPED != 0 {
+        if !sc.may_unmap && self.folio_mapped(pfn) {
             return Verdict::Keep;
         }
         // folio_check_dirty_writeback(): file pages only; reclaim writes anon pages itself and
@@ -1845,8 +1852,12 @@ impl Machine {
         let slot = match self.swapcache_slot(pfn) {
             Some(slot) => slot,
             None if self.page_in_shmem_file(pfn) => {
-                // A shmem page: unmapped, then dropped if clean, or moved to the swap cache
-                // by shmem_writepage() (shmem.rs).
+                // A huge shmem folio is split first (6.1 splits it even without swap), its
+                // tails taken next; then the page is unmapped, dropped if clean, or moved to
+                // the swap cache by shmem_writepage() (shmem.rs).
+                if self.folio_nr_pages(pfn) > 1 {
+                    *split = self.shmem_split_folio(pfn, false);
+                }
                 match self.shmem_reclaim_page(pfn, sc.may_swap) {
                     Ok(slot) => slot,
                     Err(Some(memcg)) => {

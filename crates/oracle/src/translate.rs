@@ -380,7 +380,8 @@ pub fn translate(text: &str) -> Result<Translation, String> {
                     format!("{run}; r=$?; if [ $r != 126 ]; then echo \"@@MCG L{n} EXIT $r\"; echo \"@@MCG L{n} ERRNO 0\"; fi")
                 }
             }
-            Command::Mount { dir, size, remount } => {
+            Command::Mount { dir, opts } => {
+                let remount = &opts.remount;
                 let guest_own = ["/dev", "/proc", "/sys", "/data", "/run", "/tmp", "/bin"]
                     .iter()
                     .any(|d| dir == d || dir.starts_with(&format!("{d}/")));
@@ -394,11 +395,7 @@ pub fn translate(text: &str) -> Result<Translation, String> {
                         "line {src}: mount: the guest cannot mount a tmpfs at {dir} (/dev, /proc, /sys, /run, /tmp, /bin and the data disk are its own)"
                     ));
                 }
-                let opts = match size {
-                    Some(memcgsim_model::shmem::TmpfsSize::Bytes(b)) => format!("size={b}"),
-                    Some(memcgsim_model::shmem::TmpfsSize::Percent(p)) => format!("size={p}%"),
-                    None => String::new(),
-                };
+                let data = opts.data();
                 if !*remount && !cx.tmpfs.contains(dir) {
                     cx.tmpfs.push(dir.clone());
                 }
@@ -406,7 +403,7 @@ pub fn translate(text: &str) -> Result<Translation, String> {
                     "/bin/mcgh mount {n} {} {} {}",
                     q(dir),
                     if *remount { "remount" } else { "new" },
-                    q(&opts)
+                    q(&data)
                 )
             }
             Command::Umount(dir) => {
@@ -580,6 +577,13 @@ pub fn header(cfg: &MachineConfig) -> String {
         h.push_str(&format!(
             "echo {} > /sys/kernel/mm/transparent_hugepage/defrag\n",
             cfg.thp_defrag.name()
+        ));
+    }
+    // shmem_enabled has no boot parameter in 6.1: written before the script starts.
+    if cfg.shmem_thp != memcgsim_model::huge_memory::ShmemHuge::Never {
+        h.push_str(&format!(
+            "echo {} > /sys/kernel/mm/transparent_hugepage/shmem_enabled\n",
+            cfg.shmem_thp.name()
         ));
     }
     h.push_str(&format!(

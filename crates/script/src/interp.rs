@@ -763,8 +763,8 @@ impl Interpreter {
                 self.record("mkdir", r);
                 Ok(())
             }
-            Command::Mount { dir, size, remount } => {
-                let r = self.boot()?.mount_tmpfs(dir, *size, *remount);
+            Command::Mount { dir, opts } => {
+                let r = self.boot()?.mount_tmpfs(dir, opts);
                 if let Err(e) = r {
                     self.complain(err, &format!("mount: {dir}: {e}"));
                 }

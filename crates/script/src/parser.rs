@@ -153,11 +153,11 @@ pub enum Command {
         name: String,
         terms: Vec<(char, Value)>,
     },
-    /// `mount -t tmpfs [-o size=SIZE] SOURCE DIR`, or `mount -o remount[,size=SIZE] DIR`.
+    /// `mount -t tmpfs [-o size=SIZE,huge=HUGE] SOURCE DIR`, or
+    /// `mount -o remount[,size=SIZE][,huge=HUGE] DIR`.
     Mount {
         dir: String,
-        size: Option<memcgsim_model::shmem::TmpfsSize>,
-        remount: bool,
+        opts: memcgsim_model::shmem::TmpfsOptions,
     },
     /// `umount DIR`
     Umount(String),
@@ -246,8 +246,9 @@ fn parse_mount(args: &[Word]) -> Result<Command, String> {
             _ => pos.push(a),
         }
     }
-    let (size, remount) =
+    let parsed =
         memcgsim_model::shmem::parse_tmpfs_options(&opts).map_err(|e| format!("mount: {e}"))?;
+    let remount = parsed.remount;
     if let Some(t) = fstype.filter(|&t| t != "tmpfs") {
         return Err(format!("mount: only tmpfs can be mounted, not '{t}'"));
     }
@@ -260,7 +261,7 @@ fn parse_mount(args: &[Word]) -> Result<Command, String> {
             "mount: '{dir}' is not an absolute path without '.', '..' or a trailing '/'"
         ));
     }
-    Ok(Command::Mount { dir, size, remount })
+    Ok(Command::Mount { dir, opts: parsed })
 }
 
 /// Parse a line of text. `Ok(None)` for a blank or comment-only line.

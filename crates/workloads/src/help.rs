@@ -127,7 +127,7 @@ pub(crate) const DOCS: &[Doc] = &[
     ),
     doc!(
         "shmem",
-        "shmem SIZE [--passes N] [--memfd] [--hold]",
+        "shmem SIZE [--passes N] [--memfd] [--madvise hugepage|nohugepage] [--hold]",
         "write every page of SIZE of shared anonymous memory (or a memfd) N times, then unmap it"
     ),
 ];

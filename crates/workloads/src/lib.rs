@@ -14,8 +14,9 @@
 //!   add and read their own SIZE, as the selftests' shared fd does.
 //! * `mlock SIZE [--hold]` — alloc_anon_mlock(): mmap SIZE and mlock it, one in-kernel
 //!   fault-in of every page onto the unevictable list, then munmap and exit.
-//! * `shmem SIZE [--passes N] [--memfd] [--hold]` — shared anonymous memory (or a memfd):
-//!   write every page through a shared mapping N times, then unmap it, which frees it.
+//! * `shmem SIZE [--passes N] [--memfd] [--madvise hugepage|nohugepage] [--hold]` — shared
+//!   anonymous memory (or a memfd): write every page through a shared mapping N times, then
+//!   unmap it, which frees it.
 //!
 //! The programs of the experiments the model reproduces (each module says which):
 //!
@@ -150,7 +151,7 @@ fn parse_args(name: &str, args: &[String], allow_file: bool) -> Result<Args, Str
                     ));
                 }
             }
-            "--madvise" if name == "anon" => {
+            "--madvise" if name == "anon" || name == "shmem" => {
                 let v = it
                     .next()
                     .ok_or_else(|| format!("{name}: --madvise needs hugepage or nohugepage"))?;
@@ -235,7 +236,7 @@ fn build_known(name: &str, args: &[String]) -> Result<Box<dyn Program>, String> 
         "threads" => kernel::build_threads(args),
         "shmem" => {
             let a = parse_args(name, args, false)?;
-            Ok(Box::new(shm::Shm::new(a.size, a.passes, a.hold)))
+            Ok(Box::new(shm::Shm::new(a.size, a.passes, a.hold, a.huge)))
         }
         _ => Err(format!("{name}: documented but not built")),
     }
@@ -485,7 +486,13 @@ mod tests {
             }
             "pagecache" => return (&["--hold"], &["--file"], &["SIZE"]),
             "mlock" => return (&["--hold"], &[], &["SIZE"]),
-            "shmem" => return (&["--hold", "--memfd"], &["--passes"], &["SIZE"]),
+            "shmem" => {
+                return (
+                    &["--hold", "--memfd"],
+                    &["--passes", "--madvise"],
+                    &["SIZE"],
+                )
+            }
             "mem_eater" => &mem_eater::SPEC,
             "dd" => &stream::DD_SPEC,
             "cat" | "readonce" => &stream::CAT_SPEC,

@@ -2,7 +2,10 @@
 //! MAP_ANONYMOUS) or from memfd_create(), ftruncate() and a shared mapping of the memfd
 //! (mm/shmem.c's shmem_zero_setup() and memfd; the model's shmem.rs). Every page is written
 //! through the mapping, pass after pass; the object goes with the unmap at the end.
+//! `--madvise hugepage|nohugepage` gives the mapping MADV_HUGEPAGE or MADV_NOHUGEPAGE,
+//! which decide its huge pages under shmem_enabled's `advise` and `within_size`.
 
+use memcgsim_model::huge_memory::HugeAdvice;
 use memcgsim_model::{FileMap, Program, Step, TaskCtx};
 
 use crate::common::{fault_step, finished, mmap_fail, pages, Budget};
@@ -11,17 +14,19 @@ pub(crate) struct Shm {
     pages: u64,
     passes: u64,
     hold: bool,
+    huge: HugeAdvice,
     map: Option<FileMap>,
     pass: u64,
     next: u64,
 }
 
 impl Shm {
-    pub(crate) fn new(size: u64, passes: u64, hold: bool) -> Shm {
+    pub(crate) fn new(size: u64, passes: u64, hold: bool, huge: HugeAdvice) -> Shm {
         Shm {
             pages: pages(size),
             passes,
             hold,
+            huge,
             map: None,
             pass: 0,
             next: 0,
@@ -39,6 +44,9 @@ impl Program for Shm {
             Some(m) => m,
             None => match cx.mmap_shared_anon(self.pages) {
                 Ok(m) => {
+                    if self.huge != HugeAdvice::None {
+                        cx.madvise_huge_shared(m, self.huge);
+                    }
                     self.map = Some(m);
                     m
                 }
