@@ -214,6 +214,20 @@ impl RunResult {
                 let _ = writeln!(s, "{}: {e}", t.name);
             }
         }
+        if !self.writes.is_empty() {
+            s.push('\n');
+            let _ = writeln!(s, "timed writes:");
+            for w in &self.writes {
+                let _ = writeln!(
+                    s,
+                    "  {:>10} {} > {}: {}",
+                    fmt_ns(w.time_ns),
+                    w.value,
+                    w.path,
+                    w.result
+                );
+            }
+        }
         if !self.actions.is_empty() {
             s.push('\n');
             let shown = self.actions.len().min(MAX_ACTIONS_SHOWN);

@@ -218,8 +218,22 @@ pub struct RunResult {
     pub reclaim: KeyValues,
     /// What the controllers did, in time order.
     pub actions: Vec<Action>,
+    /// The timed writes made (`[[write]]`), in time order, with what each returned.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub writes: Vec<WriteRecord>,
     #[serde(skip)]
     pub series: TimeSeries,
+}
+
+/// A timed write as it was made.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WriteRecord {
+    pub time_ns: u64,
+    /// The file's path (`/A/memory.reclaim`).
+    pub path: String,
+    pub value: String,
+    /// `ok`, or the errno's name.
+    pub result: String,
 }
 
 /// `key value` pairs in a fixed order, serialized as a JSON object in that order.
@@ -825,6 +839,9 @@ pub fn run_setup(
         instances += t.count as u64 * t.repeat as u64;
     }
     let mut records: Vec<TaskRecord> = Vec::new();
+    // The timed writes: the next one due, and those made.
+    let mut next_write = 0usize;
+    let mut made: Vec<WriteRecord> = Vec::new();
 
     let run = &sc.run;
     let dur = run.duration_ns;
@@ -837,7 +854,7 @@ pub fn run_setup(
     }
     let mut actions: Vec<Action> = Vec::new();
     let ticks: u64 = controllers.iter().map(|c| c.ticks_until(dur)).sum();
-    let bound = dur / sample + 2 * instances + ticks + 16;
+    let bound = dur / sample + 2 * instances + ticks + setup.writes.len() as u64 + 16;
     let pb = progress_bar(
         progress,
         run.until,
@@ -907,6 +924,22 @@ pub fn run_setup(
             });
             ch.current = Some((pid, records.len() - 1));
         }
+        // The timed writes that are due, in time order. One the kernel refuses is recorded
+        // with its errno and the run goes on (memory.reclaim's EAGAIN is an answer).
+        while let Some(w) = setup.writes.get(next_write).filter(|w| w.at_ns <= now) {
+            let path = file_path(&w.cgroup, &w.file);
+            let r = sys.write(&path, &w.value);
+            made.push(WriteRecord {
+                time_ns: now,
+                path,
+                value: w.value.clone(),
+                result: match r {
+                    Ok(()) => "ok".into(),
+                    Err(e) => e.name().to_string(),
+                },
+            });
+            next_write += 1;
+        }
         // The controllers' ticks that are due, in scenario order.
         for c in controllers.iter_mut() {
             if c.next_tick() <= now {
@@ -924,7 +957,7 @@ pub fn run_setup(
             pb.set_position(now / 1_000_000);
             pb.set_message(progress_message(run.until, now, dur, running, waiting));
         }
-        let all_done = running == 0 && waiting == 0;
+        let all_done = running == 0 && waiting == 0 && next_write == setup.writes.len();
         if all_done && all_done_ns.is_none() {
             // A task's own clock may run ahead of the event clock (see end_ns below).
             let last = records.iter().filter_map(|r| r.end_ns).fold(now, u64::max);
@@ -937,6 +970,9 @@ pub fn run_setup(
         let mut target = next_sample.min(dur);
         for c in &controllers {
             target = target.min(c.next_tick().max(now));
+        }
+        if let Some(w) = setup.writes.get(next_write) {
+            target = target.min(w.at_ns.max(now));
         }
         for c in &chains {
             if let (Some(at), None) = (c.next_start, c.current) {
@@ -1080,6 +1116,7 @@ pub fn run_setup(
         tasks: records,
         reclaim,
         actions,
+        writes: made,
         series,
     })
 }

@@ -570,3 +570,68 @@ fn results_folders_never_remove_what_memcgsim_did_not_write() {
     assert_eq!(files_of(&out), before);
     assert_eq!(fs::read_dir(d).unwrap().count(), 3);
 }
+
+#[test]
+fn timed_writes_are_made_at_their_time_and_reported() {
+    // A group holds 64M; at 2 s memory.reclaim takes half of it to swap; at 3 s a
+    // memory.reclaim larger than what can go fails with EAGAIN, and the run goes on; the run
+    // waits for the last write though the task holds from the start.
+    let text = r#"name = "writes"
+[machine]
+memory = "512M"
+swap = "512M"
+thp = "never"
+[[cgroup]]
+path = "/a"
+[[task]]
+name = "t"
+cgroup = "/a"
+workload = "anon"
+args = ["64M", "--hold"]
+[[write]]
+at = "3s"
+cgroup = "/"
+file = "cgroup.subtree_control"
+value = "+nosuch"
+[[write]]
+at = "2s"
+cgroup = "/a"
+file = "memory.reclaim"
+value = "32M"
+[run]
+duration = "1m"
+"#;
+    let r = run_variant(&scenario(text), "base", 1, false).unwrap();
+    let got: Vec<_> = r
+        .writes
+        .iter()
+        .map(|w| {
+            (
+                w.time_ns,
+                w.path.as_str(),
+                w.value.as_str(),
+                w.result.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (2_000_000_000, "/a/memory.reclaim", "32M", "ok"),
+            (
+                3_000_000_000,
+                "/cgroup.subtree_control",
+                "+nosuch",
+                "EINVAL"
+            ),
+        ]
+    );
+    assert!(r.end_ns >= 3_000_000_000);
+    let swap = r.cgroups.iter().find(|c| c.cgroup == "/a").unwrap();
+    assert!(swap.swap_peak.unwrap_or(0) >= 32 << 20, "{swap:?}");
+    let report = r.render();
+    assert!(
+        report.contains("timed writes:\n      2.000s 32M > /a/memory.reclaim: ok\n"),
+        "{report}"
+    );
+}
