@@ -44,6 +44,21 @@ enum Cmd {
     Compare(memcgsim_experiment::cli::CompareArgs),
     /// Run a scenario's [[sweep]] grid (every variant at every point, every seed) into one table
     Sweep(memcgsim_experiment::cli::SweepArgs),
+    /// Turn a host's snapshot (scripts/memcgsim-snapshot) into a scenario (see docs/NODES.md)
+    Import(ImportArgs),
+}
+
+#[derive(Args)]
+struct ImportArgs {
+    /// The snapshot, a JSON file written by scripts/memcgsim-snapshot
+    snapshot: PathBuf,
+    /// Where the scenario goes (a file that exists is not overwritten); default: standard
+    /// output
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// The scenario's name (default: the snapshot's file name without its extension)
+    #[arg(long)]
+    name: Option<String>,
 }
 
 fn parse_slack(s: &str) -> Result<u64, String> {
@@ -219,8 +234,80 @@ fn main() -> ExitCode {
         Cmd::Run(args) => memcgsim_experiment::cli::run(&args),
         Cmd::Compare(args) => memcgsim_experiment::cli::compare_cmd(&args),
         Cmd::Sweep(args) => memcgsim_experiment::cli::sweep_cmd(&args),
+        Cmd::Import(args) => cmd_import(&args),
     };
     ExitCode::from(status.clamp(0, 255) as u8)
+}
+
+/// `memcgsim import`: the scenario to a new file or standard output, the notes on standard
+/// error.
+fn cmd_import(args: &ImportArgs) -> i32 {
+    let file = args.snapshot.display().to_string();
+    let text = match std::fs::read_to_string(&args.snapshot) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("memcgsim: {file}: {e}");
+            return 1;
+        }
+    };
+    let name = args.name.clone().unwrap_or_else(|| {
+        args.snapshot
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "imported".into())
+    });
+    let imported = memcgsim_node::Snapshot::parse(&text, &file).and_then(|snap| {
+        memcgsim_node::import(
+            &snap,
+            &memcgsim_node::ImportOpts {
+                name,
+                file: file.clone(),
+            },
+        )
+    });
+    // The scenario must load as written (a bug of the import otherwise).
+    let imported = imported.and_then(|i| {
+        memcgsim_experiment::parse(&i.scenario, &format!("{file} (imported)"))
+            .map(|_| i)
+            .map_err(|e| format!("the imported scenario does not load: {e}"))
+    });
+    let imported = match imported {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("memcgsim: {e}");
+            return 1;
+        }
+    };
+    for n in &imported.notes {
+        eprintln!("memcgsim import: note: {n}");
+    }
+    match &args.out {
+        None => {
+            print!("{}", imported.scenario);
+            0
+        }
+        Some(out) => {
+            let r = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(out)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, imported.scenario.as_bytes()));
+            match r {
+                Ok(()) => {
+                    eprintln!(
+                        "memcgsim import: {} groups into {}",
+                        imported.groups.len(),
+                        out.display()
+                    );
+                    0
+                }
+                Err(e) => {
+                    eprintln!("memcgsim: {}: {e}", out.display());
+                    1
+                }
+            }
+        }
+    }
 }
 
 fn cmd_script(args: &ScriptArgs) -> i32 {

@@ -69,6 +69,11 @@ pub fn run(args: &OracleArgs) -> i32 {
                 for (event, table) in &r.traces {
                     println!("-- trace {event} (Linux)\n{table}");
                 }
+                for (file, json) in &r.snapshots {
+                    if !write_kernel_snapshot(file, json.as_deref()) {
+                        worst = 2;
+                    }
+                }
                 let agrees = r.report.agrees();
                 if !agrees {
                     worst = worst.max(1);
@@ -97,4 +102,28 @@ pub fn run(args: &OracleArgs) -> i32 {
         }
     }
     worst
+}
+
+/// Write the kernel's snapshot of a `snapshot FILE` line to FILE, a new file. False (and a
+/// message) if it could not be taken or written.
+fn write_kernel_snapshot(file: &str, json: Option<&str>) -> bool {
+    let Some(json) = json else {
+        eprintln!("memcgsim oracle: snapshot {file}: the guest could not take it");
+        return false;
+    };
+    let r = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(file)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, json.as_bytes()));
+    match r {
+        Ok(()) => {
+            println!("-- snapshot of Linux written to {file}");
+            true
+        }
+        Err(e) => {
+            eprintln!("memcgsim oracle: snapshot {file}: {e}");
+            false
+        }
+    }
 }

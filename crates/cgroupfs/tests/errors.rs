@@ -229,7 +229,13 @@ fn thp_switches_take_their_words_only() {
     assert_eq!(sys.read("/sys/kernel"), Err(Errno::EISDIR));
     assert_eq!(
         sys.list("/sys/kernel/mm/transparent_hugepage").unwrap(),
-        vec!["defrag", "enabled", "hpage_pmd_size", "khugepaged"]
+        vec![
+            "defrag",
+            "enabled",
+            "hpage_pmd_size",
+            "khugepaged",
+            "shmem_enabled"
+        ]
     );
     assert!(sys.list("/").unwrap().contains(&"sys".to_string()));
 }

@@ -65,12 +65,12 @@ pub use output::{check_output, write_dir_atomic, Overwrite, MARKER};
 pub use results::{write_comparison, write_results};
 pub use runner::{
     run_setup, run_variant, run_variant_with, CgroupSummary, KeyValues, Progress, RunResult,
-    SeriesKey, TaskRecord, TimeSeries, MACHINE_ROW, RECLAIM_FILE, SUMMARY_STATS,
+    SeriesKey, TaskRecord, TimeSeries, WriteRecord, MACHINE_ROW, RECLAIM_FILE, SUMMARY_STATS,
 };
 pub use scenario::{
     load, machine_config, parse, CgroupSpec, ControllerOverride, ControllerSpec, RunSpec, Scenario,
     Setting, Setup, Subtree, SweepAxis, SweepTarget, TaskOverride, TaskSpec, Until, Variant,
-    DEFAULT_STATS, MAX_SUBTREE_FANOUT, MAX_SUBTREE_GROUPS,
+    WriteSpec, DEFAULT_STATS, MAX_SUBTREE_FANOUT, MAX_SUBTREE_GROUPS,
 };
 pub use units::{fmt_ns, fmt_size, fmt_time_s};
 

@@ -19,6 +19,8 @@ use memcgsim_model::MachineConfig;
 
 /// The workload helper's source, built for the guest on first use.
 const MCGH_SOURCE: &str = include_str!("../../../oracle/guest/mcgh.c");
+/// The host snapshot script, which the guest runs for a script's `snapshot` lines.
+const SNAPSHOT_SCRIPT: &str = include_str!("../../../scripts/memcgsim-snapshot");
 
 /// Modules to load, in dependency order.
 const MODULES: &[&str] = &[
@@ -507,6 +509,8 @@ impl GuestSetup {
             .replace("MODULES", &load.join(" "))
             .replace("SCRIPTS", &scripts.len().to_string());
         std::fs::write(st.join("init"), init).map_err(|e| e.to_string())?;
+        std::fs::write(st.join("bin/memcgsim-snapshot"), SNAPSHOT_SCRIPT)
+            .map_err(|e| e.to_string())?;
         for (i, script) in scripts.iter().enumerate() {
             std::fs::write(st.join(format!("script{}.sh", i + 1)), script)
                 .map_err(|e| e.to_string())?;
@@ -514,8 +518,10 @@ impl GuestSetup {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let _ =
-                std::fs::set_permissions(st.join("init"), std::fs::Permissions::from_mode(0o755));
+            for f in ["init", "bin/memcgsim-snapshot"] {
+                let _ =
+                    std::fs::set_permissions(st.join(f), std::fs::Permissions::from_mode(0o755));
+            }
         }
         run(
             Command::new("sh").arg("-c").arg(format!(

@@ -125,6 +125,9 @@ pub struct ScriptResult {
     pub guest_seconds: f64,
     /// The `--trace` tables, (event, text).
     pub traces: Vec<(String, String)>,
+    /// What the kernel's `snapshot FILE` lines printed: (FILE, the snapshot's JSON; None
+    /// where the guest could not take it).
+    pub snapshots: Vec<(String, Option<String>)>,
 }
 
 /// Run one script on the kernel and compare. Err: the script or the guest could not be run.
@@ -235,11 +238,28 @@ pub fn run_scripts(
                 }
                 let records = compare::parse_console(&run.output);
                 let report = compare::compare(file, tr, &records, &opts.compare);
+                let snapshots = tr
+                    .lines
+                    .iter()
+                    .filter_map(|l| match &l.cmd {
+                        Some(memcgsim_script::Command::Snapshot(f)) => {
+                            let k = records.get(&l.key);
+                            let json = k.filter(|k| !k.catfail && !k.out.is_empty()).map(|k| {
+                                let mut s = k.out.join("\n");
+                                s.push('\n');
+                                s
+                            });
+                            Some((f.clone(), json))
+                        }
+                        _ => None,
+                    })
+                    .collect();
                 ScriptResult {
                     report,
                     kernel_release: run.kernel_release.unwrap_or_else(|| "?".into()),
                     guest_seconds: run.seconds,
                     traces: trace_tables(&run.output),
+                    snapshots,
                 }
             }));
         }

@@ -266,6 +266,14 @@ pub fn translate(text: &str) -> Result<Translation, String> {
                 String::new()
             }
             Command::Ls(_) | Command::Pwd | Command::Help(_) | Command::Clear => String::new(),
+            Command::Snapshot(_) => {
+                // scripts/memcgsim-snapshot, shipped in the initramfs; its JSON comes back
+                // line by line, for the host to write (ScriptResult::snapshots).
+                cx.touch("/proc/vmstat", Use::Read);
+                format!(
+                    "if sh /bin/memcgsim-snapshot > /tmp/o 2>/dev/null; then emit {n} < /tmp/o; else echo \"@@MCG L{n} CATFAIL\"; fi"
+                )
+            }
             Command::Echo { text, target: None } => {
                 format!(
                     "echo \"{}\" | emit {n}",

@@ -130,6 +130,8 @@ pub struct Interpreter {
     report_tasks: bool,
     /// Raised by Ctrl-C in the shell: stops a foreground run, a wait or a sleep.
     interrupt: Option<Arc<AtomicBool>>,
+    /// `snapshot FILE` writes FILE (the oracle's model side leaves the file to the kernel's).
+    write_snapshots: bool,
 }
 
 impl Interpreter {
@@ -155,7 +157,13 @@ impl Interpreter {
             expect_failures: 0,
             report_tasks: false,
             interrupt: None,
+            write_snapshots: true,
         }
+    }
+
+    /// Whether `snapshot FILE` writes its file (on by default).
+    pub fn set_write_snapshots(&mut self, on: bool) {
+        self.write_snapshots = on;
     }
 
     /// Report on `err` how each foreground task ended, with the virtual time it ran
@@ -777,6 +785,21 @@ impl Interpreter {
                     self.complain(err, &format!("umount: {dir}: {e}"));
                 }
                 self.record("umount", r);
+                Ok(())
+            }
+            Command::Snapshot(file) => {
+                let json = memcgsim_node::snapshot::take(self.boot()?);
+                if !self.write_snapshots {
+                    return Ok(());
+                }
+                let r = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(file)
+                    .and_then(|mut f| std::io::Write::write_all(&mut f, json.as_bytes()));
+                if let Err(e) = r {
+                    self.complain(err, &format!("snapshot: {file}: {e}"));
+                }
                 Ok(())
             }
             Command::Rm(name) => {

@@ -163,6 +163,9 @@ pub enum Command {
     Umount(String),
     /// `rm FILE`: unlink a file of the simulated machine's filesystems.
     Rm(String),
+    /// `snapshot FILE`: the machine's cgroup tree and memory state as
+    /// scripts/memcgsim-snapshot writes a host's, into a new file of the host.
+    Snapshot(String),
 }
 
 /// Every command name, for completion in the shell.
@@ -198,11 +201,13 @@ Commands:
                                mount, umount or rm ended
   expect poll event|timeout|error  what the last poll returned
   let NAME = VALUE | $(( ... ))  remember a value now, as $NAME
-  mount -t tmpfs [-o size=SIZE] tmpfs DIR
+  mount -t tmpfs [-o size=SIZE,huge=HUGE] tmpfs DIR
                                mount a tmpfs (size: bytes or N% of RAM; default 50%)
   mount -o remount,size=SIZE DIR  resize a tmpfs
   umount DIR                   unmount a tmpfs, freeing its files
   rm FILE                      unlink a file (tmpfs or disk) of the simulated machine
+  snapshot FILE                the cgroup tree and memory state into a new JSON file
+                               of the host, for `memcgsim import` (docs/NODES.md)
   help [WORKLOAD]              this text, or what a workload does and its arguments
   clear                        clear the terminal (interactive shell only)
 Blocks (scripts only; they nest, each closed by its own end):
@@ -386,6 +391,10 @@ pub fn parse_words(words: &[Word]) -> Result<Option<Command>, String> {
         "rm" => {
             arity(cmd, args, 1, 1, "FILE")?;
             Command::Rm(text(0))
+        }
+        "snapshot" => {
+            arity(cmd, args, 1, 1, "FILE")?;
+            Command::Snapshot(text(0))
         }
         "repeat" | "end" | "if" | "else" | "every" | "break" => {
             return Err(format!(
