@@ -403,7 +403,10 @@ impl System {
         opts: &memcgsim_model::shmem::TmpfsOptions,
     ) -> Result<(), Errno> {
         let size = opts.size.map(|s| s.pages(self.machine.totalram_pages));
-        let r = if opts.remount {
+        let r = if opts.bad.is_some() {
+            // shmem_parse_one(): a value it cannot take.
+            Err(Errno::EINVAL)
+        } else if opts.remount {
             self.machine.tmpfs_remount(dir, size, opts.huge)
         } else {
             self.machine.tmpfs_mount(dir, size, opts.huge)

@@ -207,13 +207,16 @@ impl TmpfsSize {
 }
 
 /// The options of `mount -o` for a tmpfs the model takes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TmpfsOptions {
     /// `size=` (the last one wins).
     pub size: Option<TmpfsSize>,
     /// `huge=never|always|within_size|advise`.
     pub huge: Option<ShmemHuge>,
     pub remount: bool,
+    /// An option the kernel knows given a value it refuses (`size=x`, `huge=sometimes`), as
+    /// written: the mount fails with EINVAL.
+    pub bad: Option<String>,
 }
 
 impl TmpfsOptions {
@@ -229,23 +232,25 @@ impl TmpfsOptions {
         if let Some(h) = self.huge {
             o.push(format!("huge={}", h.name()));
         }
+        o.extend(self.bad.clone());
         o.join(",")
     }
 }
 
-/// Parse the options of `mount -o` for a tmpfs. Err: a bad value (the kernel's EINVAL) or
-/// an option the model does not take.
+/// Parse the options of `mount -o` for a tmpfs. A value the kernel refuses is kept in
+/// `bad` (the mount is EINVAL); Err: an option the model does not take.
 pub fn parse_tmpfs_options(opts: &str) -> Result<TmpfsOptions, String> {
     let mut r = TmpfsOptions::default();
     for o in opts.split(',').filter(|o| !o.is_empty()) {
         match o.split_once('=') {
-            Some(("size", v)) => r.size = Some(TmpfsSize::parse(v)?),
-            Some(("huge", v)) => {
-                r.huge = Some(
-                    ShmemHuge::from_mount_option(v)
-                        .ok_or_else(|| format!("bad value for 'huge': '{v}'"))?,
-                )
-            }
+            Some(("size", v)) => match TmpfsSize::parse(v) {
+                Ok(s) => r.size = Some(s),
+                Err(_) => r.bad = Some(o.to_string()),
+            },
+            Some(("huge", v)) => match ShmemHuge::from_mount_option(v) {
+                Some(h) => r.huge = Some(h),
+                None => r.bad = Some(o.to_string()),
+            },
             None if o == "remount" => r.remount = true,
             _ => {
                 return Err(format!(
@@ -1557,11 +1562,13 @@ mod tests {
             Ok(TmpfsOptions {
                 size: Some(TmpfsSize::Bytes(2048)),
                 huge: Some(ShmemHuge::WithinSize),
-                remount: true
+                remount: true,
+                bad: None,
             })
         );
-        assert!(parse_tmpfs_options("huge=force").is_err());
-        assert!(parse_tmpfs_options("huge=").is_err());
+        for bad in ["huge=force", "huge=", "size=1x", "size=%"] {
+            assert_eq!(parse_tmpfs_options(bad).unwrap().bad.as_deref(), Some(bad));
+        }
         assert!(parse_tmpfs_options("nr_inodes=5").is_err());
         assert!(valid_mount_dir("/a/b"));
         for bad in ["/", "a", "/a/", "/a//b", "/a/../b", "/./a", ""] {
