@@ -5,6 +5,7 @@
 
 pub mod import;
 pub mod snapshot;
+pub mod systemd;
 
 pub use import::{import, ImportOpts, Imported, Target};
 pub use snapshot::Snapshot;
