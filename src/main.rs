@@ -286,27 +286,20 @@ fn cmd_import(args: &ImportArgs) -> i32 {
             print!("{}", imported.scenario);
             0
         }
-        Some(out) => {
-            let r = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(out)
-                .and_then(|mut f| std::io::Write::write_all(&mut f, imported.scenario.as_bytes()));
-            match r {
-                Ok(()) => {
-                    eprintln!(
-                        "memcgsim import: {} groups into {}",
-                        imported.groups.len(),
-                        out.display()
-                    );
-                    0
-                }
-                Err(e) => {
-                    eprintln!("memcgsim: {}: {e}", out.display());
-                    1
-                }
+        Some(out) => match memcgsim_node::write_new(out, &imported.scenario) {
+            Ok(()) => {
+                eprintln!(
+                    "memcgsim import: {} groups into {}",
+                    imported.groups.len(),
+                    out.display()
+                );
+                0
             }
-        }
+            Err(e) => {
+                eprintln!("memcgsim: {}: {e}", out.display());
+                1
+            }
+        },
     }
 }
 

@@ -111,12 +111,7 @@ fn write_kernel_snapshot(file: &str, json: Option<&str>) -> bool {
         eprintln!("memcgsim oracle: snapshot {file}: the guest could not take it");
         return false;
     };
-    let r = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(file)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, json.as_bytes()));
-    match r {
+    match memcgsim_node::write_new(std::path::Path::new(file), json) {
         Ok(()) => {
             println!("-- snapshot of Linux written to {file}");
             true

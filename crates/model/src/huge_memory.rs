@@ -155,8 +155,6 @@ impl ShmemHuge {
     /// shmem_enabled's words, in the order its show function prints them.
     pub const NAMES: [&'static str; 6] =
         ["always", "within_size", "advise", "never", "deny", "force"];
-    /// The values a mount's `huge=` takes.
-    pub const MOUNT_NAMES: [&'static str; 4] = ["never", "always", "within_size", "advise"];
 
     /// shmem_parse_huge(): the exact word (no trailing space is forgiven).
     pub fn from_name(s: &str) -> Option<ShmemHuge> {

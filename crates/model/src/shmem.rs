@@ -775,15 +775,16 @@ impl Machine {
     /// How many pages of the huge shmem folio of `head` are mapped (0 for any other folio).
     #[inline]
     pub(crate) fn shmem_folio_mapcount(&self, head: Pfn) -> u32 {
-        if self.thp.folios == 0 || !crate::huge_memory::is_head(&self.frames.meta, head) {
+        // Reclaim asks of every folio it scans: the frame's own flag first, so that page
+        // cache and small pages read no other frame.
+        if self.thp.folios == 0
+            || !self.frames.test(head, pf::SWAPBACKED)
+            || !crate::huge_memory::is_head(&self.frames.meta, head)
+            || !self.page_in_shmem_file(head)
+        {
             return 0;
         }
-        let t = &self.frames.meta[head as usize + 1].pc;
-        if self.page_in_shmem_file(head) {
-            t.prev
-        } else {
-            0
-        }
+        self.frames.meta[head as usize + 1].pc.prev
     }
 
     /// seed 001's one-step fault on a shmem file (filemap.rs file_fault()): map, access,

@@ -9,3 +9,14 @@ pub mod systemd;
 
 pub use import::{import, ImportOpts, Imported, Target};
 pub use snapshot::Snapshot;
+
+/// Write `text` to `path`, a new file: a snapshot or an imported scenario never replaces a
+/// file that is there already (the error is the open's, AlreadyExists).
+pub fn write_new(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?
+        .write_all(text.as_bytes())
+}

@@ -292,13 +292,12 @@ pub const GROUP_FILES: [&str; 19] = [
 /// have is left out, as a missing file is).
 pub fn take(sys: &mut memcgsim_cgroupfs::System) -> String {
     use serde_json::{json, Map, Value};
-    let mut read = |p: &str| sys.read(p).ok();
     let mut top = Map::new();
     top.insert("format".into(), json!(FORMAT));
     top.insert("version".into(), json!(VERSION));
     top.insert("kernel".into(), json!("memcgsim"));
     for f in ["meminfo", "vmstat", "swaps"] {
-        if let Some(t) = read(&format!("/proc/{f}")) {
+        if let Ok(t) = sys.read(&format!("/proc/{f}")) {
             top.insert(f.into(), json!(t));
         }
     }

@@ -792,11 +792,7 @@ impl Interpreter {
                 if !self.write_snapshots {
                     return Ok(());
                 }
-                let r = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(file)
-                    .and_then(|mut f| std::io::Write::write_all(&mut f, json.as_bytes()));
+                let r = memcgsim_node::write_new(std::path::Path::new(file), &json);
                 if let Err(e) = r {
                     self.complain(err, &format!("snapshot: {file}: {e}"));
                 }
