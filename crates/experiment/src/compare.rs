@@ -265,8 +265,15 @@ fn figure_specs(sc: &Scenario, runs: &[RunResult]) -> Vec<(String, Kind, Extract
     }
     cgs.push(MACHINE_ROW.to_string());
     for cg in cgs {
+        // A unit's or pod's cgroup goes by its owner's name (the same in every variant).
+        let owner = runs
+            .iter()
+            .find_map(|r| r.setup.owners.iter().find(|(p, _)| *p == cg))
+            .map(|(_, o)| o.clone());
         let subj = if cg == MACHINE_ROW {
             "of the machine".to_string()
+        } else if let Some(o) = &owner {
+            format!("of {o}")
         } else {
             format!("of cgroup {cg}")
         };
@@ -291,6 +298,41 @@ fn figure_specs(sc: &Scenario, runs: &[RunResult]) -> Vec<(String, Kind, Extract
             ("compact_stall", Kind::Count, |c| c.compact_stall),
         ];
         let machine = cg == MACHINE_ROW;
+        if owner.is_some() {
+            // What the managers' users ask first: throttling, limit hits, kills by userspace.
+            let extra: [(&str, G); 2] = [
+                ("memory.high events", |c| c.high),
+                ("memory.max events", |c| c.max),
+            ];
+            for (what, g) in extra {
+                let c2 = cg.clone();
+                v.push((
+                    format!("{what} {subj}"),
+                    Kind::Count,
+                    Box::new(move |r: &RunResult| cg_of(r, &c2).and_then(g)),
+                ));
+            }
+            for act in ["evict", "kill"] {
+                let c2 = cg.clone();
+                let what = if act == "evict" {
+                    "evictions"
+                } else {
+                    "controller kills"
+                };
+                v.push((
+                    format!("{what} {subj}"),
+                    Kind::Count,
+                    Box::new(move |r: &RunResult| {
+                        Some(
+                            r.actions
+                                .iter()
+                                .filter(|a| a.action == act && a.cgroup == c2)
+                                .count() as u64,
+                        )
+                    }),
+                ));
+            }
+        }
         for (what, kind, g) in items {
             let c2 = cg.clone();
             v.push((

@@ -20,6 +20,8 @@
 //!   to `memory.current` when memory.high was changed behind its back. With `mode =
 //!   "reclaim"` it writes the probe's share of memory.current to `memory.reclaim` instead
 //!   (stateless, as TMO's later agents do) and a backoff only resets the integral.
+//! - `kubelet-eviction`: the kubelet's eviction manager for memory (eviction.rs), which a
+//!   scenario's `[kubernetes]` section sets up.
 //!
 //! A controller's CPU time and its reads are free: the simulated machine does not see the
 //! agent as a task.
@@ -31,7 +33,7 @@ use crate::keyed::{file_path, parse_keyed, pressure_field, Setting};
 use crate::units::{fmt_ns, fmt_size};
 
 /// The controller kinds a scenario may name.
-pub const KINDS: &[&str] = &["oomd", "senpai"];
+pub const KINDS: &[&str] = &["oomd", "senpai", "kubelet-eviction"];
 
 /// A bound on the cgroups an oomd walk looks at.
 const MAX_CANDIDATES: usize = 100_000;
@@ -84,6 +86,7 @@ pub struct SenpaiParams {
 pub enum Params {
     Oomd(OomdParams),
     Senpai(SenpaiParams),
+    Eviction(crate::eviction::EvictionParams),
 }
 
 /// A controller's settings, checked: when it starts, how often it ticks, and its kind's.
@@ -166,6 +169,7 @@ pub fn config(kind: &str, settings: &[Setting]) -> Result<Config, SettingError> 
     };
     for s in settings {
         match (kind, s.key.as_str()) {
+            ("kubelet-eviction", k) if k != "start" && k != "tick" => {}
             (_, "start") => start_ns = duration_of(s)?,
             (_, "tick") => {
                 tick_ns = duration_of(s)?;
@@ -229,6 +233,7 @@ pub fn config(kind: &str, settings: &[Setting]) -> Result<Config, SettingError> 
     }
     let params = match kind {
         "oomd" => Params::Oomd(oomd),
+        "kubelet-eviction" => Params::Eviction(crate::eviction::config(settings)?),
         _ => Params::Senpai(senpai),
     };
     Ok(Config {
@@ -300,6 +305,7 @@ pub struct Controller {
     next_tick: u64,
     oomd: OomdState,
     senpai: SenpaiState,
+    eviction: crate::eviction::EvictionState,
     /// Ticks that found the cgroup's files unreadable (it was removed).
     pub missed_ticks: u64,
 }
@@ -313,7 +319,18 @@ impl Controller {
             config,
             oomd: OomdState::default(),
             senpai: SenpaiState::default(),
+            eviction: Default::default(),
             missed_ticks: 0,
+        }
+    }
+
+    /// Why no task may start in `cgroup` any more (a pod the kubelet evicted), if so.
+    pub fn refuses(&self, cgroup: &str) -> Option<String> {
+        match &self.config.params {
+            Params::Eviction(p) => p
+                .evicted_pod(&self.eviction, cgroup)
+                .map(|pod| format!("pod {pod} evicted")),
+            _ => None,
         }
     }
 
@@ -333,6 +350,14 @@ impl Controller {
         let ok = match self.config.params.clone() {
             Params::Oomd(p) => self.oomd_tick(&p, sys, now, log),
             Params::Senpai(p) => self.senpai_tick(&p, sys, now, log),
+            Params::Eviction(p) => {
+                let mut steps = Vec::new();
+                let r = crate::eviction::tick(&p, &mut self.eviction, sys, now, &mut steps);
+                for s in steps {
+                    log.push(self.action(now, &s.cgroup, s.action, s.value, s.detail));
+                }
+                r
+            }
         };
         if ok.is_none() {
             self.missed_ticks += 1;

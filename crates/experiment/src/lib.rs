@@ -34,18 +34,20 @@
 //! 1. `units`, `keyed`, `output`, `parallel`: formatting of sizes and times; settings, file
 //!    paths and the readers of keyed and pressure files; results folders written all or
 //!    nothing; jobs on threads.
-//! 2. `controller`: the userspace controllers run inside the simulation.
-//! 3. `scenario`: scenario files, their variants and sweep grids.
-//! 4. `runner`: one run of a set-up with a seed.
-//! 5. `report`, `compare`: a run's summary; comparisons of variants over seeds.
-//! 6. `charts`, `sweep`: the PNG and SVG charts; sweeps into one table.
-//! 7. `html`, `results`: the HTML pages; results folders with their charts.
-//! 8. `cli`: the subcommands.
+//! 2. `eviction`: the kubelet's eviction manager.
+//! 3. `controller`: the userspace controllers run inside the simulation.
+//! 4. `scenario`: scenario files, their variants and sweep grids.
+//! 5. `runner`: one run of a set-up with a seed.
+//! 6. `report`, `compare`: a run's summary; comparisons of variants over seeds.
+//! 7. `charts`, `sweep`: the PNG and SVG charts; sweeps into one table.
+//! 8. `html`, `results`: the HTML pages; results folders with their charts.
+//! 9. `cli`: the subcommands.
 
 mod charts;
 pub mod cli;
 mod compare;
 pub mod controller;
+mod eviction;
 pub mod html;
 mod keyed;
 mod output;
@@ -228,7 +230,7 @@ mod layers {
         let group = "use crate::{\n    units::fmt_size, compare::{a, b},\n};\n";
         assert_eq!(
             violations(&layers, "report", group),
-            ["report (layer 5) uses crate::compare (layer 5, not below)"]
+            ["report (layer 6) uses crate::compare (layer 6, not below)"]
         );
         assert_eq!(
             violations(&layers, "cli", "use crate::run_variant;").len(),

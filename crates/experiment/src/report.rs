@@ -79,9 +79,9 @@ fn count(v: u64) -> String {
     v.to_string()
 }
 
-fn cgroup_row(c: &CgroupSummary) -> Vec<String> {
+fn cgroup_row(c: &CgroupSummary, name: String) -> Vec<String> {
     vec![
-        c.cgroup.clone(),
+        name,
         opt(c.usage_end, fmt_size),
         opt(c.usage_peak, fmt_size),
         opt(c.swap_peak, fmt_size),
@@ -110,7 +110,7 @@ const SOFT_RECLAIM_WORK: &[&str] = &[
 const MAX_ACTIONS_SHOWN: usize = 20;
 
 /// `  12.003s oomd: kill /A/b (why)`, `  6.000s senpai: high /A = 1.2G (why)`.
-fn action_line(a: &Action) -> String {
+fn action_line(a: &Action, cgroup: String) -> String {
     let value = a
         .value
         .map(|v| format!(" = {}", fmt_size(v)))
@@ -120,18 +120,18 @@ fn action_line(a: &Action) -> String {
         fmt_ns(a.time_ns),
         a.controller,
         a.action,
-        a.cgroup,
+        cgroup,
         a.detail
     )
 }
 
-fn task_row(t: &TaskRecord) -> Vec<String> {
+fn task_row(t: &TaskRecord, cgroup: String) -> Vec<String> {
     let started = t.start_ns.is_some();
     let d = |v: u64| if started { fmt_ns(v) } else { "-".into() };
     let c = |v: u64| if started { v.to_string() } else { "-".into() };
     vec![
         t.name.clone(),
-        t.cgroup.clone(),
+        cgroup,
         t.outcome.clone(),
         t.start_ns.map(fmt_ns).unwrap_or_else(|| "-".into()),
         d(t.elapsed_ns),
@@ -146,6 +146,16 @@ fn task_row(t: &TaskRecord) -> Vec<String> {
 }
 
 impl RunResult {
+    /// How the report names a cgroup: by its owner when systemd or the kubelet made it
+    /// (`web.service`, `pod shop/web-0`), else by its path.
+    pub fn cgroup_name(&self, path: &str) -> String {
+        self.setup
+            .owners
+            .iter()
+            .find(|(p, _)| p == path)
+            .map_or_else(|| path.to_string(), |(_, o)| o.clone())
+    }
+
     /// The summary table `memcgsim run` prints.
     pub fn render(&self) -> String {
         let mut s = String::new();
@@ -166,7 +176,11 @@ impl RunResult {
             let _ = writeln!(s, "{}", self.description);
         }
         s.push('\n');
-        let rows: Vec<Vec<String>> = self.cgroups.iter().map(cgroup_row).collect();
+        let rows: Vec<Vec<String>> = self
+            .cgroups
+            .iter()
+            .map(|c| cgroup_row(c, self.cgroup_name(&c.cgroup)))
+            .collect();
         let (header, rows) = used_columns(
             &[
                 "cgroup",
@@ -191,7 +205,11 @@ impl RunResult {
             s.push('\n');
         }
         s.push('\n');
-        let rows: Vec<Vec<String>> = self.tasks.iter().map(task_row).collect();
+        let rows: Vec<Vec<String>> = self
+            .tasks
+            .iter()
+            .map(|t| task_row(t, self.cgroup_name(&t.cgroup)))
+            .collect();
         s.push_str(&table(
             &[
                 "task",
@@ -233,7 +251,7 @@ impl RunResult {
             let shown = self.actions.len().min(MAX_ACTIONS_SHOWN);
             let _ = writeln!(s, "controller actions:");
             for a in &self.actions[..shown] {
-                s.push_str(&action_line(a));
+                s.push_str(&action_line(a, self.cgroup_name(&a.cgroup)));
             }
             if self.actions.len() > shown {
                 let _ = writeln!(
@@ -241,6 +259,13 @@ impl RunResult {
                     "... and {} more controller actions (all in actions.csv)",
                     self.actions.len() - shown
                 );
+            }
+        }
+        if !self.setup.owners.is_empty() {
+            s.push('\n');
+            let _ = writeln!(s, "cgroups of systemd units and Kubernetes pods:");
+            for (path, owner) in &self.setup.owners {
+                let _ = writeln!(s, "  {owner}: {path}");
             }
         }
         s

@@ -892,6 +892,20 @@ pub fn run_setup(
             if t.repeat > 1 {
                 name.push_str(&format!("#{}", ch.runs_started));
             }
+            // A manager that removed the task's place (an evicted pod) starts nothing there.
+            if let Some(why) = controllers.iter().find_map(|c| c.refuses(&t.cgroup)) {
+                records.push(TaskRecord {
+                    task: t.name.clone(),
+                    name,
+                    cgroup: t.cgroup.clone(),
+                    workload: t.workload.clone(),
+                    copy: ch.copy,
+                    run: ch.runs_started,
+                    outcome: format!("not started: {why}"),
+                    ..TaskRecord::default()
+                });
+                continue;
+            }
             let args = crate::scenario::expand_args(&t.args, ch.copy, t.count, seed);
             let program = memcgsim_workloads::build(&t.workload, &args)
                 .map_err(|e| format!("{f}:{}: task.args: {e}", t.args_line))?;

@@ -15,10 +15,12 @@
 //!
 //! Simplified: drop-ins, templates, `DefaultMemoryMin=`/`DefaultMemoryLow=` and the unit's
 //! other sections are not read; a percentage is of the machine's RAM as the model gives
-//! MemTotal, rounded down to a page as physical_memory_scale() rounds it. Not yet wired
-//! into scenarios: the library maps unit files, the scenario side is to come.
+//! MemTotal, rounded down to a page as physical_memory_scale() rounds it. A scenario's
+//! `[systemd] units` list is turned into cgroups by [`layout`].
 
 use std::collections::BTreeMap;
+
+use crate::{Managed, ManagedController};
 
 /// A unit's memory settings, as systemd writes them to its cgroup.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -219,10 +221,11 @@ pub fn parse_unit(name: &str, text: &str, file: &str, ram: u64) -> Result<Unit, 
     let oomd_limit = match props.get("ManagedOOMMemoryPressure") {
         Some((_, v)) if v == "kill" => Some(match props.get("ManagedOOMMemoryPressureLimit") {
             Some((line, l)) if !l.is_empty() => {
-                let ok = l
-                    .strip_suffix('%')
-                    .and_then(|p| p.parse::<f64>().ok())
-                    .is_some_and(|p| (0.0..=100.0).contains(&p));
+                // parse_permyriad(): at most two decimals.
+                let ok = l.strip_suffix('%').is_some_and(|p| {
+                    let frac = p.split_once('.').map_or("", |x| x.1);
+                    frac.len() <= 2 && p.parse::<f64>().is_ok_and(|p| (0.0..=100.0).contains(&p))
+                });
                 if !ok {
                     return Err(format!(
                         "{file}:{line}: ManagedOOMMemoryPressureLimit=: '{l}' is not a percentage"
@@ -246,6 +249,43 @@ pub fn parse_unit(name: &str, text: &str, file: &str, ram: u64) -> Result<Unit, 
         files,
         oomd_limit,
     })
+}
+
+/// The cgroups systemd sets up for `units` (parsed, in the order given): the slices above
+/// each unit with the memory controller enabled for their children, as systemd enables it
+/// along the path of every unit with memory accounting (the default since systemd 238), the
+/// units' own files, and an oomd controller per `ManagedOOMMemoryPressure=kill` unit.
+pub fn layout(units: &[Unit]) -> Result<Managed, String> {
+    let mut m = Managed::default();
+    m.set("/", "cgroup.subtree_control", "+memory");
+    for (i, u) in units.iter().enumerate() {
+        if units[..i].iter().any(|x| x.name == u.name) {
+            return Err(format!("unit {} is listed twice", u.name));
+        }
+        for a in Managed::ancestors(&u.path) {
+            let slice = a.rsplit('/').next().unwrap_or_default().to_string();
+            m.cgroup(&a, &slice);
+            m.set(&a, "cgroup.subtree_control", "+memory");
+        }
+        if u.path != "/" {
+            m.cgroup(&u.path, &u.name).owner = u.name.clone();
+        }
+        if u.name.ends_with(".slice") {
+            m.set(&u.path, "cgroup.subtree_control", "+memory");
+        }
+        for (k, v) in &u.files {
+            m.set(&u.path, k, v);
+        }
+        if let Some(limit) = &u.oomd_limit {
+            m.controllers.push(ManagedController {
+                name: format!("oomd-{}", u.name),
+                kind: "oomd".into(),
+                cgroup: u.path.clone(),
+                settings: vec![("limit".into(), limit.clone())],
+            });
+        }
+    }
+    Ok(m)
 }
 
 #[cfg(test)]
@@ -359,6 +399,80 @@ ManagedOOMMemoryPressureLimit=40%
         ] {
             let e = parse_unit("x.service", bad, "u", 1 << 30).unwrap_err();
             assert!(e.starts_with(want), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_layout_creates_the_slices_above_each_unit_parents_first() {
+        let ram = 4 << 30;
+        let units = [
+            parse_unit(
+                "job.service",
+                "[Service]\nSlice=batch-low.slice\nMemoryHigh=1G\n",
+                "a",
+                ram,
+            )
+            .unwrap(),
+            parse_unit(
+                "batch.slice",
+                "[Slice]\nMemoryMax=2G\nManagedOOMMemoryPressure=kill\n",
+                "b",
+                ram,
+            )
+            .unwrap(),
+            parse_unit("web.service", "[Service]\nOOMPolicy=kill\n", "c", ram).unwrap(),
+        ];
+        let m = layout(&units).unwrap();
+        let got: Vec<(&str, &str, Vec<String>)> = m
+            .cgroups
+            .iter()
+            .map(|c| {
+                (
+                    c.path.as_str(),
+                    c.owner.as_str(),
+                    c.files.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+                )
+            })
+            .collect();
+        let sc = "cgroup.subtree_control=+memory".to_string();
+        assert_eq!(
+            got,
+            [
+                ("/", "", vec![sc.clone()]),
+                (
+                    "/batch.slice",
+                    "batch.slice",
+                    vec![sc.clone(), "memory.max=2147483648".into()]
+                ),
+                (
+                    "/batch.slice/batch-low.slice",
+                    "batch-low.slice",
+                    vec![sc.clone()]
+                ),
+                (
+                    "/batch.slice/batch-low.slice/job.service",
+                    "job.service",
+                    vec!["memory.high=1073741824".into()]
+                ),
+                ("/system.slice", "system.slice", vec![sc]),
+                (
+                    "/system.slice/web.service",
+                    "web.service",
+                    vec!["memory.oom.group=1".into()]
+                ),
+            ]
+        );
+        assert_eq!(m.controllers.len(), 1);
+        assert_eq!(m.controllers[0].name, "oomd-batch.slice");
+        assert_eq!(m.controllers[0].cgroup, "/batch.slice");
+        assert_eq!(m.controllers[0].settings, [("limit".into(), "60%".into())]);
+        let twice = [units[2].clone(), units[2].clone()];
+        assert!(layout(&twice).unwrap_err().contains("listed twice"));
+        for bad in ["12.345%", "101%", "x%"] {
+            let t = format!(
+                "[Service]\nManagedOOMMemoryPressure=kill\nManagedOOMMemoryPressureLimit={bad}\n"
+            );
+            assert!(parse_unit("x.service", &t, "u", ram).is_err(), "{bad}");
         }
     }
 }
