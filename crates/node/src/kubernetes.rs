@@ -877,17 +877,14 @@ impl KubeletConfig {
     }
 }
 
-/// Merge `over` into `base`: tables key by key, anything else replaced.
+/// Lay the configuration fields of `over` over those of `base`: each field `over` gives
+/// replaces `base`'s whole (a map such as `evictionHard` included, as the kubelet takes a
+/// given map instead of its default).
 pub fn merge(base: &mut Value, over: &Value) {
     match (base, over) {
         (Value::Object(b), Value::Object(o)) => {
             for (k, v) in o {
-                match b.get_mut(k) {
-                    Some(x) => merge(x, v),
-                    None => {
-                        b.insert(k.clone(), v.clone());
-                    }
-                }
+                b.insert(k.clone(), v.clone());
             }
         }
         (b, o) => *b = o.clone(),
@@ -1210,5 +1207,311 @@ mod tests {
         assert_eq!(go_duration("1m30s").unwrap(), 90_000_000_000);
         assert_eq!(go_duration("5m0s").unwrap(), 300_000_000_000);
         assert!(go_duration("30").is_err());
+    }
+
+    const PODS: &str = "\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: g
+  uid: aaaa-1
+spec:
+  containers:
+  - name: c
+    resources:
+      limits: {cpu: '1', memory: 1Gi}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: b
+  namespace: ns
+  uid: bbbb-2
+spec:
+  containers:
+  - name: x
+    resources:
+      requests: {memory: 256Mi}
+      limits: {memory: 512Mi}
+  - name: y
+    resources:
+      requests: {memory: 128Mi, cpu: 100m}
+  priority: 10
+---
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: e, uid: cccc-3}
+  spec:
+    containers:
+    - name: z
+      resources: {}
+";
+
+    fn files(n: &Node, path: &str) -> Vec<String> {
+        n.managed
+            .cgroups
+            .iter()
+            .find(|c| c.path == path)
+            .unwrap_or_else(|| panic!("no {path}"))
+            .files
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect()
+    }
+
+    fn config(extra: serde_json::Value) -> KubeletConfig {
+        let mut base = serde_json::json!({});
+        merge(&mut base, &extra);
+        KubeletConfig::from_value(base).unwrap()
+    }
+
+    #[test]
+    fn manifests_give_pods_with_their_qos_class_requests_and_limits() {
+        let pods = parse_pods(PODS, "p.yaml").unwrap();
+        let got: Vec<(String, Qos, u64, u64)> = pods
+            .iter()
+            .map(|p| (p.key(), p.qos, p.mem_request(), p.mem_limit()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("default/g".into(), Qos::Guaranteed, 1 << 30, 1 << 30),
+                ("ns/b".into(), Qos::Burstable, 384 << 20, 512 << 20),
+                ("default/e".into(), Qos::BestEffort, 0, 0),
+            ]
+        );
+        assert_eq!(pods[1].priority, 10);
+        assert_eq!(pods[0].grace_s, 30);
+        // An init container larger than the app containers sets the pod's request.
+        let init = "kind: Pod\nmetadata: {name: i}\nspec:\n  initContainers:\n  - name: setup\n    resources: {requests: {memory: 1Gi}}\n  containers:\n  - name: app\n    resources: {requests: {memory: 100Mi}}\n  overhead: {memory: 10Mi}\n";
+        let p = &parse_pods(init, "i.yaml").unwrap()[0];
+        assert_eq!(p.mem_request(), (1 << 30) + (10 << 20));
+        assert_eq!(p.qos, Qos::Burstable);
+    }
+
+    #[test]
+    fn bad_manifests_name_the_file_the_object_and_the_field() {
+        for (text, want) in [
+            ("kind: Deployment\nmetadata: {name: d}\n", "m.yaml: object 1: kind: expected a Pod"),
+            ("kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {limits: {memory: 1GB}}}]}\n",
+             "m.yaml: pod default/p: spec.containers[0].resources.limits.memory: '1GB' is not a quantity"),
+            ("kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {requests: {memory: 2Gi}, limits: {memory: 1Gi}}}]}\n",
+             "m.yaml: pod default/p: spec.containers[0].resources.requests.memory: the request"),
+            ("kind: Pod\nmetadata: {name: p}\nspec: {containers: []}\n", "m.yaml: pod default/p: spec.containers: a pod needs"),
+            ("kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\nstatus: {qosClass: Gold}\n",
+             "m.yaml: pod default/p: status.qosClass: 'Gold'"),
+            ("kind: Pod\nmetadata: {name: P_Q}\nspec: {containers: [{name: c}]}\n", "m.yaml: object 1: metadata:"),
+            ("kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n---\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n",
+             "m.yaml: pod default/p: listed twice"),
+            ("kind: Pod\nmetadata: [oops\n", "m.yaml:3:1: did not find"),
+        ] {
+            let e = parse_pods(text, "m.yaml").unwrap_err();
+            assert!(e.starts_with(want), "{text}\n{e}");
+        }
+    }
+
+    #[test]
+    fn the_cgroupfs_driver_lays_out_kubepods_qos_pods_and_containers() {
+        let pods = parse_pods(PODS, "p.yaml").unwrap();
+        let cfg = config(serde_json::json!({
+            "kubeReserved": {"memory": "512Mi"}, "systemReserved": {"memory": "512Mi"}
+        }));
+        let cap = 8u64 << 30;
+        let n = layout(&pods, &cfg, cap, 0).unwrap();
+        let alloc = (7u64 << 30).to_string();
+        assert_eq!(
+            files(&n, "/kubepods"),
+            [
+                "cgroup.subtree_control=+memory".to_string(),
+                format!("memory.max={alloc}")
+            ]
+        );
+        assert_eq!(
+            files(&n, "/kubepods/burstable"),
+            ["cgroup.subtree_control=+memory"]
+        );
+        assert_eq!(
+            files(&n, "/kubepods/podaaaa-1"),
+            ["cgroup.subtree_control=+memory", "memory.max=1073741824"]
+        );
+        // Burstable with a container without a limit: no pod limit.
+        assert_eq!(
+            files(&n, "/kubepods/burstable/podbbbb-2"),
+            ["cgroup.subtree_control=+memory"]
+        );
+        let x = &n.places[1];
+        assert_eq!(x.key, "ns/b/x");
+        assert!(
+            x.path.starts_with("/kubepods/burstable/podbbbb-2/"),
+            "{}",
+            x.path
+        );
+        assert_eq!(x.path.len(), "/kubepods/burstable/podbbbb-2/".len() + 64);
+        assert_eq!(
+            files(&n, &x.path),
+            [
+                "memory.max=536870912",
+                "memory.swap.max=0",
+                "memory.oom.group=1"
+            ]
+        );
+        // oom_score_adj: Guaranteed, Burstable by request, BestEffort.
+        let adj: Vec<i32> = n.places.iter().map(|p| p.oom_score_adj).collect();
+        assert_eq!(
+            adj,
+            [
+                -997,
+                1000 - 1000 * 256 / 8192,
+                1000 - 1000 * 128 / 8192,
+                1000
+            ]
+        );
+        assert!(n.places[3]
+            .path
+            .starts_with("/kubepods/besteffort/podcccc-3/"));
+        // The eviction manager's settings.
+        let ev = &n.managed.controllers[0];
+        assert_eq!(ev.kind, "kubelet-eviction");
+        let get = |k: &str| -> Vec<&str> {
+            ev.settings
+                .iter()
+                .filter(|(x, _)| x == k)
+                .map(|(_, v)| v.as_str())
+                .collect()
+        };
+        assert_eq!(get("hard.memory.available"), ["104857600"]);
+        assert_eq!(get("allocatable"), ["/kubepods"]);
+        assert_eq!(
+            get("pod")[1],
+            "ns/b /kubepods/burstable/podbbbb-2 402653184 10 0 30"
+        );
+    }
+
+    #[test]
+    fn memory_qos_sets_min_and_the_throttling_formula_under_the_systemd_driver() {
+        let pods = parse_pods(PODS, "p.yaml").unwrap();
+        let cfg = config(serde_json::json!({
+            "cgroupDriver": "systemd",
+            "featureGates": {"MemoryQoS": true},
+            "memoryThrottlingFactor": 0.8,
+            "singleProcessOOMKill": true,
+            "enforceNodeAllocatable": []
+        }));
+        let cap = 4u64 << 30;
+        let n = layout(&pods, &cfg, cap, 0).unwrap();
+        assert_eq!(
+            files(&n, "/kubepods.slice"),
+            ["cgroup.subtree_control=+memory", "memory.min=1476395008"]
+        );
+        assert_eq!(
+            files(&n, "/kubepods.slice/kubepods-burstable.slice"),
+            ["cgroup.subtree_control=+memory", "memory.min=402653184"]
+        );
+        let pod = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podbbbb_2.slice";
+        assert_eq!(
+            files(&n, pod),
+            ["cgroup.subtree_control=+memory", "memory.min=402653184"]
+        );
+        // x: 256Mi + 0.8 × 256Mi; y (no limit): 128Mi + 0.8 × (4Gi − 128Mi), page-aligned.
+        let x = &n.places[1].path;
+        assert!(x.starts_with(&format!("{pod}/cri-containerd-")) && x.ends_with(".scope"));
+        assert_eq!(
+            files(&n, x),
+            [
+                "memory.max=536870912",
+                "memory.swap.max=0",
+                "memory.min=268435456",
+                "memory.high=483180544",
+            ]
+        );
+        assert_eq!(
+            files(&n, &n.places[2].path),
+            [
+                "memory.swap.max=0",
+                "memory.min=134217728",
+                "memory.high=3462815744"
+            ]
+        );
+        // Guaranteed: no memory.high; the pod sits in kubepods.slice.
+        assert_eq!(
+            files(&n, &n.places[0].path),
+            [
+                "memory.max=1073741824",
+                "memory.swap.max=0",
+                "memory.min=1073741824"
+            ]
+        );
+        assert!(n.places[0]
+            .path
+            .starts_with("/kubepods.slice/kubepods-podaaaa_1.slice/"));
+        assert!(!n.managed.controllers[0]
+            .settings
+            .iter()
+            .any(|(k, _)| k == "allocatable"));
+    }
+
+    #[test]
+    fn swap_needs_fail_swap_on_false_and_limited_swap_shares_it_by_request() {
+        let pods = parse_pods(PODS, "p.yaml").unwrap();
+        let cap = 8u64 << 30;
+        let e = layout(&pods, &config(serde_json::json!({})), cap, 1 << 30).unwrap_err();
+        assert!(e.contains("failSwapOn"), "{e}");
+        let cfg = config(serde_json::json!({
+            "failSwapOn": false, "memorySwap": {"swapBehavior": "LimitedSwap"}
+        }));
+        let n = layout(&pods, &cfg, cap, 1 << 30).unwrap();
+        // x: 256Mi of 8Gi of 1Gi of swap; y has no limit (request != limit): its share too.
+        assert!(files(&n, &n.places[1].path).contains(&format!("memory.swap.max={}", 32u64 << 20)));
+        assert!(files(&n, &n.places[2].path).contains(&format!("memory.swap.max={}", 16u64 << 20)));
+        assert!(files(&n, &n.places[0].path).contains(&"memory.swap.max=0".to_string()));
+    }
+
+    #[test]
+    fn bad_kubelet_configurations_name_the_field() {
+        for (v, want) in [
+            (serde_json::json!({"cgroupDriver": "none"}), "cgroupDriver:"),
+            (
+                serde_json::json!({"evictonHard": {}}),
+                "unknown field `evictonHard`",
+            ),
+            (
+                serde_json::json!({"evictionHard": {"memory.available": "lots"}}),
+                "evictionHard.memory.available:",
+            ),
+            (
+                serde_json::json!({"evictionHard": {"memory.free": "1Gi"}}),
+                "evictionHard.memory.free: not an eviction signal",
+            ),
+            (
+                serde_json::json!({"evictionSoft": {"memory.available": "1Gi"}}),
+                "evictionSoftGracePeriod: evictionSoft.memory.available needs",
+            ),
+            (
+                serde_json::json!({"memoryThrottlingFactor": 1.5}),
+                "memoryThrottlingFactor:",
+            ),
+            (
+                serde_json::json!({"kubeReserved": {"memory": "1X"}}),
+                "kubeReserved.memory:",
+            ),
+        ] {
+            let e = KubeletConfig::from_value(v.clone()).unwrap_err();
+            assert!(e.contains(want), "{v}: {e}");
+        }
+        let (kept, aside) = read_config_file(
+            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nclusterDNS: [10.0.0.10]\nevictionHard: {memory.available: 5%}\n",
+            "k.yaml",
+        )
+        .unwrap();
+        assert_eq!(aside, ["clusterDNS"]);
+        assert_eq!(
+            kept,
+            serde_json::json!({"evictionHard": {"memory.available": "5%"}})
+        );
+        let e = read_config_file("kind: Pod\n", "k.yaml").unwrap_err();
+        assert!(e.starts_with("k.yaml: kind:"), "{e}");
     }
 }
