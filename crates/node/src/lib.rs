@@ -1,7 +1,9 @@
 //! Bring your node: a real host's cgroup tree as a memcgsim scenario. scripts/memcgsim-snapshot
 //! reads a host's cgroup v2 tree and memory state into a JSON snapshot (snapshot.rs reads it;
 //! `snapshot::take()` writes one of a simulated machine), and `memcgsim import` turns it into
-//! a scenario whose groups hold what the host's held (import.rs).
+//! a scenario whose groups hold what the host's held (import.rs). systemd.rs and
+//! kubernetes.rs lay out what a node's managers set up, systemd units and slices and the
+//! kubelet's pods, for scenarios' `[systemd]` and `[kubernetes]` sections.
 
 pub mod import;
 pub mod kubernetes;
