@@ -24,6 +24,9 @@ fn files(setup: &Setup, path: &str) -> Vec<String> {
         .collect()
 }
 
+/// Files beside a scenario: name and text.
+type Others<'a> = Vec<(&'a str, &'a str)>;
+
 /// A scenario in a new directory, with its other files.
 fn scenario(text: &str, others: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -136,25 +139,25 @@ cgroup."/batch.slice" = { "memory.high" = "400M" }
 
 #[test]
 fn systemd_errors_name_the_unit_file_and_line() {
-    let cases: [(&str, &[(&str, &str)], &str); 4] = [
+    let cases: [(&str, Others, &str); 4] = [
         (
             "units = [\"gone.service\"]",
-            &[],
+            vec![],
             "s.toml:3: systemd.units: cannot read",
         ),
         (
             "units = [\"a.service\"]",
-            &[("a.service", "[Service]\nMemoryMax=lots\n")],
+            vec![("a.service", "[Service]\nMemoryMax=lots\n")],
             "a.service:2: MemoryMax=:",
         ),
         (
             "units = [\"a.service\", \"a.service\"]",
-            &[("a.service", "[Service]\n")],
+            vec![("a.service", "[Service]\n")],
             "s.toml:3: systemd.units: unit a.service is listed twice",
         ),
         (
             "units = [\"b.slice\"]",
-            &[("b.slice", "[Slice]\n")],
+            vec![("b.slice", "[Slice]\n")],
             "task 't' runs in '/b.slice', which enables the memory controller",
         ),
     ];
@@ -165,7 +168,7 @@ fn systemd_errors_name_the_unit_file_and_line() {
             ""
         };
         let text = format!("name = \"e\"\n[systemd]\n{units}\n{task}[run]\nduration = \"1s\"\n");
-        let (_d, path) = scenario(&text, others);
+        let (_d, path) = scenario(&text, &others);
         let e = load(&path).unwrap_err();
         assert!(e.contains(want), "{units}: {e}");
     }
@@ -418,7 +421,7 @@ fn a_soft_threshold_evicts_after_its_grace_period_by_rank_and_spares_critical_po
 #[test]
 fn kubernetes_errors_name_the_file_the_object_and_the_field() {
     let pods = ("pods.yaml", THREE_PODS);
-    let cases: [(String, Vec<(&str, &str)>, &str); 6] = [
+    let cases: [(String, Others, &str); 6] = [
         (
             three_pods("").replace("container = \"small/c\"", "container = \"small/d\""),
             vec![pods],
