@@ -295,7 +295,7 @@ fn run_panel(r: &RunResult, f: &FigureSpec) -> Panel {
     for (i, c) in r.setup.cgroups.iter().enumerate() {
         if let Some(points) = figure_points(&r.series, &c.path, f) {
             lines.push(Line {
-                label: c.path.clone(),
+                label: r.cgroup_name(&c.path),
                 color: PALETTE[i % PALETTE.len()],
                 width: 2,
                 dashed: false,
@@ -317,7 +317,7 @@ fn run_panel(r: &RunResult, f: &FigureSpec) -> Panel {
             if !points.is_empty() {
                 let RGBColor(r, g, b) = PALETTE[i % PALETTE.len()];
                 lines.push(Line {
-                    label: format!("{} memory.high", c.path),
+                    label: format!("{} memory.high", r.cgroup_name(&c.path)),
                     color: RGBColor(r / 2, g / 2, b / 2),
                     width: 2,
                     dashed: true,

@@ -374,7 +374,7 @@ pub fn run_html(r: &RunResult, command: &str) -> String {
         let _ = write!(
             b,
             "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&c.cgroup),
+            esc(&r.cgroup_name(&c.cgroup)),
             esc(&size(c.usage_peak)),
             esc(&size(c.swap_peak)),
             c.oom_kill
