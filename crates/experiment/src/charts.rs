@@ -315,10 +315,11 @@ fn run_panel(r: &RunResult, f: &FigureSpec) -> Panel {
                 .map(|&(t, v)| (secs(t), v as f64))
                 .collect();
             if !points.is_empty() {
-                let RGBColor(r, g, b) = PALETTE[i % PALETTE.len()];
+                let label = format!("{} memory.high", r.cgroup_name(&c.path));
+                let RGBColor(red, green, blue) = PALETTE[i % PALETTE.len()];
                 lines.push(Line {
-                    label: format!("{} memory.high", r.cgroup_name(&c.path)),
-                    color: RGBColor(r / 2, g / 2, b / 2),
+                    label,
+                    color: RGBColor(red / 2, green / 2, blue / 2),
                     width: 2,
                     dashed: true,
                     points,
