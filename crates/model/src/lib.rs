@@ -71,6 +71,7 @@ pub mod units;
 pub mod vmscan;
 pub mod workingset;
 pub mod xarray_marks;
+pub mod zswap;
 
 pub use config::{
     CgroupVersion, Costs, DeviceConfig, DirtyPolicy, LruPolicy, MachineConfig, ReclaimEra,

@@ -1,0 +1,940 @@
+//! zswap as Linux 6.1 has it: mm/zswap.c as a frontswap backend, with the zbud allocator
+//! (mm/zbud.c) and zsmalloc's size classes (mm/zsmalloc.c).
+//!
+//! - The module parameters (/sys/module/zswap/parameters): `enabled` (off, as Debian's 6.1
+//!   builds it without CONFIG_ZSWAP_DEFAULT_ON), `compressor` (lzo), `zpool` (zbud),
+//!   `max_pool_percent` (20), `accept_threshold_percent` (90), `same_filled_pages_enabled`
+//!   and `non_same_filled_pages_enabled` (both on), parsed as the kernel's param_set_*()
+//!   handlers parse them: an unknown compressor or zpool is ENOENT; switching either makes a
+//!   new current pool, the old one living on until its last entry goes.
+//! - zswap_frontswap_store(), its checks in order: disabled; the memcg's memory.zswap.max
+//!   (obj_cgroup_may_zswap(), decided by the caller; 6.1.y refuses without shrinking); the
+//!   pool limit (zswap_is_full(): pool pages above max_pool_percent of RAM; counts
+//!   pool_limit_hit and queues the shrink work); after a full pool, no store until it is
+//!   below accept_threshold_percent of the limit (zswap_can_accept()); a same-filled page is
+//!   an entry of length 0; the compressed page's allocation, which zbud refuses above 3968
+//!   bytes with its 8-byte header (reject_compress_poor) and zsmalloc above a page
+//!   (reject_alloc_fail). A store over an existing entry drops that entry (duplicate_entry).
+//! - Loads keep the entry (exclusive loads came with 6.5); it goes when its swap slot is freed
+//!   (zswap_frontswap_invalidate_page()).
+//! - The shrink work (shrink_worker(), zbud_reclaim_page()) takes the zbud page at the tail
+//!   of the pool's LRU and writes its one or two entries back to the swap device, up to eight
+//!   pages tried; zsmalloc has no reclaim in 6.1 (reject_reclaim_fail).
+//!
+//! The memcg charge (obj_cgroup_charge_zswap(): the compressed length, forced) and the
+//! writeback's swap-cache page and I/O are the caller's: this module keeps the pools and
+//! their counters, and does no I/O.
+//!
+//! Simplified: zsmalloc's pages are counted as if every class were compacted (whole zspages
+//! for its live objects); the kernel frees a zspage only once it is empty, until compaction.
+
+use crate::errno::Errno;
+use crate::memcontrol::MemcgId;
+use crate::swapfile::SwapSlot;
+
+const PAGE: u64 = 4096;
+/// zbud: 64 chunks of 64 bytes a page, the first the header's.
+const CHUNK: u32 = 64;
+const NCHUNKS: u32 = 63;
+/// The largest zbud allocation: a page less the header chunk and one chunk.
+const ZBUD_MAX: u32 = PAGE as u32 - 2 * CHUNK;
+/// zswap's header before each zbud object (the swap entry, for writeback).
+const ZSWAP_HEADER: u32 = 8;
+/// zbud_reclaim_page()'s retries.
+const ZBUD_RECLAIM_RETRIES: u32 = 8;
+/// zsmalloc: the smallest class, the step between classes, the handle stored with an object.
+const ZS_MIN: u32 = 32;
+const ZS_DELTA: u32 = 16;
+const ZS_HANDLE: u32 = 8;
+const ZS_CLASSES: usize = 255;
+const ZS_MAX_PAGES_PER_ZSPAGE: u32 = 4;
+
+/// The compressors Debian's 6.1 can load (crypto_has_acomp()).
+pub const COMPRESSORS: &[&str] = &["lzo", "lzo-rle", "lz4", "lz4hc", "zstd", "deflate", "842"];
+/// The zpools Debian's 6.1 builds (zbud built in, zsmalloc a module; no z3fold).
+pub const ZPOOLS: &[&str] = &["zbud", "zsmalloc"];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ZpoolKind {
+    Zbud,
+    Zsmalloc,
+}
+
+/// The module parameters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZswapParams {
+    pub enabled: bool,
+    pub compressor: String,
+    pub zpool: String,
+    pub max_pool_percent: u32,
+    pub accept_threshold_percent: u32,
+    pub same_filled_pages_enabled: bool,
+    pub non_same_filled_pages_enabled: bool,
+}
+
+impl Default for ZswapParams {
+    fn default() -> Self {
+        ZswapParams {
+            enabled: false,
+            compressor: "lzo".into(),
+            zpool: "zbud".into(),
+            max_pool_percent: 20,
+            accept_threshold_percent: 90,
+            same_filled_pages_enabled: true,
+            non_same_filled_pages_enabled: true,
+        }
+    }
+}
+
+/// The parameter files, in /sys/module/zswap/parameters.
+pub const PARAMS: &[&str] = &[
+    "enabled",
+    "compressor",
+    "zpool",
+    "max_pool_percent",
+    "accept_threshold_percent",
+    "same_filled_pages_enabled",
+    "non_same_filled_pages_enabled",
+];
+
+/// kstrtobool(): y, Y, 1, on / n, N, 0, off.
+fn kstrtobool(s: &str) -> Result<bool, Errno> {
+    let b = s.as_bytes();
+    match b.first() {
+        Some(b'y' | b'Y' | b'1') => Ok(true),
+        Some(b'n' | b'N' | b'0') => Ok(false),
+        Some(b'o' | b'O') => match b.get(1) {
+            Some(b'n' | b'N') => Ok(true),
+            Some(b'f' | b'F') => Ok(false),
+            _ => Err(Errno::EINVAL),
+        },
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// kstrtouint() with base 0: decimal, 0x hexadecimal or 0 octal, a trailing newline allowed.
+fn kstrtouint(s: &str) -> Result<u32, Errno> {
+    let t = s.strip_suffix('\n').unwrap_or(s);
+    let t = t.strip_prefix('+').unwrap_or(t);
+    let (digits, radix) = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        (h, 16)
+    } else if t.len() > 1 && t.starts_with('0') {
+        (&t[1..], 8)
+    } else {
+        (t, 10)
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return Err(Errno::EINVAL);
+    }
+    u64::from_str_radix(digits, radix)
+        .ok()
+        .and_then(|v| u32::try_from(v).ok())
+        .ok_or(Errno::ERANGE)
+}
+
+impl ZswapParams {
+    /// A parameter's file as the kernel prints it.
+    pub fn read(&self, name: &str) -> Option<String> {
+        let yn = |b: bool| if b { "Y" } else { "N" }.to_string();
+        Some(
+            match name {
+                "enabled" => yn(self.enabled),
+                "compressor" => self.compressor.clone(),
+                "zpool" => self.zpool.clone(),
+                "max_pool_percent" => self.max_pool_percent.to_string(),
+                "accept_threshold_percent" => self.accept_threshold_percent.to_string(),
+                "same_filled_pages_enabled" => yn(self.same_filled_pages_enabled),
+                "non_same_filled_pages_enabled" => yn(self.non_same_filled_pages_enabled),
+                _ => return None,
+            } + "\n",
+        )
+    }
+
+    /// Write a parameter as its param_set handler takes it.
+    pub fn write(&mut self, name: &str, value: &str) -> Result<(), Errno> {
+        match name {
+            "enabled" => self.enabled = kstrtobool(value)?,
+            "same_filled_pages_enabled" => self.same_filled_pages_enabled = kstrtobool(value)?,
+            "non_same_filled_pages_enabled" => {
+                self.non_same_filled_pages_enabled = kstrtobool(value)?
+            }
+            "max_pool_percent" => self.max_pool_percent = kstrtouint(value)?,
+            "accept_threshold_percent" => self.accept_threshold_percent = kstrtouint(value)?,
+            "compressor" | "zpool" => {
+                // __zswap_param_set(): the value stripped; an unknown one is ENOENT.
+                let v = value.trim();
+                let known = if name == "compressor" {
+                    COMPRESSORS
+                } else {
+                    ZPOOLS
+                };
+                if !known.contains(&v) {
+                    return Err(Errno::ENOENT);
+                }
+                if name == "compressor" {
+                    self.compressor = v.to_string();
+                } else {
+                    self.zpool = v.to_string();
+                }
+            }
+            _ => return Err(Errno::ENOENT),
+        }
+        Ok(())
+    }
+}
+
+/// Why a store was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reject {
+    /// zswap is off, or the page is huge.
+    Disabled,
+    /// The memcg (or an ancestor) is at its memory.zswap.max.
+    Memcg,
+    /// The pool is full, or not yet below the accept threshold since it was.
+    PoolFull,
+    /// Only same-filled pages are taken.
+    NotSameFilled,
+    /// The compressed page does not fit the allocator.
+    CompressPoor,
+    AllocFail,
+}
+
+/// The debugfs counters (/sys/kernel/debug/zswap).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ZswapStats {
+    pub pool_limit_hit: u64,
+    pub reject_reclaim_fail: u64,
+    pub reject_alloc_fail: u64,
+    pub reject_kmemcache_fail: u64,
+    pub reject_compress_poor: u64,
+    pub written_back_pages: u64,
+    pub duplicate_entry: u64,
+    pub same_filled_pages: u64,
+    pub stored_pages: u64,
+    /// ZSWPOUT and ZSWPIN events.
+    pub zswpout: u64,
+    pub zswpin: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct ZbudPage {
+    /// Chunks of the first and last buddy, 0 when free.
+    first: u32,
+    last: u32,
+    /// Slots stored in them.
+    first_slot: SwapSlot,
+    last_slot: SwapSlot,
+    live: bool,
+    /// LRU position: larger is more recent.
+    stamp: u64,
+}
+
+/// mm/zbud.c: two buddies a page, first fit by free chunks, pages on an LRU.
+#[derive(Clone, Debug, Default)]
+struct Zbud {
+    pages: Vec<ZbudPage>,
+    free_ids: Vec<u32>,
+    /// Per number of free chunks, the pages with one buddy free (head last).
+    unbuddied: Vec<Vec<u32>>,
+    /// The LRU: stamp → page.
+    lru: std::collections::BTreeMap<u64, u32>,
+    clock: u64,
+    pages_nr: u64,
+}
+
+impl Zbud {
+    fn new() -> Zbud {
+        Zbud {
+            unbuddied: vec![Vec::new(); NCHUNKS as usize + 1],
+            ..Zbud::default()
+        }
+    }
+
+    fn free_chunks(p: &ZbudPage) -> u32 {
+        NCHUNKS - p.first - p.last
+    }
+
+    fn touch(&mut self, id: u32) {
+        let p = &mut self.pages[id as usize];
+        if p.stamp != 0 {
+            self.lru.remove(&p.stamp);
+        }
+        self.clock += 1;
+        p.stamp = self.clock;
+        self.lru.insert(self.clock, id);
+    }
+
+    fn unlist(&mut self, id: u32) {
+        let free = Self::free_chunks(&self.pages[id as usize]) as usize;
+        if let Some(i) = self.unbuddied[free].iter().position(|&x| x == id) {
+            self.unbuddied[free].remove(i);
+        }
+    }
+
+    fn relist(&mut self, id: u32) {
+        let p = self.pages[id as usize];
+        if p.first == 0 || p.last == 0 {
+            self.unbuddied[Self::free_chunks(&p) as usize].push(id);
+        }
+    }
+
+    /// zbud_alloc(): a handle (page, is-last) for `size` bytes, or ENOSPC.
+    fn alloc(&mut self, size: u32, slot: SwapSlot) -> Result<(u32, bool), Errno> {
+        if size == 0 || size > ZBUD_MAX {
+            return Err(Errno::ENOSPC);
+        }
+        let chunks = size.div_ceil(CHUNK);
+        let found =
+            (chunks as usize..=NCHUNKS as usize).find_map(|i| self.unbuddied[i].last().copied());
+        let id = match found {
+            Some(id) => {
+                self.unlist(id);
+                id
+            }
+            None => {
+                let p = ZbudPage {
+                    live: true,
+                    ..ZbudPage::default()
+                };
+                self.pages_nr += 1;
+                match self.free_ids.pop() {
+                    Some(id) => {
+                        self.pages[id as usize] = p;
+                        id
+                    }
+                    None => {
+                        self.pages.push(p);
+                        self.pages.len() as u32 - 1
+                    }
+                }
+            }
+        };
+        let p = &mut self.pages[id as usize];
+        let last = p.first != 0;
+        if last {
+            p.last = chunks;
+            p.last_slot = slot;
+        } else {
+            p.first = chunks;
+            p.first_slot = slot;
+        }
+        self.relist(id);
+        self.touch(id);
+        Ok((id, last))
+    }
+
+    /// zbud_free(): a buddy freed; the page with it once both are.
+    fn free(&mut self, id: u32, last: bool) {
+        self.unlist(id);
+        let p = &mut self.pages[id as usize];
+        if last {
+            p.last = 0;
+        } else {
+            p.first = 0;
+        }
+        if p.first == 0 && p.last == 0 {
+            let stamp = p.stamp;
+            *p = ZbudPage::default();
+            self.lru.remove(&stamp);
+            self.free_ids.push(id);
+            self.pages_nr -= 1;
+        } else {
+            self.relist(id);
+        }
+    }
+}
+
+/// One class of zsmalloc: its size, pages per zspage, objects per zspage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ZsClass {
+    pub size: u32,
+    pub pages: u32,
+    pub objs: u32,
+}
+
+/// get_pages_per_zspage(): the zspage length (1 to 4 pages) that wastes least.
+fn pages_per_zspage(size: u32) -> u32 {
+    let mut best = (0u64, 1u32);
+    for k in 1..=ZS_MAX_PAGES_PER_ZSPAGE {
+        let len = k as u64 * PAGE;
+        let used = (len - len % size as u64) * 100 / len;
+        if used > best.0 {
+            best = (used, k);
+        }
+    }
+    best.1
+}
+
+/// The size class table: per class index, the class an object of that index lands in
+/// (classes with the same zspage shape as a larger one merged into it).
+pub fn zs_classes() -> Vec<ZsClass> {
+    let mut out = vec![
+        ZsClass {
+            size: 0,
+            pages: 0,
+            objs: 0
+        };
+        ZS_CLASSES
+    ];
+    let mut prev: Option<ZsClass> = None;
+    for i in (0..ZS_CLASSES).rev() {
+        let size = (ZS_MIN + ZS_DELTA * i as u32).min(PAGE as u32);
+        let pages = pages_per_zspage(size);
+        let objs = pages * PAGE as u32 / size;
+        let c = match prev {
+            Some(p) if p.pages == pages && p.objs == objs => p,
+            _ => ZsClass { size, pages, objs },
+        };
+        out[i] = c;
+        prev = Some(c);
+    }
+    out
+}
+
+fn zs_index(size: u32) -> usize {
+    if size <= ZS_MIN {
+        0
+    } else {
+        (((size - ZS_MIN).div_ceil(ZS_DELTA)) as usize).min(ZS_CLASSES - 1)
+    }
+}
+
+/// mm/zsmalloc.c, counted: live objects per class.
+#[derive(Clone, Debug)]
+struct Zsmalloc {
+    classes: Vec<ZsClass>,
+    live: Vec<u64>,
+}
+
+impl Zsmalloc {
+    fn new() -> Zsmalloc {
+        Zsmalloc {
+            classes: zs_classes(),
+            live: vec![0; ZS_CLASSES],
+        }
+    }
+
+    /// zs_malloc(): the class index, or EINVAL above a page.
+    fn alloc(&mut self, size: u32) -> Result<usize, Errno> {
+        if size == 0 || size as u64 > PAGE {
+            return Err(Errno::EINVAL);
+        }
+        // Merged classes share the largest member's index for counting.
+        let c = self.classes[zs_index(size + ZS_HANDLE)];
+        let idx = zs_index(c.size);
+        self.live[idx] += 1;
+        Ok(idx)
+    }
+
+    fn free(&mut self, idx: usize) {
+        self.live[idx] -= 1;
+    }
+
+    fn pages(&self) -> u64 {
+        self.live
+            .iter()
+            .zip(&self.classes)
+            .map(|(&n, c)| n.div_ceil(c.objs as u64) * c.pages as u64)
+            .sum()
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Alloc {
+    Zbud(Zbud),
+    Zsmalloc(Zsmalloc),
+}
+
+/// A pool: its zpool and compressor, and whether entries still use it.
+#[derive(Clone, Debug)]
+struct Pool {
+    zpool: String,
+    compressor: String,
+    alloc: Alloc,
+    entries: u64,
+}
+
+impl Pool {
+    fn pages(&self) -> u64 {
+        match &self.alloc {
+            Alloc::Zbud(z) => z.pages_nr,
+            Alloc::Zsmalloc(z) => z.pages(),
+        }
+    }
+}
+
+/// A stored page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub memcg: MemcgId,
+    /// Compressed length; 0 for a same-filled page.
+    pub length: u32,
+    pool: u32,
+    /// zbud: page and is-last; zsmalloc: class index in `page`.
+    page: u32,
+    last: bool,
+}
+
+/// zswap: its parameters, pools, entries by swap slot and counters.
+#[derive(Clone, Debug)]
+pub struct Zswap {
+    pub params: ZswapParams,
+    pools: Vec<Option<Pool>>,
+    /// The current pool (zswap_pool_current()).
+    current: Option<u32>,
+    entries: std::collections::HashMap<SwapSlot, Entry>,
+    reached_full: bool,
+    /// The shrink work queued and not yet run.
+    pub shrink_pending: bool,
+    pub stats: ZswapStats,
+}
+
+impl Default for Zswap {
+    fn default() -> Self {
+        Zswap::new(ZswapParams::default())
+    }
+}
+
+impl Zswap {
+    pub fn new(params: ZswapParams) -> Zswap {
+        Zswap {
+            params,
+            pools: Vec::new(),
+            current: None,
+            entries: Default::default(),
+            reached_full: false,
+            shrink_pending: false,
+            stats: ZswapStats::default(),
+        }
+    }
+
+    /// Write a parameter; a new compressor or zpool makes (or reuses) the current pool.
+    pub fn write_param(&mut self, name: &str, value: &str) -> Result<(), Errno> {
+        self.params.write(name, value)
+    }
+
+    /// The current pool for the parameters, created on first use.
+    fn current_pool(&mut self) -> u32 {
+        let (zp, comp) = (self.params.zpool.clone(), self.params.compressor.clone());
+        if let Some(c) = self.current {
+            if let Some(p) = &self.pools[c as usize] {
+                if p.zpool == zp && p.compressor == comp {
+                    return c;
+                }
+            }
+        }
+        // zswap_pool_find_get(): an existing pool of that kind is reused.
+        let found = self.pools.iter().position(|p| {
+            p.as_ref()
+                .is_some_and(|p| p.zpool == zp && p.compressor == comp)
+        });
+        let id = match found {
+            Some(i) => i as u32,
+            None => {
+                let pool = Pool {
+                    alloc: if zp == "zbud" {
+                        Alloc::Zbud(Zbud::new())
+                    } else {
+                        Alloc::Zsmalloc(Zsmalloc::new())
+                    },
+                    zpool: zp,
+                    compressor: comp,
+                    entries: 0,
+                };
+                match self.pools.iter().position(Option::is_none) {
+                    Some(i) => {
+                        self.pools[i] = Some(pool);
+                        i as u32
+                    }
+                    None => {
+                        self.pools.push(Some(pool));
+                        self.pools.len() as u32 - 1
+                    }
+                }
+            }
+        };
+        let old = self.current.replace(id);
+        if let Some(o) = old.filter(|&o| o != id) {
+            self.drop_if_empty(o);
+        }
+        id
+    }
+
+    fn drop_if_empty(&mut self, id: u32) {
+        if self.current != Some(id)
+            && self.pools[id as usize]
+                .as_ref()
+                .is_some_and(|p| p.entries == 0)
+        {
+            self.pools[id as usize] = None;
+        }
+    }
+
+    /// The zpool kind of the current parameters.
+    pub fn zpool_kind(&self) -> ZpoolKind {
+        if self.params.zpool == "zbud" {
+            ZpoolKind::Zbud
+        } else {
+            ZpoolKind::Zsmalloc
+        }
+    }
+
+    /// zswap_pool_total_size in pages: every pool's.
+    pub fn pool_pages(&self) -> u64 {
+        self.pools.iter().flatten().map(Pool::pages).sum()
+    }
+
+    /// Pages stored (zswap_stored_pages), same-filled ones included.
+    pub fn stored_pages(&self) -> u64 {
+        self.entries.len() as u64
+    }
+
+    fn is_full(&self, totalram: u64) -> bool {
+        totalram * self.params.max_pool_percent as u64 / 100 < self.pool_pages()
+    }
+
+    fn can_accept(&self, totalram: u64) -> bool {
+        totalram * self.params.accept_threshold_percent as u64 / 100
+            * self.params.max_pool_percent as u64
+            / 100
+            > self.pool_pages()
+    }
+
+    /// zswap_frontswap_store() for the page going to `slot`: `dlen` its compressed length
+    /// (None: same-filled), `may_zswap` the memcg's verdict. Ok: the entry's length, which
+    /// the caller charges to `memcg`; any entry the slot had is dropped and returned for
+    /// uncharging.
+    pub fn store(
+        &mut self,
+        slot: SwapSlot,
+        memcg: MemcgId,
+        may_zswap: bool,
+        dlen: Option<u32>,
+        totalram: u64,
+    ) -> (Result<u32, Reject>, Option<Entry>) {
+        // __frontswap_store(): a stale entry of the slot goes first.
+        let dropped = self.invalidate(slot);
+        if !self.params.enabled {
+            return (Err(Reject::Disabled), dropped);
+        }
+        if !may_zswap {
+            return (Err(Reject::Memcg), dropped);
+        }
+        if self.is_full(totalram) {
+            self.stats.pool_limit_hit += 1;
+            self.reached_full = true;
+            self.shrink_pending = true;
+            return (Err(Reject::PoolFull), dropped);
+        }
+        if self.reached_full {
+            if !self.can_accept(totalram) {
+                return (Err(Reject::PoolFull), dropped);
+            }
+            self.reached_full = false;
+        }
+        let pool = self.current_pool();
+        let mut entry = Entry {
+            memcg,
+            length: 0,
+            pool,
+            page: 0,
+            last: false,
+        };
+        match dlen {
+            None if self.params.same_filled_pages_enabled => {
+                self.stats.same_filled_pages += 1;
+            }
+            _ if !self.params.non_same_filled_pages_enabled => {
+                return (Err(Reject::NotSameFilled), dropped);
+            }
+            d => {
+                // A same-filled page with same_filled_pages_enabled off is compressed as any.
+                let dlen = d.unwrap_or(ZS_MIN).max(1);
+                let p = self.pools[pool as usize].as_mut().expect("current pool");
+                let r = match &mut p.alloc {
+                    Alloc::Zbud(z) => z.alloc(dlen + ZSWAP_HEADER, slot).map(|(id, last)| {
+                        entry.page = id;
+                        entry.last = last;
+                    }),
+                    Alloc::Zsmalloc(z) => z.alloc(dlen).map(|idx| entry.page = idx as u32),
+                };
+                match r {
+                    Ok(()) => entry.length = dlen,
+                    Err(Errno::ENOSPC) => {
+                        self.stats.reject_compress_poor += 1;
+                        return (Err(Reject::CompressPoor), dropped);
+                    }
+                    Err(_) => {
+                        self.stats.reject_alloc_fail += 1;
+                        return (Err(Reject::AllocFail), dropped);
+                    }
+                }
+            }
+        }
+        if let Some(p) = self.pools[pool as usize].as_mut() {
+            p.entries += 1;
+        }
+        self.entries.insert(slot, entry);
+        self.stats.zswpout += 1;
+        (Ok(entry.length), dropped)
+    }
+
+    /// zswap_frontswap_load(): whether the slot's page is in zswap (the entry stays).
+    pub fn load(&mut self, slot: SwapSlot) -> Option<Entry> {
+        let e = self.entries.get(&slot).copied()?;
+        self.stats.zswpin += 1;
+        Some(e)
+    }
+
+    /// The slot's entry, if any.
+    pub fn entry(&self, slot: SwapSlot) -> Option<Entry> {
+        self.entries.get(&slot).copied()
+    }
+
+    /// zswap_frontswap_invalidate_page(): the slot is freed; its entry goes, and is
+    /// returned for the caller to uncharge.
+    pub fn invalidate(&mut self, slot: SwapSlot) -> Option<Entry> {
+        let e = self.entries.remove(&slot)?;
+        if e.length == 0 {
+            self.stats.same_filled_pages -= 1;
+        }
+        let p = self.pools[e.pool as usize].as_mut().expect("entry's pool");
+        if e.length > 0 {
+            match &mut p.alloc {
+                Alloc::Zbud(z) => z.free(e.page, e.last),
+                Alloc::Zsmalloc(z) => z.free(e.page as usize),
+            }
+        }
+        p.entries -= 1;
+        self.drop_if_empty(e.pool);
+        Some(e)
+    }
+
+    /// shrink_worker(): zbud_reclaim_page() on the oldest pool. `writeback` writes a slot's
+    /// page to the swap device and says whether it did (false: the page is in the swap
+    /// cache already, or no memory); each entry written back is freed and returned for
+    /// uncharging. Err: nothing freed (reject_reclaim_fail counted).
+    pub fn shrink(
+        &mut self,
+        mut writeback: impl FnMut(SwapSlot) -> bool,
+    ) -> Result<Vec<Entry>, Errno> {
+        self.shrink_pending = false;
+        let Some(oldest) = self.pools.iter().position(Option::is_some) else {
+            self.stats.reject_reclaim_fail += 1;
+            return Err(Errno::EINVAL);
+        };
+        let mut freed = Vec::new();
+        for _ in 0..ZBUD_RECLAIM_RETRIES {
+            let Some(Pool {
+                alloc: Alloc::Zbud(z),
+                ..
+            }) = &self.pools[oldest]
+            else {
+                self.stats.reject_reclaim_fail += 1;
+                return Err(Errno::EINVAL);
+            };
+            let Some((_, &id)) = z.lru.iter().next() else {
+                break;
+            };
+            let page = z.pages[id as usize];
+            let mut done = true;
+            for (chunks, slot) in [(page.first, page.first_slot), (page.last, page.last_slot)] {
+                if chunks == 0 {
+                    continue;
+                }
+                if writeback(slot) {
+                    self.stats.written_back_pages += 1;
+                    freed.push(self.invalidate(slot).expect("a buddy's entry"));
+                } else {
+                    done = false;
+                }
+            }
+            if done {
+                return Ok(freed);
+            }
+            // Put back at the LRU's head.
+            if let Some(Pool {
+                alloc: Alloc::Zbud(z),
+                ..
+            }) = &mut self.pools[oldest]
+            {
+                if z.pages[id as usize].live {
+                    z.touch(id);
+                }
+            }
+        }
+        self.stats.reject_reclaim_fail += 1;
+        if freed.is_empty() {
+            Err(Errno::EAGAIN)
+        } else {
+            Ok(freed)
+        }
+    }
+
+    /// Every entry, by slot (for the invariant checker).
+    pub fn entries(&self) -> impl Iterator<Item = (SwapSlot, Entry)> + '_ {
+        self.entries.iter().map(|(&s, &e)| (s, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RAM: u64 = 262_144; // 1 GiB
+
+    fn on() -> Zswap {
+        let mut z = Zswap::default();
+        z.write_param("enabled", "1\n").unwrap();
+        z
+    }
+
+    #[test]
+    fn parameters_parse_as_the_kernels_handlers_do() {
+        let mut p = ZswapParams::default();
+        assert_eq!(p.read("enabled").unwrap(), "N\n");
+        assert_eq!(p.read("compressor").unwrap(), "lzo\n");
+        assert_eq!(p.read("zpool").unwrap(), "zbud\n");
+        for (v, want) in [("Y", true), ("off", false), ("on\n", true), ("0", false)] {
+            p.write("enabled", v).unwrap();
+            assert_eq!(p.enabled, want, "{v}");
+        }
+        assert_eq!(p.write("enabled", "maybe"), Err(Errno::EINVAL));
+        assert_eq!(p.write("compressor", "zstd\n"), Ok(()));
+        assert_eq!(p.read("compressor").unwrap(), "zstd\n");
+        assert_eq!(p.write("compressor", "brotli"), Err(Errno::ENOENT));
+        assert_eq!(p.write("zpool", "z3fold"), Err(Errno::ENOENT));
+        assert_eq!(p.write("max_pool_percent", "0x20"), Ok(()));
+        assert_eq!(p.max_pool_percent, 32);
+        assert_eq!(p.write("max_pool_percent", "-1"), Err(Errno::EINVAL));
+        assert_eq!(
+            p.write("max_pool_percent", "4294967296"),
+            Err(Errno::ERANGE)
+        );
+        // No range check: 6.1 takes any unsigned value.
+        assert_eq!(p.write("accept_threshold_percent", "150"), Ok(()));
+    }
+
+    #[test]
+    fn zbud_pairs_two_objects_a_page_and_refuses_poor_compression() {
+        let mut z = on();
+        // 2000 + 8 bytes: 32 chunks; two fit a page (63 chunks)? 32 + 32 > 63: no.
+        for s in 0..2 {
+            assert_eq!(z.store(s, 1, true, Some(2000), RAM).0, Ok(2000));
+        }
+        assert_eq!(z.pool_pages(), 2);
+        // 1500 + 8: 24 chunks, fits beside a 32-chunk buddy (31 free).
+        assert_eq!(z.store(2, 1, true, Some(1500), RAM).0, Ok(1500));
+        assert_eq!(z.pool_pages(), 2);
+        assert_eq!(
+            z.store(3, 1, true, Some(3961), RAM).0,
+            Err(Reject::CompressPoor)
+        );
+        assert_eq!(z.stats.reject_compress_poor, 1);
+        assert_eq!(z.store(3, 1, true, Some(3960), RAM).0, Ok(3960));
+        assert_eq!(z.pool_pages(), 3);
+        // A same-filled page takes no pool space.
+        assert_eq!(z.store(4, 1, true, None, RAM).0, Ok(0));
+        assert_eq!(z.stats.same_filled_pages, 1);
+        assert_eq!((z.stored_pages(), z.pool_pages()), (5, 3));
+        assert!(z.load(2).is_some());
+        assert_eq!(z.stored_pages(), 5, "a load keeps the entry");
+        for s in 0..5 {
+            assert!(z.invalidate(s).is_some());
+        }
+        assert_eq!((z.stored_pages(), z.pool_pages()), (0, 0));
+        assert_eq!(z.stats.same_filled_pages, 0);
+    }
+
+    #[test]
+    fn a_full_pool_refuses_until_below_the_accept_threshold() {
+        let mut z = on();
+        // 1000 pages of RAM: the limit is 200 pool pages; accept again below 180.
+        let ram = 1000;
+        let mut slot = 0;
+        while z.store(slot, 1, true, Some(3000), ram).0.is_ok() {
+            slot += 1;
+        }
+        assert_eq!(z.pool_pages(), 201);
+        assert_eq!(z.stats.pool_limit_hit, 1);
+        assert!(z.shrink_pending);
+        for s in 0..10 {
+            z.invalidate(s);
+        }
+        assert_eq!(z.pool_pages(), 191);
+        assert_eq!(
+            z.store(1000, 1, true, Some(100), ram).0,
+            Err(Reject::PoolFull)
+        );
+        assert_eq!(
+            z.stats.pool_limit_hit, 1,
+            "no hit counted between the marks"
+        );
+        for s in 10..22 {
+            z.invalidate(s);
+        }
+        assert_eq!(z.store(1000, 1, true, Some(100), ram).0, Ok(100));
+        assert_eq!(
+            z.store(1001, 1, false, Some(100), ram).0,
+            Err(Reject::Memcg)
+        );
+    }
+
+    #[test]
+    fn the_shrink_writes_back_the_oldest_zbud_page() {
+        let mut z = on();
+        for s in 0..4 {
+            z.store(s, 1, true, Some(1800), RAM);
+        }
+        assert_eq!(z.pool_pages(), 2);
+        let freed = z.shrink(|_| true).unwrap();
+        let slots: Vec<u32> = freed.iter().map(|e| e.length).collect();
+        assert_eq!(slots, [1800, 1800]);
+        assert!(z.entry(0).is_none() && z.entry(1).is_none() && z.entry(2).is_some());
+        assert_eq!((z.pool_pages(), z.stats.written_back_pages), (1, 2));
+        // A page whose entry cannot be written back stays; eight tries, then EAGAIN.
+        assert_eq!(z.shrink(|_| false), Err(Errno::EAGAIN));
+        assert_eq!(z.stats.reject_reclaim_fail, 1);
+    }
+
+    #[test]
+    fn zsmalloc_classes_merge_and_have_no_reclaim_in_6_1() {
+        let classes = zs_classes();
+        let mut distinct: Vec<ZsClass> = classes.clone();
+        distinct.dedup();
+        assert_eq!(distinct.len(), 69);
+        // From 3257 bytes (3265 with its handle), an object takes a whole page (huge_class_size).
+        assert_eq!(classes[zs_index(3256 + 8)].size, 3264);
+        assert_eq!(classes[zs_index(3257 + 8)].size, 4096);
+        let mut z = on();
+        z.write_param("zpool", "zsmalloc").unwrap();
+        for s in 0..5 {
+            assert_eq!(z.store(s, 1, true, Some(1000), RAM).0, Ok(1000));
+        }
+        let c = classes[zs_index(1008)];
+        assert_eq!(
+            z.pool_pages(),
+            5u64.div_ceil(c.objs as u64) * c.pages as u64
+        );
+        assert_eq!(
+            z.store(9, 1, true, Some(4097), RAM).0,
+            Err(Reject::AllocFail)
+        );
+        assert_eq!(z.shrink(|_| true), Err(Errno::EINVAL));
+        assert_eq!(z.stats.reject_reclaim_fail, 1);
+    }
+
+    #[test]
+    fn a_new_zpool_becomes_current_and_the_old_lives_until_empty() {
+        let mut z = on();
+        z.store(0, 1, true, Some(2000), RAM);
+        z.write_param("zpool", "zsmalloc").unwrap();
+        z.store(1, 1, true, Some(2000), RAM);
+        assert_eq!(z.pools.iter().flatten().count(), 2);
+        z.invalidate(0);
+        assert_eq!(z.pools.iter().flatten().count(), 1);
+        // A store over a slot's entry drops the old one.
+        let (r, old) = z.store(1, 1, true, Some(500), RAM);
+        assert_eq!((r, old.map(|e| e.length)), (Ok(500), Some(2000)));
+    }
+}
