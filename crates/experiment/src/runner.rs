@@ -892,17 +892,20 @@ pub fn run_setup(
             if t.repeat > 1 {
                 name.push_str(&format!("#{}", ch.runs_started));
             }
+            let record = TaskRecord {
+                task: t.name.clone(),
+                name: name.clone(),
+                cgroup: t.cgroup.clone(),
+                workload: t.workload.clone(),
+                copy: ch.copy,
+                run: ch.runs_started,
+                ..TaskRecord::default()
+            };
             // A manager that removed the task's place (an evicted pod) starts nothing there.
             if let Some(why) = controllers.iter().find_map(|c| c.refuses(&t.cgroup)) {
                 records.push(TaskRecord {
-                    task: t.name.clone(),
-                    name,
-                    cgroup: t.cgroup.clone(),
-                    workload: t.workload.clone(),
-                    copy: ch.copy,
-                    run: ch.runs_started,
                     outcome: format!("not started: {why}"),
-                    ..TaskRecord::default()
+                    ..record
                 });
                 continue;
             }
@@ -925,16 +928,10 @@ pub fn run_setup(
                     )
                 })?;
             records.push(TaskRecord {
-                task: t.name.clone(),
-                name,
-                cgroup: t.cgroup.clone(),
-                workload: t.workload.clone(),
-                copy: ch.copy,
-                run: ch.runs_started,
                 pid: Some(pid.0),
                 outcome: "running".into(),
                 start_ns: Some(now),
-                ..TaskRecord::default()
+                ..record
             });
             ch.current = Some((pid, records.len() - 1));
         }

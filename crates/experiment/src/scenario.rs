@@ -1531,25 +1531,14 @@ pub fn parse(text: &str, file_name: &str) -> Result<Scenario, String> {
 /// The unit files `[systemd] units` names, read relative to the scenario's directory and
 /// checked (with the base machine's MemTotal for percentages).
 fn read_units(src: &Src, raw: &RawSystemd) -> Result<Vec<UnitFile>, String> {
-    let dir = std::path::Path::new(src.file)
-        .parent()
-        .unwrap_or(std::path::Path::new(""));
     let mut out: Vec<UnitFile> = Vec::new();
     for u in &raw.units {
-        let path = dir.join(u.get_ref());
-        let shown = path.display().to_string();
-        let name = path
+        let (shown, text) = read_beside(src, u, "systemd.units")?;
+        let name = std::path::Path::new(&shown)
             .file_name()
             .and_then(|n| n.to_str())
             .unwrap_or_default()
             .to_string();
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            src.err(
-                u.span(),
-                "systemd.units",
-                format!("cannot read '{shown}': {e}"),
-            )
-        })?;
         if out.iter().any(|x| x.name == name) {
             return Err(src.err(
                 u.span(),
@@ -1565,6 +1554,19 @@ fn read_units(src: &Src, raw: &RawSystemd) -> Result<Vec<UnitFile>, String> {
         });
     }
     Ok(out)
+}
+
+/// A file a scenario names, relative to the scenario's folder: its name as shown in errors,
+/// and its text.
+fn read_beside(src: &Src, rel: &Spanned<String>, key: &str) -> Result<(String, String), String> {
+    let dir = std::path::Path::new(src.file)
+        .parent()
+        .unwrap_or(std::path::Path::new(""));
+    let path = dir.join(rel.get_ref());
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| src.err(rel.span(), key, format!("cannot read '{shown}': {e}")))?;
+    Ok((shown, text))
 }
 
 /// What the node's managers (systemd, the kubelet) set up for one variant.
@@ -1649,16 +1651,7 @@ fn kubelet_table(src: &Src, v: &Spanned<Value>, key: &str) -> Result<serde_json:
 /// scenario's directory and checked.
 fn read_kube(src: &Src, raw: &RawKubernetes) -> Result<Kube, String> {
     use memcgsim_node::kubernetes;
-    let dir = std::path::Path::new(src.file)
-        .parent()
-        .unwrap_or(std::path::Path::new(""));
-    let read = |f: &Spanned<String>, key: &str| -> Result<(String, String), String> {
-        let path = dir.join(f.get_ref());
-        let shown = path.display().to_string();
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| src.err(f.span(), key, format!("cannot read '{shown}': {e}")))?;
-        Ok((shown, text))
-    };
+    let read = |f: &Spanned<String>, key: &str| read_beside(src, f, key);
     let mut pods: Vec<kubernetes::Pod> = Vec::new();
     for f in &raw.pods {
         let (shown, text) = read(f, "kubernetes.pods")?;
