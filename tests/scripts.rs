@@ -294,6 +294,9 @@ script_tests! {
     shmem_limits => "shmem/limits.mcg",
     // Huge shmem pages: huge=, shmem_enabled, fallback, the shrinker, reclaim's split.
     shmem_huge => "shmem/huge.mcg",
+    // The kubelet's tree on cgroup v2: its files as written, memory.high throttling, the
+    // container's group OOM kill.
+    node_kubelet => "node/kubelet.mcg",
     // Direct reclaimers throttled on pages other reclaimers isolated.
     swap_too_many_isolated => "swap/too_many_isolated.mcg",
     // Mapped file pages: executable text against a file reader.
