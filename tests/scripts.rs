@@ -294,6 +294,8 @@ script_tests! {
     shmem_limits => "shmem/limits.mcg",
     // Huge shmem pages: huge=, shmem_enabled, fallback, the shrinker, reclaim's split.
     shmem_huge => "shmem/huge.mcg",
+    // zswap: parameters, stores instead of device writes, memory.zswap.max, loads.
+    swap_zswap => "swap/zswap.mcg",
     // The kubelet's tree on cgroup v2: its files as written, memory.high throttling, the
     // container's group OOM kill.
     node_kubelet => "node/kubelet.mcg",

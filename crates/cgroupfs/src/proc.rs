@@ -114,8 +114,8 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
             kb(&mut s, "Mlocked", g(Stat::Mlock));
             kb(&mut s, "SwapTotal", m.total_swap_pages);
             kb(&mut s, "SwapFree", swap_free);
-            kb(&mut s, "Zswap", 0);
-            kb(&mut s, "Zswapped", 0);
+            kb(&mut s, "Zswap", m.zswap.pool_pages());
+            kb(&mut s, "Zswapped", m.zswap.stored_pages());
             kb(&mut s, "Dirty", g(Stat::FileDirty));
             kb(&mut s, "Writeback", g(Stat::Writeback));
             kb(&mut s, "AnonPages", g(Stat::Anon));
@@ -256,6 +256,8 @@ pub(crate) fn read(sys: &mut System, f: &str) -> Result<String, Errno> {
                 ("thp_split_pmd", m.thp.events.split_pmd),
                 ("thp_swpout", 0),
                 ("thp_swpout_fallback", m.thp.events.swpout_fallback),
+                ("zswpin", g(Stat::Zswpin)),
+                ("zswpout", g(Stat::Zswpout)),
             ] {
                 let _ = writeln!(s, "{k} {v}");
             }

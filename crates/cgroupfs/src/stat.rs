@@ -1,6 +1,6 @@
 //! memory.stat and memory.numa_stat formats: memory_stat_format() (v2) and
 //! memcg_stat_show() (v1) of Linux 6.1, keys in kernel order. Items the model does not
-//! produce (sockets, vmalloc, file THP, zswap) print 0. Values are what a
+//! produce (sockets, vmalloc, file THP) print 0. Values are what a
 //! reader sees under the machine's statistics scheme (`Machine::stat_view`); the caller
 //! flushes first as the kernel does (`Machine::stats_read_flush`).
 
@@ -34,8 +34,8 @@ const V2_STATS: &[(&str, Item, bool)] = &[
     ("sock", Item::Zero, false),
     ("vmalloc", Item::Zero, false),
     ("shmem", Item::Pages(Stat::Shmem), true),
-    ("zswap", Item::Zero, false),
-    ("zswapped", Item::Zero, false),
+    ("zswap", Item::Bytes(Stat::ZswapB), false),
+    ("zswapped", Item::Pages(Stat::Zswapped), false),
     ("file_mapped", Item::Pages(Stat::FileMapped), true),
     ("file_dirty", Item::Pages(Stat::FileDirty), true),
     ("file_writeback", Item::Pages(Stat::Writeback), true),
@@ -109,8 +109,8 @@ const V2_EVENTS: &[(&str, Item)] = &[
     ("pgdeactivate", Item::Count(Stat::Pgdeactivate)),
     ("pglazyfree", Item::Count(Stat::Pglazyfree)),
     ("pglazyfreed", Item::Count(Stat::Pglazyfreed)),
-    ("zswpin", Item::Zero),
-    ("zswpout", Item::Zero),
+    ("zswpin", Item::Count(Stat::Zswpin)),
+    ("zswpout", Item::Count(Stat::Zswpout)),
     ("thp_fault_alloc", Item::Count(Stat::ThpFaultAlloc)),
     ("thp_collapse_alloc", Item::Count(Stat::ThpCollapseAlloc)),
 ];

@@ -4,7 +4,8 @@
 //! EINVAL; hpage_pmd_size is read-only), shmem_enabled (mm/shmem.c: one word, exactly, but
 //! for one trailing newline) and khugepaged/ (mm/khugepaged.c: the sleeps and
 //! pages_to_scan as kstrtouint() reads them, EINVAL for anything else and for 0 pages;
-//! max_ptes_* up to 511; defrag 0 or 1; pages_collapsed and full_scans read-only).
+//! max_ptes_* up to 511; defrag 0 or 1; pages_collapsed and full_scans read-only), and
+//! /sys/module/zswap/parameters/ (mm/zswap.c's module parameters, zswap.rs).
 
 use memcgsim_model::huge_memory::{ShmemHuge, ThpDefrag, ThpEnabled, HPAGE_PMD_NR};
 use memcgsim_model::{Errno, PAGE_SIZE};
@@ -31,6 +32,13 @@ pub(crate) fn files() -> &'static [&'static str] {
         "kernel/mm/transparent_hugepage/khugepaged/full_scans",
         "kernel/mm/transparent_hugepage/khugepaged/scan_sleep_millisecs",
         "kernel/mm/transparent_hugepage/khugepaged/alloc_sleep_millisecs",
+        "module/zswap/parameters/enabled",
+        "module/zswap/parameters/compressor",
+        "module/zswap/parameters/zpool",
+        "module/zswap/parameters/max_pool_percent",
+        "module/zswap/parameters/accept_threshold_percent",
+        "module/zswap/parameters/same_filled_pages_enabled",
+        "module/zswap/parameters/non_same_filled_pages_enabled",
     ]
 }
 
@@ -40,8 +48,14 @@ pub(crate) fn dirs() -> &'static [&'static str] {
         "kernel/mm",
         "kernel/mm/transparent_hugepage",
         "kernel/mm/transparent_hugepage/khugepaged",
+        "module",
+        "module/zswap",
+        "module/zswap/parameters",
     ]
 }
+
+/// /sys/module/zswap/parameters/: zswap's module parameters (zswap.rs).
+const ZSWAP: &str = "module/zswap/parameters/";
 
 /// sysfs_streq(): equal, a trailing newline on either side aside.
 fn streq(data: &str, word: &str) -> bool {
@@ -50,6 +64,9 @@ fn streq(data: &str, word: &str) -> bool {
 
 pub(crate) fn read(sys: &System, f: &str) -> Result<String, Errno> {
     let m = &sys.machine;
+    if let Some(p) = f.strip_prefix(ZSWAP) {
+        return m.zswap.params.read(p).ok_or(Errno::ENOENT);
+    }
     match f.strip_prefix(THP) {
         Some("enabled") => Ok(m.thp.enabled.show()),
         Some("defrag") => Ok(m.thp.defrag.show()),
@@ -125,6 +142,9 @@ fn word<'a>(names: &[&'a str], data: &str) -> Result<&'a str, Errno> {
 }
 
 pub(crate) fn write(sys: &mut System, f: &str, data: &str) -> Result<(), Errno> {
+    if let Some(p) = f.strip_prefix(ZSWAP) {
+        return sys.machine.zswap.write_param(p, data);
+    }
     match f.strip_prefix(THP) {
         Some("enabled") => {
             let e = ThpEnabled::from_name(word(&ThpEnabled::NAMES, data)?).ok_or(Errno::EINVAL)?;

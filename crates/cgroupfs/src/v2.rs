@@ -1,6 +1,6 @@
 //! cgroup v2 memory files: memory_files[] and swap_files[] of mm/memcontrol.c (6.1), with
-//! memory.peak / memory.swap.peak writable per fd as in newer kernels. zswap files are not
-//! modelled and do not appear; the pressure files are core files (lib.rs).
+//! memory.peak / memory.swap.peak writable per fd as in newer kernels, and zswap's
+//! memory.zswap.current and memory.zswap.max; the pressure files are core files (lib.rs).
 
 use memcgsim_model::{Errno, MemcgEvent, ROOT_MEMCG};
 
@@ -22,6 +22,8 @@ const NOT_ON_ROOT: &[&str] = &[
     "memory.swap.max",
     "memory.swap.peak",
     "memory.swap.events",
+    "memory.zswap.current",
+    "memory.zswap.max",
 ];
 const ON_ROOT: &[&str] = &["memory.stat", "memory.numa_stat", "memory.reclaim"];
 
@@ -108,6 +110,10 @@ pub(crate) fn read(
         "memory.swap.current" => fmt_bytes(swp.usage),
         "memory.swap.high" => fmt_max(swp.high),
         "memory.swap.max" => fmt_max(swp.max),
+        "memory.zswap.current" => {
+            format!("{}\n", m.stat_total(memcg, memcgsim_model::Stat::ZswapB))
+        }
+        "memory.zswap.max" => fmt_max(m.memcg(memcg).zswap_max),
         "memory.stat" => crate::stat::memory_stat_v2(m, memcg),
         "memory.numa_stat" => crate::stat::memory_numa_stat_v2(m, memcg),
         "memory.reclaim" => return Err(Errno::EACCES),
@@ -145,6 +151,10 @@ pub(crate) fn write(sys: &mut System, i: usize, f: &str, data: &str) -> Result<(
             let v = page_counter_memparse(data, "max")?;
             m.swap_counter.get_mut(id).max = v;
         }
+        "memory.zswap.max" => {
+            let v = page_counter_memparse(data, "max")?;
+            m.memcg_mut(memcg).zswap_max = v;
+        }
         "memory.oom.group" => {
             let v = kstrtoint(data)?;
             if v != 0 && v != 1 {
@@ -179,7 +189,8 @@ pub(crate) fn write(sys: &mut System, i: usize, f: &str, data: &str) -> Result<(
         | "memory.stat"
         | "memory.numa_stat"
         | "memory.swap.current"
-        | "memory.swap.events" => return Err(Errno::EACCES),
+        | "memory.swap.events"
+        | "memory.zswap.current" => return Err(Errno::EACCES),
         _ => return Err(Errno::ENOENT),
     }
     let _ = ROOT_MEMCG;

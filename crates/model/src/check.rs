@@ -352,6 +352,52 @@ impl Machine {
     }
 
     /// Check every invariant; Err describes the first violation.
+    /// zswap: its pool has the frames its pages need; every entry's slot is in use; each
+    /// group's `zswap` and `zswapped` are the lengths and the number of its entries, and
+    /// its charge their bytes rounded up to pages.
+    fn check_zswap(&self) -> Result<(), String> {
+        if self.zswap_frames.len() as u64 != self.zswap.pool_pages() {
+            return Err(format!(
+                "zswap: {} frames for {} pool pages",
+                self.zswap_frames.len(),
+                self.zswap.pool_pages()
+            ));
+        }
+        let n = self.memcgs.len();
+        let mut bytes = vec![0i64; n];
+        let mut count = vec![0i64; n];
+        for (slot, e) in self.zswap.entries() {
+            if !self.swap.in_use(slot) {
+                return Err(format!("zswap: entry of free slot {slot}"));
+            }
+            if e.memcg != crate::memcontrol::ROOT_MEMCG {
+                bytes[e.memcg as usize] += e.length as i64;
+                count[e.memcg as usize] += 1;
+            }
+        }
+        for (id, mc) in self.memcgs.iter().enumerate().skip(1) {
+            let local = &mc.stats.local;
+            if local[Stat::ZswapB as usize] != bytes[id]
+                || local[Stat::Zswapped as usize] != count[id]
+            {
+                return Err(format!(
+                    "zswap: memcg {id} counts {} bytes in {} entries, holds {} in {}",
+                    local[Stat::ZswapB as usize],
+                    local[Stat::Zswapped as usize],
+                    bytes[id],
+                    count[id]
+                ));
+            }
+            if mc.zswap_pages != (bytes[id].max(0) as u64).div_ceil(crate::PAGE_SIZE) {
+                return Err(format!(
+                    "zswap: memcg {id} charged {} pages for {} bytes",
+                    mc.zswap_pages, bytes[id]
+                ));
+            }
+        }
+        Ok(())
+    }
+
     pub fn check(&self) -> Result<(), String> {
         self.check_memcg_topology()?;
         self.check_slab_lru_len()?;
@@ -705,15 +751,17 @@ impl Machine {
                 self.thp.folios
             ));
         }
-        if kernel_frames != self.kmem.frames.len() as u64
-            || kernel_frames != self.kmem.base_pages + objcg_pages
+        let zswap_frames = self.zswap_frames.len() as u64;
+        if kernel_frames != self.kmem.frames.len() as u64 + zswap_frames
+            || kernel_frames != self.kmem.base_pages + objcg_pages + zswap_frames
         {
             return Err(format!(
-                "{kernel_frames} kernel frames, {} held, base {} + obj_cgroups {objcg_pages}",
+                "{kernel_frames} kernel frames, {} held, base {} + obj_cgroups {objcg_pages} + zswap {zswap_frames}",
                 self.kmem.frames.len(),
                 self.kmem.base_pages
             ));
         }
+        self.check_zswap()?;
         let mut swap_owned = vec![0i64; n];
         for o in self.swap.used_by() {
             swap_owned[o as usize] += 1;
@@ -835,7 +883,8 @@ impl Machine {
         let mut child_min = vec![0u64; n];
         let mut child_low = vec![0u64; n];
         for &i in &order {
-            sub_pages[i] += owned[i][3] as u64 + sub_kmem[i];
+            // zswap's compressed bytes are charged too, in whole pages (zswap.rs).
+            sub_pages[i] += owned[i][3] as u64 + sub_kmem[i] + self.memcgs[i].zswap_pages;
             sub_swap[i] += swap_owned[i] as u64;
             let c = self.memory.get(i);
             if i != ROOT_MEMCG as usize {

@@ -192,6 +192,11 @@ pub struct Costs {
     /// dirty bit for I/O, setting writeback, the file system's bio), charged to the flusher
     /// thread's CPU. Default 1000 ns.
     pub writepage_ns: u64,
+    /// zswap: compressing one page at its store, and decompressing it at a load. Defaults
+    /// 2000 and 1000 ns: the order of lzo on a page that is mostly zeros, as the workloads
+    /// write them (not yet calibrated against Linux).
+    pub zswap_compress_ns: u64,
+    pub zswap_decompress_ns: u64,
     /// Scheduling quantum: how long a task runs before the next event is looked at. 1 ms.
     pub quantum_ns: u64,
     /// One memcg looked at by a reclaim walk (mem_cgroup_iter's step, the reference it
@@ -266,6 +271,9 @@ pub struct MachineConfig {
     /// /sys/kernel/mm/swap/vma_ra_enabled: swap readahead follows the faulting VMA
     /// (swap_vma_readahead()) when the swap device is not rotational. Default on.
     pub swap_vma_ra: bool,
+    /// zswap's `enabled` at boot (zswap.enabled=): off, as Debian's 6.1 builds it without
+    /// CONFIG_ZSWAP_DEFAULT_ON (zswap.rs).
+    pub zswap: bool,
     /// /sys/kernel/mm/transparent_hugepage/enabled at boot (huge_memory.rs). Default never
     /// for now, so that every result from before huge pages stays as it was; Debian's 6.1
     /// boots with always.
@@ -318,6 +326,7 @@ impl Default for MachineConfig {
             device: DeviceConfig::profile("ssd").expect("a profile"),
             swap_device: None,
             swap_vma_ra: true,
+            zswap: false,
             thp: crate::huge_memory::ThpEnabled::Always,
             thp_defrag: crate::huge_memory::ThpDefrag::Madvise,
             shmem_thp: crate::huge_memory::ShmemHuge::Never,
@@ -333,6 +342,8 @@ impl Default for MachineConfig {
                 reclaim_ns: 300,
                 pageout_ns: 1_000,
                 writepage_ns: 1_000,
+                zswap_compress_ns: 2_000,
+                zswap_decompress_ns: 1_000,
                 quantum_ns: 1_000_000,
                 memcg_iter_ns: 100,
                 ipi_ns: 2000,
@@ -355,6 +366,8 @@ impl Costs {
             reclaim_ns: f(self.reclaim_ns),
             pageout_ns: f(self.pageout_ns),
             writepage_ns: f(self.writepage_ns),
+            zswap_compress_ns: f(self.zswap_compress_ns),
+            zswap_decompress_ns: f(self.zswap_decompress_ns),
             quantum_ns: self.quantum_ns,
             memcg_iter_ns: f(self.memcg_iter_ns),
             ipi_ns: self.ipi_ns,
@@ -510,6 +523,7 @@ impl MachineConfig {
         "swap_queue_depth",
         "swap_sync",
         "swap_vma_ra",
+        "zswap",
         "thp",
         "thp_defrag",
         "shmem_thp",
@@ -538,6 +552,7 @@ impl MachineConfig {
                 | "kmem"
                 | "swap_sync"
                 | "swap_vma_ra"
+                | "zswap"
         )
     }
 
@@ -674,6 +689,7 @@ impl MachineConfig {
                     }
                 }
                 "swap_vma_ra" => self.swap_vma_ra = parse_bool(value)?,
+                "zswap" => self.zswap = parse_bool(value)?,
                 "thp" => {
                     self.thp =
                         crate::huge_memory::ThpEnabled::from_name(value).ok_or_else(|| {

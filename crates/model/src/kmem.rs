@@ -411,7 +411,7 @@ impl Machine {
     }
 
     /// memcg_account_kmem(): MEMCG_KMEM, and v1's kmem counter.
-    fn memcg_account_kmem(&mut self, memcg: MemcgId, pages: i64) {
+    pub(crate) fn memcg_account_kmem(&mut self, memcg: MemcgId, pages: i64) {
         if pages == 0 {
             return;
         }

@@ -78,6 +78,9 @@ pub struct Machine {
     /// Transparent huge pages: the sysfs switches, the live folios, the events
     /// (huge_memory.rs).
     pub thp: crate::huge_memory::Thp,
+    /// zswap's pools and entries (zswap.rs), and the frames its pool pages take.
+    pub zswap: crate::zswap::Zswap,
+    pub zswap_frames: Vec<crate::page_cgroup::Pfn>,
     /// khugepaged's tunables and thread (khugepaged.rs).
     pub khugepaged: crate::khugepaged::Khugepaged,
     /// The tmpfs mounts (shmem.rs).
@@ -170,6 +173,11 @@ impl Machine {
                 split_queue: Default::default(),
             },
             shmem: crate::shmem::Shmem::new(nr_frames as u64, cfg.shmem_thp),
+            zswap: crate::zswap::Zswap::new(crate::zswap::ZswapParams {
+                enabled: cfg.zswap,
+                ..Default::default()
+            }),
+            zswap_frames: Vec::new(),
             khugepaged: Default::default(),
             compact_events: Default::default(),
             compact_unevictable_allowed: true,

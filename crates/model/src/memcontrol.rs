@@ -120,6 +120,10 @@ pub struct Memcg {
     pub events_local: EventCounts,
     pub events: EventCounts,
     pub oom_group: bool,
+    /// memory.zswap.max, in pages (PAGE_COUNTER_MAX: no limit).
+    pub zswap_max: u64,
+    /// Pages of memory.current its zswap bytes take (their bytes rounded up).
+    pub zswap_pages: u64,
     /// v1 memory.swappiness (v2 uses vm.swappiness).
     pub swappiness: u32,
     pub oom_kill_disable: bool,
@@ -154,6 +158,8 @@ impl Memcg {
             events_local: EventCounts::default(),
             events: EventCounts::default(),
             oom_group: false,
+            zswap_max: crate::page_counter::PAGE_COUNTER_MAX,
+            zswap_pages: 0,
             swappiness: 60,
             oom_kill_disable: false,
             under_oom: false,
@@ -536,6 +542,7 @@ impl Machine {
         self.soft_limit_offline(id);
         self.drain_all_stock(id);
         self.kmem_memcg_offline(id, parent);
+        self.zswap_memcg_offline(id, parent);
         self.wb_memcg_offline(id, parent);
         // Clear protection so the parent's children_*_usage sums lose this child's share.
         self.memory.set_min(id as usize, 0);

@@ -268,6 +268,8 @@ impl Machine {
         if owner != 0 {
             self.mem_cgroup_uncharge_swap(owner);
         }
+        // swap_range_free(): frontswap_invalidate_page().
+        self.zswap_invalidate(slot);
         self.swap.free(slot);
     }
 
@@ -351,7 +353,13 @@ impl Machine {
         }
         self.swap.add_cache(slot, pfn);
         self.mod_stat(memcg, Stat::SwapCached, 1);
-        self.mod_stat(memcg, Stat::Pswpin, 1);
+        // swap_readpage(): frontswap_load() first; a page zswap holds needs no I/O.
+        if self.zswap.entry(slot).is_some() {
+            self.spend_cpu(self.cfg.costs.zswap_decompress_ns);
+            self.zswap_count_load(slot, memcg);
+        } else {
+            self.mod_stat(memcg, Stat::Pswpin, 1);
+        }
         // mem_cgroup_swapin_uncharge_swap(): on v1 the page's memsw charge replaces the
         // entry's; on v2 the slot keeps its swap charge while the page lives.
         if self.is_v1() && owner != 0 {
@@ -474,7 +482,9 @@ impl Machine {
             if !self.swapin_readahead_page(off, task_memcg) {
                 break;
             }
-            read.push(crate::blkdev::swap_pos(off));
+            if self.zswap.entry(off).is_none() {
+                read.push(crate::blkdev::swap_pos(off));
+            }
         }
     }
 
@@ -503,7 +513,9 @@ impl Machine {
             if !self.swapin_readahead_page(off, task_memcg) {
                 break;
             }
-            read.push(crate::blkdev::swap_pos(off));
+            if self.zswap.entry(off).is_none() {
+                read.push(crate::blkdev::swap_pos(off));
+            }
         }
     }
 
@@ -610,7 +622,11 @@ impl Machine {
         if shadow != 0 {
             self.workingset_refault(pfn, shadow);
         }
-        self.mod_stat(memcg, Stat::Pswpin, 1);
+        if self.zswap.entry(slot).is_some() {
+            self.zswap_count_load(slot, memcg);
+        } else {
+            self.mod_stat(memcg, Stat::Pswpin, 1);
+        }
     }
 
     /// add_to_swap() and add_to_swap_cache() for a page of `owner` that reclaim writes out:
@@ -635,12 +651,24 @@ impl Machine {
     /// swap_readpage() of the page of `slot` and the readahead pages beside it (the device
     /// positions `read`), in one request the faulting task waits for; zram's decompression
     /// is the task's CPU time. A workingset refault waits inside psi_memstall_enter().
-    pub(crate) fn swapin_read(&mut self, pid: Pid, slot: SwapSlot, read: Vec<u64>) {
+    pub(crate) fn swapin_read(&mut self, pid: Pid, slot: SwapSlot, mut read: Vec<u64>) {
+        // frontswap_load(): the faulting page, if zswap holds it, is decompressed inside the
+        // stall; the read-ahead pages zswap held were loaded as they were added.
+        let from_zswap = self.zswap.entry(slot).is_some();
+        if from_zswap {
+            let pos = crate::blkdev::swap_pos(slot);
+            read.retain(|&p| p != pos);
+        }
         let runs = crate::blkdev::page_runs(read);
         let shadow = self.swap.shadow(slot);
         let workingset = shadow != 0 && crate::workingset::unpack_shadow(shadow).2;
         let memstall = workingset.then(|| self.psi_memstall_enter());
-        if self.swap_synchronous_io() {
+        if from_zswap {
+            self.spend_cpu(self.cfg.costs.zswap_decompress_ns);
+        }
+        if runs.is_empty() {
+            // Nothing for the device.
+        } else if self.swap_synchronous_io() {
             // swap_readpage() on zram: the faulting CPU decompresses.
             let ns = self.swap_dev().cpu_copy(&runs, false);
             self.spend_cpu(ns);

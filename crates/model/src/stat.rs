@@ -59,6 +59,10 @@ pub enum Stat {
     SlabUnreclaimableB,
     /// MEMCG_PERCPU_B (bytes).
     PercpuB,
+    /// MEMCG_ZSWAP_B: compressed bytes of the group's pages in zswap (zswap.rs).
+    ZswapB,
+    /// MEMCG_ZSWAPPED: the group's pages in zswap.
+    Zswapped,
     // VM events.
     Pgpgin,
     Pgpgout,
@@ -75,6 +79,9 @@ pub enum Stat {
     Pgdeactivate,
     Pglazyfree,
     Pglazyfreed,
+    /// ZSWPIN and ZSWPOUT: pages loaded from and stored in zswap.
+    Zswpin,
+    Zswpout,
     /// Pages rotated to the inactive tail at writeback end (PGROTATED, global only).
     Pgrotated,
     /// Direct reclaim entries (ALLOCSTALL, global only).
@@ -96,7 +103,7 @@ impl Stat {
     pub fn in_bytes(self) -> bool {
         matches!(
             self,
-            Stat::SlabReclaimableB | Stat::SlabUnreclaimableB | Stat::PercpuB
+            Stat::SlabReclaimableB | Stat::SlabUnreclaimableB | Stat::PercpuB | Stat::ZswapB
         )
     }
 }

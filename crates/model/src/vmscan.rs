@@ -1912,6 +1912,11 @@ impl Machine {
             }
             self.unmap_anon_to_swap(pfn, slot);
         }
+        if self.frames.test(pfn, pf::DIRTY) && self.zswap_store(pfn, slot, owner) {
+            // swap_writepage(): frontswap_store() took the page; its writeback starts and
+            // ends at once, with no I/O.
+            self.frames.clear(pfn, pf::DIRTY);
+        }
         if self.frames.test(pfn, pf::DIRTY) {
             // pageout(): swap_writepage() cleans the page and starts its write, with
             // PG_reclaim so that its end rotates the page to the tail.

@@ -21,15 +21,24 @@
 //!   of the pool's LRU and writes its one or two entries back to the swap device, up to eight
 //!   pages tried; zsmalloc has no reclaim in 6.1 (reject_reclaim_fail).
 //!
-//! The memcg charge (obj_cgroup_charge_zswap(): the compressed length, forced) and the
-//! writeback's swap-cache page and I/O are the caller's: this module keeps the pools and
-//! their counters, and does no I/O.
+//! `Zswap` keeps the pools, entries and counters and does no I/O. The machine's side (the
+//! `impl Machine` below) is the frontswap calls of mm/page_io.c and mm/swapfile.c: a store
+//! from reclaim's swap_writepage(), loads from swap_readpage() before any device read,
+//! invalidation when a slot is freed; the compressed length charged to the page's group
+//! (obj_cgroup_charge_zswap(), forced: memory.current as kernel memory in whole pages,
+//! `zswap` and `zswapped`), ZSWPOUT and ZSWPIN, and the frames the pool's pages take.
 //!
-//! Simplified: zsmalloc's pages are counted as if every class were compacted (whole zspages
-//! for its live objects); the kernel frees a zspage only once it is empty, until compaction.
+//! Simplified: every page the workloads write has one content, the oracle guest helper's (a
+//! byte, then zeros), whose compressed length per compressor is what Linux 6.1 charged for
+//! it; the shrink work's writeback is kept here but not yet run by the machine (a full pool
+//! only rejects stores); the compressed bytes are rounded to pages per group apart from the
+//! obj_cgroup's slab remainder; zsmalloc's pages are counted as if every class were
+//! compacted (whole zspages for its live objects); the compress and decompress costs are
+//! not calibrated.
 
 use crate::errno::Errno;
 use crate::memcontrol::MemcgId;
+use crate::stat::Stat;
 use crate::swapfile::SwapSlot;
 
 const PAGE: u64 = 4096;
@@ -771,9 +780,172 @@ impl Zswap {
         }
     }
 
+    /// The slot's entry now belongs to `memcg` (a reparented obj_cgroup).
+    pub fn set_memcg(&mut self, slot: SwapSlot, memcg: MemcgId) {
+        if let Some(e) = self.entries.get_mut(&slot) {
+            e.memcg = memcg;
+        }
+    }
+
     /// Every entry, by slot (for the invariant checker).
     pub fn entries(&self) -> impl Iterator<Item = (SwapSlot, Entry)> + '_ {
         self.entries.iter().map(|(&s, &e)| (s, e))
+    }
+}
+
+// ------------------------------------------------------------------ the machine's side
+
+/// The compressed length of a page as the model's workloads write it (one byte at its
+/// start, the rest zero, as the oracle's guest helper writes it), per compressor: what
+/// Linux 6.1 charged per page in memory.stat `zswap` for those pages (lzo 44 bytes on
+/// zbud and on zsmalloc, lzo-rle 41, lz4 41, zstd 41, deflate 21, 842 taken as lzo's).
+pub fn written_page_dlen(compressor: &str) -> u32 {
+    match compressor {
+        "lzo-rle" | "lz4" | "lz4hc" | "zstd" => 41,
+        "deflate" => 21,
+        _ => 44,
+    }
+}
+
+impl crate::machine::Machine {
+    /// obj_cgroup_may_zswap(): no group from the page's up to the root (excluded) is at its
+    /// memory.zswap.max (0 refuses; its pages are its zswap bytes rounded down). Always
+    /// true on cgroup v1.
+    fn obj_cgroup_may_zswap(&self, memcg: MemcgId) -> bool {
+        if self.is_v1() {
+            return true;
+        }
+        let mut cur = Some(memcg);
+        while let Some(m) = cur.filter(|&m| m != crate::memcontrol::ROOT_MEMCG) {
+            let mc = self.memcg(m);
+            let max = mc.zswap_max;
+            if max == 0 {
+                return false;
+            }
+            if max != crate::page_counter::PAGE_COUNTER_MAX {
+                let pages = self.stat_total(m, Stat::ZswapB) / crate::PAGE_SIZE;
+                if pages >= max {
+                    return false;
+                }
+            }
+            cur = mc.parent;
+        }
+        true
+    }
+
+    /// obj_cgroup_charge_zswap() (`n` = 1) and obj_cgroup_uncharge_zswap() (`n` = -1):
+    /// the compressed bytes, forced onto memory.current as kernel memory in whole pages, and
+    /// MEMCG_ZSWAP_B and MEMCG_ZSWAPPED. The root group is not charged.
+    fn zswap_charge(&mut self, memcg: MemcgId, bytes: u64, n: i64) {
+        if memcg == crate::memcontrol::ROOT_MEMCG {
+            return;
+        }
+        self.mod_stat(memcg, Stat::ZswapB, n * bytes as i64);
+        self.mod_stat(memcg, Stat::Zswapped, n);
+        let local = self.memcg(memcg).stats.local[Stat::ZswapB as usize].max(0) as u64;
+        let want = local.div_ceil(crate::PAGE_SIZE);
+        let had = self.memcg(memcg).zswap_pages;
+        if want > had {
+            self.memory.charge(memcg as usize, want - had);
+        } else if had > want {
+            self.memory.uncharge(memcg as usize, had - want);
+        }
+        self.memcg_mut(memcg).zswap_pages = want;
+        self.memcg_account_kmem(memcg, want as i64 - had as i64);
+    }
+
+    /// Give the pool the frames its pages need now (taken from the free lists without
+    /// reclaim, as zbud's __GFP_NORETRY allocation in reclaim) or back those it no longer
+    /// needs. False: no frame was to be had.
+    fn zswap_fit_frames(&mut self) -> bool {
+        let want = self.zswap.pool_pages() as usize;
+        while self.zswap_frames.len() > want {
+            let pfn = self.zswap_frames.pop().expect("a pool frame");
+            self.free_frame(pfn);
+        }
+        while self.zswap_frames.len() < want {
+            match self.frames.pop(crate::buddy::MigrateType::Unmovable) {
+                Some(pfn) => {
+                    self.frames.meta[pfn as usize].pc.flags = crate::page_cgroup::LRU_NONE
+                        | crate::page_cgroup::pf::ALLOCATED
+                        | crate::page_cgroup::pf::KERNEL;
+                    self.zswap_frames.push(pfn);
+                }
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// swap_writepage()'s frontswap_store() of the page `pfn` of `memcg` going to `slot`:
+    /// true when zswap took it (the write then starts and ends at once, with no I/O and no
+    /// PSWPOUT), after the compressor's CPU time.
+    pub(crate) fn zswap_store(
+        &mut self,
+        pfn: crate::page_cgroup::Pfn,
+        slot: SwapSlot,
+        memcg: MemcgId,
+    ) -> bool {
+        if !self.zswap.params.enabled {
+            return false;
+        }
+        let may = self.obj_cgroup_may_zswap(memcg);
+        // The page's content decides its compressed length: every page the workloads
+        // write holds the same (`pfn` will choose once pages carry kinds of content).
+        let _ = pfn;
+        let dlen = written_page_dlen(&self.zswap.params.compressor);
+        let totalram = self.totalram_pages;
+        let (r, dropped) = self.zswap.store(slot, memcg, may, Some(dlen), totalram);
+        if let Some(e) = dropped {
+            self.zswap_charge(e.memcg, e.length as u64, -1);
+        }
+        let Ok(len) = r else {
+            return false;
+        };
+        if !self.zswap_fit_frames() {
+            // zpool_malloc() found no page: reject_alloc_fail.
+            self.zswap.invalidate(slot);
+            self.zswap.stats.zswpout -= 1;
+            self.zswap.stats.reject_alloc_fail += 1;
+            self.zswap_fit_frames();
+            return false;
+        }
+        self.spend_cpu(self.cfg.costs.zswap_compress_ns);
+        self.zswap_charge(memcg, len as u64, 1);
+        self.mod_stat(memcg, Stat::Zswpout, 1);
+        true
+    }
+
+    /// frontswap_load() of a slot zswap holds, for a page of `memcg`: ZSWPIN (the entry
+    /// stays; the caller spends the decompression).
+    pub(crate) fn zswap_count_load(&mut self, slot: SwapSlot, memcg: MemcgId) {
+        if self.zswap.load(slot).is_some() {
+            self.mod_stat(memcg, Stat::Zswpin, 1);
+        }
+    }
+
+    /// zswap_frontswap_invalidate_page() when a slot is freed: its entry goes, uncharged.
+    pub(crate) fn zswap_invalidate(&mut self, slot: SwapSlot) {
+        if let Some(e) = self.zswap.invalidate(slot) {
+            self.zswap_charge(e.memcg, e.length as u64, -1);
+            self.zswap_fit_frames();
+        }
+    }
+
+    /// At a group's offline its obj_cgroup moves to the parent (memcg_reparent_objcgs()):
+    /// so do its zswap entries, their bytes and their charge.
+    pub(crate) fn zswap_memcg_offline(&mut self, memcg: MemcgId, parent: MemcgId) {
+        let moved: Vec<(SwapSlot, u32)> = self
+            .zswap
+            .entries()
+            .filter(|(_, e)| e.memcg == memcg)
+            .map(|(s, e)| (s, e.length))
+            .collect();
+        for (slot, len) in moved {
+            self.zswap_charge(memcg, len as u64, -1);
+            self.zswap.set_memcg(slot, parent);
+            self.zswap_charge(parent, len as u64, 1);
+        }
     }
 }
 

@@ -594,6 +594,10 @@ pub fn header(cfg: &MachineConfig) -> String {
             cfg.shmem_thp.name()
         ));
     }
+    // zswap is off on the kernel's command line (zswap.enabled=0); `zswap=on` turns it on.
+    if cfg.zswap {
+        h.push_str("echo 1 > /sys/module/zswap/parameters/enabled\n");
+    }
     h.push_str(&format!(
         "echo {} > /proc/sys/vm/watermark_scale_factor\n",
         cfg.watermark_scale_factor
