@@ -1849,6 +1849,10 @@ impl Machine {
         split: &mut Vec<Pfn>,
     ) -> Verdict {
         let owner = self.frames.memcg(pfn);
+        // What the page holds, for zswap: a tmpfs page no one maps was written by write(),
+        // which the workloads do with zeros (dd); other pages hold what they write through
+        // their mappings.
+        let zero_filled = flags & pf::MAPPED == 0 && self.page_in_shmem_file(pfn);
         let slot = match self.swapcache_slot(pfn) {
             Some(slot) => slot,
             None if self.page_in_shmem_file(pfn) => {
@@ -1912,7 +1916,7 @@ impl Machine {
             }
             self.unmap_anon_to_swap(pfn, slot);
         }
-        if self.frames.test(pfn, pf::DIRTY) && self.zswap_store(pfn, slot, owner) {
+        if self.frames.test(pfn, pf::DIRTY) && self.zswap_store(slot, owner, zero_filled) {
             // swap_writepage(): frontswap_store() took the page; its writeback starts and
             // ends at once, with no I/O.
             self.frames.clear(pfn, pf::DIRTY);

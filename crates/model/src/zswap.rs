@@ -28,9 +28,9 @@
 //! (obj_cgroup_charge_zswap(), forced: memory.current as kernel memory in whole pages,
 //! `zswap` and `zswapped`), ZSWPOUT and ZSWPIN, and the frames the pool's pages take.
 //!
-//! Simplified: every page the workloads write has one content, the oracle guest helper's (a
-//! byte, then zeros), whose compressed length per compressor is what Linux 6.1 charged for
-//! it; the shrink work's writeback is kept here but not yet run by the machine (a full pool
+//! Simplified: a page holds what the oracle guest helper writes: through a mapping, a byte
+//! then zeros, whose compressed length per compressor is what Linux 6.1 charged for it; a
+//! tmpfs page written by write() (dd), zeros, a same-filled page; the shrink work's writeback is kept here but not yet run by the machine (a full pool
 //! only rejects stores); the compressed bytes are rounded to pages per group apart from the
 //! obj_cgroup's slab remainder; zsmalloc's pages are counted as if every class were
 //! compacted (whole zspages for its live objects); the compress and decompress costs are
@@ -877,25 +877,24 @@ impl crate::machine::Machine {
         true
     }
 
-    /// swap_writepage()'s frontswap_store() of the page `pfn` of `memcg` going to `slot`:
-    /// true when zswap took it (the write then starts and ends at once, with no I/O and no
+    /// swap_writepage()'s frontswap_store() of a page of `memcg` going to `slot` (all zeros,
+    /// or holding what the workloads write): true when zswap took it (the write then starts and ends at once, with no I/O and no
     /// PSWPOUT), after the compressor's CPU time.
     pub(crate) fn zswap_store(
         &mut self,
-        pfn: crate::page_cgroup::Pfn,
         slot: SwapSlot,
         memcg: MemcgId,
+        zero_filled: bool,
     ) -> bool {
         if !self.zswap.params.enabled {
             return false;
         }
         let may = self.obj_cgroup_may_zswap(memcg);
-        // The page's content decides its compressed length: every page the workloads
-        // write holds the same (`pfn` will choose once pages carry kinds of content).
-        let _ = pfn;
-        let dlen = written_page_dlen(&self.zswap.params.compressor);
+        // zswap_is_page_same_filled() for a zero page; else what the workloads write
+        // through a mapping compresses to its measured length.
+        let dlen = (!zero_filled).then(|| written_page_dlen(&self.zswap.params.compressor));
         let totalram = self.totalram_pages;
-        let (r, dropped) = self.zswap.store(slot, memcg, may, Some(dlen), totalram);
+        let (r, dropped) = self.zswap.store(slot, memcg, may, dlen, totalram);
         if let Some(e) = dropped {
             self.zswap_charge(e.memcg, e.length as u64, -1);
         }
