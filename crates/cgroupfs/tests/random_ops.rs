@@ -18,20 +18,21 @@ enum Op {
 }
 
 const GROUPS: [&str; 5] = ["/", "/a", "/b", "/a/c", "/a/d"];
-const FILES: [&str; 6] = [
+const FILES: [&str; 7] = [
     "memory.max",
     "memory.high",
     "memory.low",
     "memory.min",
     "memory.swap.max",
     "memory.oom.group",
+    "memory.zswap.max",
 ];
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         (0u8..5).prop_map(Op::Mkdir),
         (1u8..5).prop_map(Op::Rmdir),
-        (1u8..5, 0usize..6, 0u16..64).prop_map(|(g, f, v)| Op::Write(g, FILES[f], v)),
+        (1u8..5, 0usize..7, 0u16..64).prop_map(|(g, f, v)| Op::Write(g, FILES[f], v)),
         (
             0u8..5,
             prop_oneof![
@@ -127,8 +128,12 @@ fn apply(sys: &mut System, ops: &[Op]) -> String {
     log
 }
 
-fn boot(swap: bool, v1: bool, huge_shmem: bool) -> System {
+fn boot(swap: bool, v1: bool, huge_shmem: bool, zswap: bool) -> System {
     let mut cfg = MachineConfig::default();
+    if zswap {
+        // Reclaimed anon and shmem pages go to zswap first.
+        cfg.set("zswap", "on").unwrap();
+    }
     if huge_shmem {
         // Huge folios for every tmpfs and shared mapping.
         cfg.set("shmem_thp", "force").unwrap();
@@ -147,9 +152,9 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 160, .. ProptestConfig::default() })]
 
     #[test]
-    fn invariants_hold_and_runs_are_deterministic(ops in prop::collection::vec(op(), 1..40), swap in any::<bool>(), v1 in any::<bool>(), huge_shmem in any::<bool>()) {
-        let a = apply(&mut boot(swap, v1, huge_shmem), &ops);
-        let b = apply(&mut boot(swap, v1, huge_shmem), &ops);
+    fn invariants_hold_and_runs_are_deterministic(ops in prop::collection::vec(op(), 1..40), swap in any::<bool>(), v1 in any::<bool>(), huge_shmem in any::<bool>(), zswap in any::<bool>()) {
+        let a = apply(&mut boot(swap, v1, huge_shmem, zswap), &ops);
+        let b = apply(&mut boot(swap, v1, huge_shmem, zswap), &ops);
         prop_assert_eq!(a, b);
     }
 }

@@ -883,8 +883,10 @@ impl Machine {
         let mut child_min = vec![0u64; n];
         let mut child_low = vec![0u64; n];
         for &i in &order {
-            // zswap's compressed bytes are charged too, in whole pages (zswap.rs).
+            // zswap's compressed bytes are charged too, in whole pages, as kernel memory
+            // (zswap.rs).
             sub_pages[i] += owned[i][3] as u64 + sub_kmem[i] + self.memcgs[i].zswap_pages;
+            sub_kmem_tree[i] += self.memcgs[i].zswap_pages;
             sub_swap[i] += swap_owned[i] as u64;
             let c = self.memory.get(i);
             if i != ROOT_MEMCG as usize {

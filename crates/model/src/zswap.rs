@@ -847,16 +847,22 @@ impl crate::machine::Machine {
         let had = self.memcg(memcg).zswap_pages;
         if want > had {
             self.memory.charge(memcg as usize, want - had);
+            if self.is_v1() {
+                self.memsw.charge(memcg as usize, want - had);
+            }
         } else if had > want {
             self.memory.uncharge(memcg as usize, had - want);
+            if self.is_v1() {
+                self.memsw.uncharge(memcg as usize, had - want);
+            }
         }
         self.memcg_mut(memcg).zswap_pages = want;
         self.memcg_account_kmem(memcg, want as i64 - had as i64);
     }
 
-    /// Give the pool the frames its pages need now (taken from the free lists without
-    /// reclaim, as zbud's __GFP_NORETRY allocation in reclaim) or back those it no longer
-    /// needs. False: no frame was to be had.
+    /// Give the pool the frames its pages need now (from the free lists above the min
+    /// watermark, without reclaim, as zbud's allocation in reclaim) or back those it no
+    /// longer needs. False: no frame was to be had.
     fn zswap_fit_frames(&mut self) -> bool {
         let want = self.zswap.pool_pages() as usize;
         while self.zswap_frames.len() > want {
@@ -864,11 +870,16 @@ impl crate::machine::Machine {
             self.free_frame(pfn);
         }
         while self.zswap_frames.len() < want {
-            match self.frames.pop(crate::buddy::MigrateType::Unmovable) {
+            // zpool_malloc()'s __GFP_NORETRY | __GFP_KSWAPD_RECLAIM: the free lists down to
+            // the min watermark, no direct reclaim.
+            let got = self.get_page_from_freelist(
+                crate::mmzone::Wmark::Min,
+                0,
+                crate::buddy::MigrateType::Unmovable,
+            );
+            match got {
                 Some(pfn) => {
-                    self.frames.meta[pfn as usize].pc.flags = crate::page_cgroup::LRU_NONE
-                        | crate::page_cgroup::pf::ALLOCATED
-                        | crate::page_cgroup::pf::KERNEL;
+                    self.frames.meta[pfn as usize].pc.flags |= crate::page_cgroup::pf::KERNEL;
                     self.zswap_frames.push(pfn);
                 }
                 None => return false,
