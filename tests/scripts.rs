@@ -296,6 +296,8 @@ script_tests! {
     shmem_huge => "shmem/huge.mcg",
     // zswap: parameters, stores instead of device writes, memory.zswap.max, loads.
     swap_zswap => "swap/zswap.mcg",
+    // zswap's pool limit: stores stop at max_pool_percent, the rest goes to the device.
+    swap_zswap_pool => "swap/zswap_pool.mcg",
     // The kubelet's tree on cgroup v2: its files as written, memory.high throttling, the
     // container's group OOM kill.
     node_kubelet => "node/kubelet.mcg",
