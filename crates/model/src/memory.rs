@@ -354,11 +354,8 @@ impl Machine {
         self.swap.add_cache(slot, pfn);
         self.mod_stat(memcg, Stat::SwapCached, 1);
         // swap_readpage(): frontswap_load() first; a page zswap holds needs no I/O.
-        if self.zswap.entry(slot).is_some() {
+        if self.count_swapin(slot, memcg) {
             self.spend_cpu(self.cfg.costs.zswap_decompress_ns);
-            self.zswap_count_load(slot, memcg);
-        } else {
-            self.mod_stat(memcg, Stat::Pswpin, 1);
         }
         // mem_cgroup_swapin_uncharge_swap(): on v1 the page's memsw charge replaces the
         // entry's; on v2 the slot keeps its swap charge while the page lives.
@@ -622,11 +619,19 @@ impl Machine {
         if shadow != 0 {
             self.workingset_refault(pfn, shadow);
         }
-        if self.zswap.entry(slot).is_some() {
+        self.count_swapin(slot, memcg);
+    }
+
+    /// The event of a page of `memcg` read from `slot`: ZSWPIN when zswap held it (true),
+    /// else PSWPIN.
+    fn count_swapin(&mut self, slot: SwapSlot, memcg: MemcgId) -> bool {
+        let from_zswap = self.zswap.entry(slot).is_some();
+        if from_zswap {
             self.zswap_count_load(slot, memcg);
         } else {
             self.mod_stat(memcg, Stat::Pswpin, 1);
         }
+        from_zswap
     }
 
     /// add_to_swap() and add_to_swap_cache() for a page of `owner` that reclaim writes out:

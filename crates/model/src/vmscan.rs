@@ -1852,10 +1852,11 @@ impl Machine {
         // What the page holds, for zswap: a tmpfs page no one maps was written by write(),
         // which the workloads do with zeros (dd); other pages hold what they write through
         // their mappings.
-        let zero_filled = flags & pf::MAPPED == 0 && self.page_in_shmem_file(pfn);
+        let in_shmem_file = self.page_in_shmem_file(pfn);
+        let zero_filled = flags & pf::MAPPED == 0 && in_shmem_file;
         let slot = match self.swapcache_slot(pfn) {
             Some(slot) => slot,
-            None if self.page_in_shmem_file(pfn) => {
+            None if in_shmem_file => {
                 // A huge shmem folio is split first (6.1 splits it even without swap), its
                 // tails taken next; then the page is unmapped, dropped if clean, or moved to
                 // the swap cache by shmem_writepage() (shmem.rs).

@@ -695,14 +695,21 @@ impl Zswap {
         Some(e)
     }
 
-    /// The slot's entry, if any.
+    /// The slot's entry, if any (nothing to look up while zswap holds nothing: the swap
+    /// paths ask on every swap-in and slot release).
     pub fn entry(&self, slot: SwapSlot) -> Option<Entry> {
+        if self.entries.is_empty() {
+            return None;
+        }
         self.entries.get(&slot).copied()
     }
 
     /// zswap_frontswap_invalidate_page(): the slot is freed; its entry goes, and is
     /// returned for the caller to uncharge.
     pub fn invalidate(&mut self, slot: SwapSlot) -> Option<Entry> {
+        if self.entries.is_empty() {
+            return None;
+        }
         let e = self.entries.remove(&slot)?;
         if e.length == 0 {
             self.stats.same_filled_pages -= 1;
