@@ -84,6 +84,8 @@ const AGREEING: &[&str] = &[
     "tests/shmem/huge.mcg",
     "tests/node/kubelet.mcg",
     "tests/swap/zswap_pool.mcg",
+    "tests/swap/zswap_accept.mcg",
+    "tests/swap/zswap_data.mcg",
     "tests/dirty/sysctl.mcg",
     "tests/psi/high_throttle.mcg",
     "tests/psi/direct_reclaim.mcg",
@@ -179,7 +181,7 @@ fn agreeing_scripts_share_boots() -> Result<(), Failed> {
     assert_eq!(reach("tests/shmem/tmpfs.mcg"), Default::default());
     // shmem_enabled is machine-wide.
     assert!(reach("tests/shmem/huge.mcg").writes_machine);
-    assert_eq!(boots.len(), 27, "{shown:#?}");
+    assert_eq!(boots.len(), 29, "{shown:#?}");
     Ok(())
 }
 

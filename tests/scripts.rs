@@ -298,6 +298,12 @@ script_tests! {
     swap_zswap => "swap/zswap.mcg",
     // zswap's pool limit: stores stop at max_pool_percent, the rest goes to the device.
     swap_zswap_pool => "swap/zswap_pool.mcg",
+    // The pool's accept threshold: no store after a full pool until below 90% of it.
+    swap_zswap_accept => "swap/zswap_accept.mcg",
+    // Compressors and zpools switched at run time, each a pool of its own.
+    swap_zswap_compressors => "swap/zswap_compressors.mcg",
+    // Page contents (anon --data): text, half random, zeros, random; zstd on zsmalloc.
+    swap_zswap_data => "swap/zswap_data.mcg",
     // The kubelet's tree on cgroup v2: its files as written, memory.high throttling, the
     // container's group OOM kill.
     node_kubelet => "node/kubelet.mcg",

@@ -228,7 +228,7 @@ static void usage(void)
 {
     static const char text[] =
         "usage: mcgh anon SIZE [--passes N] [--madvise hugepage|nohugepage] [--dontneed SIZE]\n"
-        "                 [--hold NAME]\n"
+        "                 [--data byte|zero|text|random|ratio=R] [--hold NAME]\n"
         "       mcgh pagecache SIZE [--file NAME] [--hold NAME]\n"
         "       mcgh mlock SIZE [--hold NAME]\n"
         "       mcgh shmem SIZE [--passes N] [--memfd] [--madvise hugepage|nohugepage]\n"
@@ -433,7 +433,12 @@ struct workload {
     int map;                /* access: 0 = read()/write(), 1 = mmap, 2 = mmap PROT_EXEC */
     int cold;               /* access, cat: extend the file with data on disk, not cached */
     uint64_t rate;          /* access: accesses per second; 0 = unpaced */
+    int data;               /* anon: what each write puts in its page (DATA_*) */
+    unsigned data_random;   /* anon, DATA_RATIO: random bytes at the start of a page */
 };
+
+/* anon --data: what each pass writes into a page. */
+enum { DATA_BYTE, DATA_ZERO, DATA_TEXT, DATA_RANDOM, DATA_RATIO };
 
 static uint64_t now_ns(void)
 {
@@ -920,6 +925,25 @@ static int parse_workload(int argc, char **argv, struct workload *wl)
                 wl->madvise = MADV_NOHUGEPAGE;
             else
                 usage_exit("bad --madvise", argv[i + 1]);
+        } else if (strcmp(opt, "--data") == 0 && wl->kind == WL_ANON) {
+            const char *v = argv[i + 1];
+            if (strcmp(v, "byte") == 0)
+                wl->data = DATA_BYTE;
+            else if (strcmp(v, "zero") == 0)
+                wl->data = DATA_ZERO;
+            else if (strcmp(v, "text") == 0)
+                wl->data = DATA_TEXT;
+            else if (strcmp(v, "random") == 0)
+                wl->data = DATA_RANDOM;
+            else if (strncmp(v, "ratio=", 6) == 0) {
+                char *end;
+                double r = strtod(v + 6, &end);
+                if (*end != '\0' || !(r >= 1.0) || r > 4096.0)
+                    usage_exit("bad --data ratio", v);
+                wl->data = DATA_RATIO;
+                wl->data_random = (unsigned)ceil((double)MCGH_PAGE / r);
+            } else
+                usage_exit("bad --data", v);
         } else if (strcmp(opt, "--file") == 0 && wl->kind == WL_PAGECACHE) {
             if (argv[i + 1][0] == '\0')
                 usage_exit("bad --file NAME", argv[i + 1]);
@@ -973,8 +997,64 @@ static _Noreturn void hold_forever(const char *name)
         pause();
 }
 
-/* The end of anon and shmem: write one byte of every page of buf, PASSES
- * times, then hold (if asked) or unmap it. */
+/* splitmix64: the stream of a page's --data bytes. */
+static uint64_t data_next(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* The words of --data text. */
+static const char *const data_words[32] = {
+    "the", "of", "and", "to", "in", "memory", "page", "is", "for", "that",
+    "with", "cgroup", "on", "as", "reclaim", "by", "it", "from", "this", "be",
+    "kernel", "are", "at", "or", "limit", "an", "which", "swap", "not", "when",
+    "file", "each",
+};
+
+/* One pass's write of the page at p (page number idx) as wl->data asks: one
+ * byte (the pass number, the rest of the page as it was: zeros), zeros,
+ * words and spaces, random bytes, or random bytes at the start of the page
+ * and zeros after (--data ratio=R). */
+static void write_page(const struct workload *wl, volatile char *p, size_t idx,
+                       unsigned long pass)
+{
+    uint64_t x = ((uint64_t)idx << 20) ^ (uint64_t)pass;
+    size_t i = 0, n;
+
+    switch (wl->data) {
+    case DATA_BYTE:
+        p[0] = (char)(pass + 1);
+        break;
+    case DATA_ZERO:
+        p[0] = 0;
+        break;
+    case DATA_TEXT:
+        while (i < MCGH_PAGE) {
+            const char *w = data_words[data_next(&x) % 32];
+            for (; *w != '\0' && i < MCGH_PAGE; w++)
+                p[i++] = *w;
+            if (i < MCGH_PAGE)
+                p[i++] = (data_next(&x) % 12 == 0) ? '\n' : ' ';
+        }
+        break;
+    case DATA_RANDOM:
+    case DATA_RATIO:
+        n = wl->data == DATA_RANDOM ? MCGH_PAGE : wl->data_random;
+        for (; i < n; i += 8) {
+            uint64_t r = data_next(&x);
+            size_t k;
+            for (k = 0; k < 8 && i + k < n; k++)
+                p[i + k] = (char)(r >> (8 * k));
+        }
+        break;
+    }
+}
+
+/* The end of anon and shmem: write every page of buf (one byte of it unless
+ * --data says otherwise), PASSES times, then hold (if asked) or unmap it. */
 static int write_hold_unmap(const struct workload *wl, volatile char *buf, size_t size)
 {
     unsigned long pass;
@@ -982,7 +1062,7 @@ static int write_hold_unmap(const struct workload *wl, volatile char *buf, size_
 
     for (pass = 0; pass < wl->passes; pass++)
         for (off = 0; off < size; off += MCGH_PAGE)
-            buf[off] = (char)(pass + 1);
+            write_page(wl, buf + off, off / MCGH_PAGE, pass);
     if (wl->dontneed > 0 && size > 0) {
         /* The last DONTNEED bytes of every whole 2 MiB-aligned range of the mapping
          * (the simulator's mappings start aligned; here the ranges are found). */

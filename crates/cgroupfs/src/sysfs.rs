@@ -5,7 +5,9 @@
 //! for one trailing newline) and khugepaged/ (mm/khugepaged.c: the sleeps and
 //! pages_to_scan as kstrtouint() reads them, EINVAL for anything else and for 0 pages;
 //! max_ptes_* up to 511; defrag 0 or 1; pages_collapsed and full_scans read-only), and
-//! /sys/module/zswap/parameters/ (mm/zswap.c's module parameters, zswap.rs).
+//! /sys/module/zswap/parameters/ (mm/zswap.c's module parameters, zswap.rs) and zswap's
+//! debugfs counters in /sys/kernel/debug/zswap/ (read-only, as debugfs_create_u64() and
+//! debugfs_create_atomic_t() make them).
 
 use memcgsim_model::huge_memory::{ShmemHuge, ThpDefrag, ThpEnabled, HPAGE_PMD_NR};
 use memcgsim_model::{Errno, PAGE_SIZE};
@@ -39,6 +41,16 @@ pub(crate) fn files() -> &'static [&'static str] {
         "module/zswap/parameters/accept_threshold_percent",
         "module/zswap/parameters/same_filled_pages_enabled",
         "module/zswap/parameters/non_same_filled_pages_enabled",
+        "kernel/debug/zswap/pool_limit_hit",
+        "kernel/debug/zswap/reject_reclaim_fail",
+        "kernel/debug/zswap/reject_alloc_fail",
+        "kernel/debug/zswap/reject_kmemcache_fail",
+        "kernel/debug/zswap/reject_compress_poor",
+        "kernel/debug/zswap/written_back_pages",
+        "kernel/debug/zswap/duplicate_entry",
+        "kernel/debug/zswap/pool_total_size",
+        "kernel/debug/zswap/stored_pages",
+        "kernel/debug/zswap/same_filled_pages",
     ]
 }
 
@@ -51,11 +63,16 @@ pub(crate) fn dirs() -> &'static [&'static str] {
         "module",
         "module/zswap",
         "module/zswap/parameters",
+        "kernel/debug",
+        "kernel/debug/zswap",
     ]
 }
 
 /// /sys/module/zswap/parameters/: zswap's module parameters (zswap.rs).
 const ZSWAP: &str = "module/zswap/parameters/";
+
+/// /sys/kernel/debug/zswap/: zswap's counters.
+const ZSWAP_DEBUG: &str = "kernel/debug/zswap/";
 
 /// sysfs_streq(): equal, a trailing newline on either side aside.
 fn streq(data: &str, word: &str) -> bool {
@@ -66,6 +83,23 @@ pub(crate) fn read(sys: &System, f: &str) -> Result<String, Errno> {
     let m = &sys.machine;
     if let Some(p) = f.strip_prefix(ZSWAP) {
         return m.zswap.params.read(p).ok_or(Errno::ENOENT);
+    }
+    if let Some(p) = f.strip_prefix(ZSWAP_DEBUG) {
+        let z = &m.zswap.stats;
+        let v = match p {
+            "pool_limit_hit" => z.pool_limit_hit,
+            "reject_reclaim_fail" => z.reject_reclaim_fail,
+            "reject_alloc_fail" => z.reject_alloc_fail,
+            "reject_kmemcache_fail" => z.reject_kmemcache_fail,
+            "reject_compress_poor" => z.reject_compress_poor,
+            "written_back_pages" => z.written_back_pages,
+            "duplicate_entry" => z.duplicate_entry,
+            "pool_total_size" => m.zswap.pool_pages() * PAGE_SIZE,
+            "stored_pages" => m.zswap.stored_pages(),
+            "same_filled_pages" => z.same_filled_pages,
+            _ => return Err(Errno::ENOENT),
+        };
+        return Ok(format!("{v}\n"));
     }
     match f.strip_prefix(THP) {
         Some("enabled") => Ok(m.thp.enabled.show()),

@@ -15,7 +15,12 @@ enum Op {
     Advance(u16),
     KillAll,
     Reclaim(u8, u16),
+    /// zswap's max_pool_percent: small pools fill, refuse and write back.
+    PoolPercent(u8),
 }
+
+/// What an `anon` task's pages hold (`--data`), by the run's size.
+const DATA: [&str; 6] = ["byte", "zero", "text", "random", "ratio=1.05", "ratio=3"];
 
 const GROUPS: [&str; 5] = ["/", "/a", "/b", "/a/c", "/a/d"];
 const FILES: [&str; 7] = [
@@ -49,6 +54,7 @@ fn op() -> impl Strategy<Value = Op> {
         (1u16..2000).prop_map(Op::Advance),
         Just(Op::KillAll),
         (0u8..5, 1u16..32).prop_map(|(g, mb)| Op::Reclaim(g, mb)),
+        (0u8..4).prop_map(Op::PoolPercent),
     ]
 }
 
@@ -92,6 +98,9 @@ fn apply(sys: &mut System, ops: &[Op]) -> String {
                 } else if *hold {
                     args.push("--hold".into());
                 }
+                if *w == "anon" {
+                    args.extend(["--data".into(), DATA[*mb as usize % DATA.len()].into()]);
+                }
                 let prog = memcgsim_workloads::build(w, &args).expect("valid workload");
                 if let Ok(p) = sys.spawn(GROUPS[*g as usize], SpawnOpts::default(), prog) {
                     pids.push(p);
@@ -109,6 +118,12 @@ fn apply(sys: &mut System, ops: &[Op]) -> String {
                 let _ = sys.write(
                     &format!("{}/memory.reclaim", GROUPS[*g as usize]),
                     &format!("{mb}M"),
+                );
+            }
+            Op::PoolPercent(p) => {
+                let _ = sys.write(
+                    "/sys/module/zswap/parameters/max_pool_percent",
+                    &p.to_string(),
                 );
             }
         }

@@ -278,7 +278,7 @@ fn figure_specs(sc: &Scenario, runs: &[RunResult]) -> Vec<(String, Kind, Extract
             format!("of cgroup {cg}")
         };
         type G = fn(&CgroupSummary) -> Option<u64>;
-        let items: [(&str, Kind, G); 17] = [
+        let items: [(&str, Kind, G); 21] = [
             ("peak usage", Kind::Size, |c| c.usage_peak),
             ("usage avg", Kind::Size, |c| c.usage_avg),
             ("swap peak", Kind::Size, |c| c.swap_peak),
@@ -286,6 +286,12 @@ fn figure_specs(sc: &Scenario, runs: &[RunResult]) -> Vec<(String, Kind, Extract
             ("pgmajfault", Kind::Count, |c| c.pgmajfault),
             ("pswpin", Kind::Count, |c| c.pswpin),
             ("pswpout", Kind::Count, |c| c.pswpout),
+            ("zswap peak", Kind::Size, |c| c.zswap_peak),
+            ("zswpin", Kind::Count, |c| c.zswpin),
+            ("zswpout", Kind::Count, |c| c.zswpout),
+            ("workingset_refault_anon", Kind::Count, |c| {
+                c.workingset_refault_anon
+            }),
             ("pgscan", Kind::Count, |c| c.pgscan),
             ("pgsteal", Kind::Count, |c| c.pgsteal),
             ("oom_kill", Kind::Count, |c| c.oom_kill),

@@ -162,6 +162,18 @@ pub struct CgroupSummary {
     pub thp_collapse_alloc: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compact_stall: Option<u64>,
+    /// zswap and refaults, when the scenario samples them (`[run] stats` naming `zswap`,
+    /// `zswpin`, `zswpout`, `workingset_refault_anon`): the group's largest compressed
+    /// size (the machine's: /proc/meminfo's Zswap is not sampled), and the events at the end
+    /// (the machine's from /proc/vmstat).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zswap_peak: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zswpin: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zswpout: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workingset_refault_anon: Option<u64>,
 }
 
 /// One started task (one copy, one repetition), or a task that never started.
@@ -1184,6 +1196,10 @@ fn summarise(
             thp_fault_fallback: None,
             thp_collapse_alloc: ts.last(cg, "memory.stat:thp_collapse_alloc"),
             compact_stall: None,
+            zswap_peak: ts.max(cg, "memory.stat:zswap"),
+            zswpin: ts.last(cg, "memory.stat:zswpin"),
+            zswpout: ts.last(cg, "memory.stat:zswpout"),
+            workingset_refault_anon: ts.last(cg, "memory.stat:workingset_refault_anon"),
         });
     }
     let m = MACHINE_ROW;
@@ -1220,6 +1236,10 @@ fn summarise(
         thp_fault_fallback: vm("thp_fault_fallback"),
         thp_collapse_alloc: vm("thp_collapse_alloc"),
         compact_stall: vm("compact_stall"),
+        zswap_peak: None,
+        zswpin: vm("zswpin"),
+        zswpout: vm("zswpout"),
+        workingset_refault_anon: vm("workingset_refault_anon"),
     });
     out
 }

@@ -192,9 +192,10 @@ pub struct Costs {
     /// dirty bit for I/O, setting writeback, the file system's bio), charged to the flusher
     /// thread's CPU. Default 1000 ns.
     pub writepage_ns: u64,
-    /// zswap: compressing one page at its store, and decompressing it at a load. Defaults
-    /// 2000 and 1000 ns: the order of lzo on a page that is mostly zeros, as the workloads
-    /// write them (not yet calibrated against Linux).
+    /// zswap: lzo compressing one page at its store, and decompressing it at a load; the
+    /// other compressors take these times in proportion to their published speeds
+    /// (zswap.rs). Defaults 10,396 and 7,434 ns: a 4 KiB page at lzbench's 394 and 551 MB/s
+    /// for lzo1x -1 (docs/FIDELITY.md).
     pub zswap_compress_ns: u64,
     pub zswap_decompress_ns: u64,
     /// Scheduling quantum: how long a task runs before the next event is looked at. 1 ms.
@@ -271,9 +272,10 @@ pub struct MachineConfig {
     /// /sys/kernel/mm/swap/vma_ra_enabled: swap readahead follows the faulting VMA
     /// (swap_vma_readahead()) when the swap device is not rotational. Default on.
     pub swap_vma_ra: bool,
-    /// zswap's `enabled` at boot (zswap.enabled=): off, as Debian's 6.1 builds it without
-    /// CONFIG_ZSWAP_DEFAULT_ON (zswap.rs).
-    pub zswap: bool,
+    /// zswap's module parameters at boot (zswap.enabled=, zswap.compressor= ...): `enabled`
+    /// off, as Debian's 6.1 builds it without CONFIG_ZSWAP_DEFAULT_ON; lzo on zbud, 20 % of
+    /// RAM, accepting again below 90 % of that (zswap.rs).
+    pub zswap: crate::zswap::ZswapParams,
     /// /sys/kernel/mm/transparent_hugepage/enabled at boot (huge_memory.rs). Default never
     /// for now, so that every result from before huge pages stays as it was; Debian's 6.1
     /// boots with always.
@@ -326,7 +328,7 @@ impl Default for MachineConfig {
             device: DeviceConfig::profile("ssd").expect("a profile"),
             swap_device: None,
             swap_vma_ra: true,
-            zswap: false,
+            zswap: Default::default(),
             thp: crate::huge_memory::ThpEnabled::Always,
             thp_defrag: crate::huge_memory::ThpDefrag::Madvise,
             shmem_thp: crate::huge_memory::ShmemHuge::Never,
@@ -342,8 +344,8 @@ impl Default for MachineConfig {
                 reclaim_ns: 300,
                 pageout_ns: 1_000,
                 writepage_ns: 1_000,
-                zswap_compress_ns: 2_000,
-                zswap_decompress_ns: 1_000,
+                zswap_compress_ns: 10_396,
+                zswap_decompress_ns: 7_434,
                 quantum_ns: 1_000_000,
                 memcg_iter_ns: 100,
                 ipi_ns: 2000,
@@ -524,6 +526,10 @@ impl MachineConfig {
         "swap_sync",
         "swap_vma_ra",
         "zswap",
+        "zswap_compressor",
+        "zswap_zpool",
+        "zswap_max_pool_percent",
+        "zswap_accept_threshold_percent",
         "thp",
         "thp_defrag",
         "shmem_thp",
@@ -689,7 +695,22 @@ impl MachineConfig {
                     }
                 }
                 "swap_vma_ra" => self.swap_vma_ra = parse_bool(value)?,
-                "zswap" => self.zswap = parse_bool(value)?,
+                "zswap" => self.zswap.enabled = parse_bool(value)?,
+                "zswap_compressor" | "zswap_zpool" => {
+                    let param = &key["zswap_".len()..];
+                    self.zswap.write(param, value).map_err(|_| {
+                        let known = if param == "zpool" {
+                            crate::zswap::ZPOOLS
+                        } else {
+                            crate::zswap::COMPRESSORS
+                        };
+                        format!("expected one of {}, got '{value}'", known.join(", "))
+                    })?
+                }
+                "zswap_max_pool_percent" | "zswap_accept_threshold_percent" => self
+                    .zswap
+                    .write(&key["zswap_".len()..], value)
+                    .map_err(|_| format!("expected a percentage, got '{value}'"))?,
                 "thp" => {
                     self.thp =
                         crate::huge_memory::ThpEnabled::from_name(value).ok_or_else(|| {

@@ -173,10 +173,7 @@ impl Machine {
                 split_queue: Default::default(),
             },
             shmem: crate::shmem::Shmem::new(nr_frames as u64, cfg.shmem_thp),
-            zswap: crate::zswap::Zswap::new(crate::zswap::ZswapParams {
-                enabled: cfg.zswap,
-                ..Default::default()
-            }),
+            zswap: crate::zswap::Zswap::new(cfg.zswap.clone()),
             zswap_frames: Vec::new(),
             khugepaged: Default::default(),
             compact_events: Default::default(),

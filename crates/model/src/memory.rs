@@ -56,6 +56,8 @@ pub struct VmaData {
     pub swap_ra: crate::swapfile::VmaSwapRa,
     /// madvise(MADV_HUGEPAGE / MADV_NOHUGEPAGE) on the mapping (huge_memory.rs).
     pub huge: crate::huge_memory::HugeAdvice,
+    /// What the task writes into its pages (zswap.rs).
+    pub data: crate::zswap::PageData,
 }
 
 impl VmaData {
@@ -107,6 +109,7 @@ impl Machine {
             pt_pages: 0,
             swap_ra: Default::default(),
             huge: Default::default(),
+            data: Default::default(),
         });
         let t = self.task_mut(pid);
         t.vmas.push(id);
@@ -334,29 +337,37 @@ impl Machine {
     /// left goes on at its next allocation. Returns whether a page was read ahead; false
     /// stops the readahead.
     fn swapin_readahead_page(&mut self, slot: SwapSlot, fallback: MemcgId) -> bool {
-        let owner = self.swap.owner(slot);
         let memcg = self.swapin_memcg(slot, fallback);
         let Ok(pfn) = self.alloc_charged_page(memcg) else {
             return false;
         };
+        self.add_swap_cache_page(pfn, memcg, slot);
+        // SetPageReadahead(): a fault that finds it counts a readahead hit.
+        self.frames.set(pfn, PG_READAHEAD);
+        // swap_readpage(): frontswap_load() first; a page zswap holds needs no I/O.
+        if self.count_swapin(slot, memcg) {
+            self.spend_cpu(self.zswap_decompress_cost(slot));
+        }
+        true
+    }
+
+    /// The rest of __read_swap_cache_async() for the new page `pfn` of `slot`, charged to
+    /// `memcg` (swapin_memcg()): committed, in the swap cache, a refault if the slot's
+    /// shadow says so, on the inactive anon list; the caller fills it.
+    pub(crate) fn add_swap_cache_page(&mut self, pfn: Pfn, memcg: MemcgId, slot: SwapSlot) {
+        let owner = self.swap.owner(slot);
         self.commit_charge(pfn, memcg);
         self.frames.meta[pfn as usize].map = PageMap {
             mapping: SWAPCACHE_MAPPING,
             index: slot,
         };
-        // SetPageReadahead(): a fault that finds it counts a readahead hit.
-        self.frames
-            .set(pfn, pf::SWAPBACKED | pf::ONDISK | PG_READAHEAD);
+        self.frames.set(pfn, pf::SWAPBACKED | pf::ONDISK);
         let shadow = self.swap.shadow(slot);
         if shadow != 0 {
             self.workingset_refault(pfn, shadow);
         }
         self.swap.add_cache(slot, pfn);
         self.mod_stat(memcg, Stat::SwapCached, 1);
-        // swap_readpage(): frontswap_load() first; a page zswap holds needs no I/O.
-        if self.count_swapin(slot, memcg) {
-            self.spend_cpu(self.cfg.costs.zswap_decompress_ns);
-        }
         // mem_cgroup_swapin_uncharge_swap(): on v1 the page's memsw charge replaces the
         // entry's; on v2 the slot keeps its swap charge while the page lives.
         if self.is_v1() && owner != 0 {
@@ -364,7 +375,6 @@ impl Machine {
             self.swap.set_owner(slot, 0);
         }
         self.lru_add(pfn);
-        true
     }
 
     /// Allocate a frame and charge it to `memcg` (not yet committed to the frame). On failure
@@ -669,7 +679,7 @@ impl Machine {
         let workingset = shadow != 0 && crate::workingset::unpack_shadow(shadow).2;
         let memstall = workingset.then(|| self.psi_memstall_enter());
         if from_zswap {
-            self.spend_cpu(self.cfg.costs.zswap_decompress_ns);
+            self.spend_cpu(self.zswap_decompress_cost(slot));
         }
         if runs.is_empty() {
             // Nothing for the device.

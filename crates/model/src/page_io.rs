@@ -307,9 +307,13 @@ pub(crate) mod tests {
     #[test]
     fn a_synchronous_device_frees_in_the_same_pass() {
         let (mut m, a, _) = setup(true, 4096);
+        let written = m.writeback.nr_written;
         assert!(reclaim(&mut m, a, 32) >= 32);
         assert_eq!(m.stat_total(a, Stat::Writeback), 0);
         assert_eq!(m.stat_total(a, Stat::SwapCached), 0);
+        // NR_WRITTEN counts each page once, at the end of its write.
+        let out = m.stat_total(a, Stat::Pswpout);
+        assert_eq!(m.writeback.nr_written - written, out);
     }
 
     #[test]

@@ -591,6 +591,12 @@ impl TaskCtx<'_> {
             .madvise_dontneed(vma.0, start.min(len) as u32, end.min(len) as u32);
     }
 
+    /// What the task writes into the pages of `vma` (the workloads' `--data`), which is what
+    /// zswap compresses.
+    pub fn set_page_data(&mut self, vma: Vma, data: crate::zswap::PageData) {
+        self.m.vmas.v[vma.0 as usize].data = data;
+    }
+
     /// madvise(MADV_HUGEPAGE or MADV_NOHUGEPAGE) over a whole anonymous mapping: the
     /// mapping's VM_HUGEPAGE or VM_NOHUGEPAGE, which later faults' THP decisions read
     /// (huge_memory.rs).

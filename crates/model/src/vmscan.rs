@@ -1582,7 +1582,6 @@ impl Machine {
                 );
                 let ns = self.swap_dev().cpu_copy(&runs, true);
                 self.spend_cpu(ns);
-                self.writeback.nr_written += nr_pageout;
             } else {
                 // The bios of the batch wait in the reclaimer's plug (blk_start_plug() in
                 // shrink_lruvec()), merged, until the loop is done with its pages.
@@ -1850,10 +1849,17 @@ impl Machine {
     ) -> Verdict {
         let owner = self.frames.memcg(pfn);
         // What the page holds, for zswap: a tmpfs page no one maps was written by write(),
-        // which the workloads do with zeros (dd); other pages hold what they write through
-        // their mappings.
+        // which the workloads do with zeros (dd); other pages hold what their mapping's
+        // workload writes (`--data`).
         let in_shmem_file = self.page_in_shmem_file(pfn);
-        let zero_filled = flags & pf::MAPPED == 0 && in_shmem_file;
+        let data = match (in_shmem_file, flags & pf::MAPPED != 0) {
+            (true, false) => crate::zswap::PageData::Zero,
+            (false, true) => {
+                let vma = self.frames.meta[pfn as usize].map.mapping;
+                self.vmas.v[vma as usize].data
+            }
+            _ => crate::zswap::PageData::Byte,
+        };
         let slot = match self.swapcache_slot(pfn) {
             Some(slot) => slot,
             None if in_shmem_file => {
@@ -1917,7 +1923,7 @@ impl Machine {
             }
             self.unmap_anon_to_swap(pfn, slot);
         }
-        if self.frames.test(pfn, pf::DIRTY) && self.zswap_store(slot, owner, zero_filled) {
+        if self.frames.test(pfn, pf::DIRTY) && self.zswap_store(slot, owner, data) {
             // swap_writepage(): frontswap_store() took the page; its writeback starts and
             // ends at once, with no I/O.
             self.frames.clear(pfn, pf::DIRTY);

@@ -14,12 +14,17 @@
 //!   below accept_threshold_percent of the limit (zswap_can_accept()); a same-filled page is
 //!   an entry of length 0; the compressed page's allocation, which zbud refuses above 3968
 //!   bytes with its 8-byte header (reject_compress_poor) and zsmalloc above a page
-//!   (reject_alloc_fail). A store over an existing entry drops that entry (duplicate_entry).
+//!   (reject_alloc_fail). A store over an existing entry drops that entry first (__frontswap_store()
+//!   invalidates it, so duplicate_entry stays 0).
 //! - Loads keep the entry (exclusive loads came with 6.5); it goes when its swap slot is freed
 //!   (zswap_frontswap_invalidate_page()).
-//! - The shrink work (shrink_worker(), zbud_reclaim_page()) takes the zbud page at the tail
-//!   of the pool's LRU and writes its one or two entries back to the swap device, up to eight
-//!   pages tried; zsmalloc has no reclaim in 6.1 (reject_reclaim_fail).
+//! - The shrink work (shrink_worker(), zbud_reclaim_page()), queued by a store that finds
+//!   the pool full, takes the zbud page at the tail of the oldest pool's LRU and writes its
+//!   one or two entries back to the swap device (zswap_writeback_entry(): a new swap-cache
+//!   page, decompressed into, written with PG_reclaim), up to eight pages tried; zsmalloc
+//!   has no reclaim in 6.1 (reject_reclaim_fail). One run frees at most one zbud page, and
+//!   a pool just below its limit refuses stores by the accept threshold without queueing
+//!   the work again: 6.1's pool limit writes back little.
 //!
 //! `Zswap` keeps the pools, entries and counters and does no I/O. The machine's side (the
 //! `impl Machine` below) is the frontswap calls of mm/page_io.c and mm/swapfile.c: a store
@@ -28,16 +33,23 @@
 //! (obj_cgroup_charge_zswap(), forced: memory.current as kernel memory in whole pages,
 //! `zswap` and `zswapped`), ZSWPOUT and ZSWPIN, and the frames the pool's pages take.
 //!
-//! Simplified: a page holds what the oracle guest helper writes: through a mapping, a byte
-//! then zeros, whose compressed length per compressor is what Linux 6.1 charged for it; a
-//! tmpfs page written by write() (dd), zeros, a same-filled page; the shrink work's writeback is kept here but not yet run by the machine (a full pool
-//! only rejects stores); the compressed bytes are rounded to pages per group apart from the
-//! obj_cgroup's slab remainder; zsmalloc's pages are counted as if every class were
-//! compacted (whole zspages for its live objects); the compress and decompress costs are
-//! not calibrated.
+//! What a page compresses to is its mapping's `--data` ([`PageData`]), written by the
+//! workloads as the oracle's guest helper writes it, at the length Linux 6.1 compressed the
+//! helper's pages to, per compressor; a tmpfs page written by write() (dd) holds zeros, a
+//! same-filled page. A compression costs the compressor's published speed
+//! (docs/FIDELITY.md).
+//!
+//! Simplified: a page's compressed length is its kind's, whatever else it holds; the CPU
+//! time does not depend on the content; the shrink work runs once per queueing, at once,
+//! beside the reclaimer whose store queued it, on no simulated CPU, and its swap-cache
+//! pages are taken and charged without reclaim (6.1's kworker runs on another CPU, can be
+//! queued again while it runs, and allocates with GFP_KERNEL); the compressed bytes are
+//! rounded to pages per group apart from the obj_cgroup's slab remainder; zsmalloc's pages
+//! are counted as if every class were compacted (whole zspages for its live objects).
 
 use crate::errno::Errno;
 use crate::memcontrol::MemcgId;
+use crate::page_cgroup::pf;
 use crate::stat::Stat;
 use crate::swapfile::SwapSlot;
 
@@ -58,8 +70,8 @@ const ZS_HANDLE: u32 = 8;
 const ZS_CLASSES: usize = 255;
 const ZS_MAX_PAGES_PER_ZSPAGE: u32 = 4;
 
-/// The compressors Debian's 6.1 can load (crypto_has_acomp()).
-pub const COMPRESSORS: &[&str] = &["lzo", "lzo-rle", "lz4", "lz4hc", "zstd", "deflate", "842"];
+/// The compressors Debian's 6.1 can load (crypto_has_acomp(); it builds no 842).
+pub const COMPRESSORS: &[&str] = &["lzo", "lzo-rle", "lz4", "lz4hc", "zstd", "deflate"];
 /// The zpools Debian's 6.1 builds (zbud built in, zsmalloc a module; no z3fold).
 pub const ZPOOLS: &[&str] = &["zbud", "zsmalloc"];
 
@@ -203,6 +215,8 @@ pub enum Reject {
     PoolFull,
     /// Only same-filled pages are taken.
     NotSameFilled,
+    /// The compression failed: its output would pass a page (6.1 counts nothing).
+    CompressFail,
     /// The compressed page does not fit the allocator.
     CompressPoor,
     AllocFail,
@@ -461,6 +475,9 @@ struct Pool {
     compressor: String,
     alloc: Alloc,
     entries: u64,
+    /// When it went to the head of zswap_pools (made, or made current again): the pool
+    /// listed longest ago is the one zswap_pool_last_get() gives the shrink work.
+    listed: u64,
 }
 
 impl Pool {
@@ -484,6 +501,9 @@ pub struct Entry {
     last: bool,
 }
 
+/// A zbud page (its id) and the slots of its first and last buddies.
+type ZbudTail = (u32, [Option<SwapSlot>; 2]);
+
 /// zswap: its parameters, pools, entries by swap slot and counters.
 #[derive(Clone, Debug)]
 pub struct Zswap {
@@ -495,6 +515,8 @@ pub struct Zswap {
     reached_full: bool,
     /// The shrink work queued and not yet run.
     pub shrink_pending: bool,
+    /// Pools listed so far (for their `listed` order).
+    listings: u64,
     pub stats: ZswapStats,
 }
 
@@ -513,6 +535,7 @@ impl Zswap {
             entries: Default::default(),
             reached_full: false,
             shrink_pending: false,
+            listings: 0,
             stats: ZswapStats::default(),
         }
     }
@@ -532,13 +555,21 @@ impl Zswap {
                 }
             }
         }
-        // zswap_pool_find_get(): an existing pool of that kind is reused.
+        // zswap_pool_find_get(): an existing pool of that kind is reused, and goes to the
+        // head of the list again.
+        self.listings += 1;
+        let listed = self.listings;
         let found = self.pools.iter().position(|p| {
             p.as_ref()
                 .is_some_and(|p| p.zpool == zp && p.compressor == comp)
         });
         let id = match found {
-            Some(i) => i as u32,
+            Some(i) => {
+                if let Some(p) = self.pools[i].as_mut() {
+                    p.listed = listed;
+                }
+                i as u32
+            }
             None => {
                 let pool = Pool {
                     alloc: if zp == "zbud" {
@@ -549,6 +580,7 @@ impl Zswap {
                     zpool: zp,
                     compressor: comp,
                     entries: 0,
+                    listed,
                 };
                 match self.pools.iter().position(Option::is_none) {
                     Some(i) => {
@@ -659,6 +691,9 @@ impl Zswap {
             d => {
                 // A same-filled page with same_filled_pages_enabled off is compressed as any.
                 let dlen = d.unwrap_or(ZS_MIN).max(1);
+                if dlen > PAGE as u32 {
+                    return (Err(Reject::CompressFail), dropped);
+                }
                 let p = self.pools[pool as usize].as_mut().expect("current pool");
                 let r = match &mut p.alloc {
                     Alloc::Zbud(z) => z.alloc(dlen + ZSWAP_HEADER, slot).map(|(id, last)| {
@@ -726,64 +761,47 @@ impl Zswap {
         Some(e)
     }
 
-    /// shrink_worker(): zbud_reclaim_page() on the oldest pool. `writeback` writes a slot's
-    /// page to the swap device and says whether it did (false: the page is in the swap
-    /// cache already, or no memory); each entry written back is freed and returned for
-    /// uncharging. Err: nothing freed (reject_reclaim_fail counted).
-    pub fn shrink(
-        &mut self,
-        mut writeback: impl FnMut(SwapSlot) -> bool,
-    ) -> Result<Vec<Entry>, Errno> {
-        self.shrink_pending = false;
-        let Some(oldest) = self.pools.iter().position(Option::is_some) else {
-            self.stats.reject_reclaim_fail += 1;
-            return Err(Errno::EINVAL);
+    /// The compressor of pool `pool` (an entry's).
+    fn pool_compressor(&self, pool: u32) -> &str {
+        self.pools[pool as usize]
+            .as_ref()
+            .map_or("lzo", |p| p.compressor.as_str())
+    }
+
+    /// zswap_pool_last_get(): the pool listed longest ago.
+    fn oldest_pool(&self) -> Option<usize> {
+        (0..self.pools.len())
+            .filter(|&i| self.pools[i].is_some())
+            .min_by_key(|&i| self.pools[i].as_ref().map_or(u64::MAX, |p| p.listed))
+    }
+
+    /// The zbud page at the tail of `pool`'s LRU and the slots of its buddies; Err when
+    /// the pool is not zbud's (zsmalloc has no reclaim in 6.1).
+    fn zbud_lru_tail(&self, pool: usize) -> Result<Option<ZbudTail>, ()> {
+        let Some(Pool {
+            alloc: Alloc::Zbud(z),
+            ..
+        }) = &self.pools[pool]
+        else {
+            return Err(());
         };
-        let mut freed = Vec::new();
-        for _ in 0..ZBUD_RECLAIM_RETRIES {
-            let Some(Pool {
-                alloc: Alloc::Zbud(z),
-                ..
-            }) = &self.pools[oldest]
-            else {
-                self.stats.reject_reclaim_fail += 1;
-                return Err(Errno::EINVAL);
-            };
-            let Some((_, &id)) = z.lru.iter().next() else {
-                break;
-            };
-            let page = z.pages[id as usize];
-            let mut done = true;
-            for (chunks, slot) in [(page.first, page.first_slot), (page.last, page.last_slot)] {
-                if chunks == 0 {
-                    continue;
-                }
-                if writeback(slot) {
-                    self.stats.written_back_pages += 1;
-                    freed.push(self.invalidate(slot).expect("a buddy's entry"));
-                } else {
-                    done = false;
-                }
+        Ok(z.lru.values().next().map(|&id| {
+            let p = z.pages[id as usize];
+            let slot = |chunks: u32, slot| (chunks != 0).then_some(slot);
+            (id, [slot(p.first, p.first_slot), slot(p.last, p.last_slot)])
+        }))
+    }
+
+    /// A zbud page that reclaim could not empty goes back to its LRU's head.
+    fn zbud_lru_putback(&mut self, pool: usize, id: u32) {
+        if let Some(Pool {
+            alloc: Alloc::Zbud(z),
+            ..
+        }) = &mut self.pools[pool]
+        {
+            if z.pages[id as usize].live {
+                z.touch(id);
             }
-            if done {
-                return Ok(freed);
-            }
-            // Put back at the LRU's head.
-            if let Some(Pool {
-                alloc: Alloc::Zbud(z),
-                ..
-            }) = &mut self.pools[oldest]
-            {
-                if z.pages[id as usize].live {
-                    z.touch(id);
-                }
-            }
-        }
-        self.stats.reject_reclaim_fail += 1;
-        if freed.is_empty() {
-            Err(Errno::EAGAIN)
-        } else {
-            Ok(freed)
         }
     }
 
@@ -800,19 +818,154 @@ impl Zswap {
     }
 }
 
-// ------------------------------------------------------------------ the machine's side
-
-/// The compressed length of a page as the model's workloads write it (one byte at its
-/// start, the rest zero, as the oracle's guest helper writes it), per compressor: what
-/// Linux 6.1 charged per page in memory.stat `zswap` for those pages (lzo 44 bytes on
-/// zbud and on zsmalloc, lzo-rle 41, lz4 41, zstd 41, deflate 21, 842 taken as lzo's).
-pub fn written_page_dlen(compressor: &str) -> u32 {
-    match compressor {
-        "lzo-rle" | "lz4" | "lz4hc" | "zstd" => 41,
-        "deflate" => 21,
-        _ => 44,
+/// shrink_worker(): zbud_reclaim_page() on the oldest pool, which takes the zbud page at
+/// its LRU's tail and writes each of its entries back to the swap device, trying up to
+/// eight pages. `cx` holds zswap (`zs` reaches it) and does the writing: `writeback` is
+/// zswap_writeback_entry()'s page, false when the slot's page is in the swap cache already
+/// (EEXIST) or no memory was to be had (ENOMEM). Each entry written back is freed and
+/// returned for the caller to uncharge. Err: nothing freed (reject_reclaim_fail counted).
+pub fn shrink_worker<C>(
+    cx: &mut C,
+    zs: fn(&mut C) -> &mut Zswap,
+    mut writeback: impl FnMut(&mut C, SwapSlot) -> bool,
+) -> Result<Vec<Entry>, Errno> {
+    zs(cx).shrink_pending = false;
+    let Some(pool) = zs(cx).oldest_pool() else {
+        zs(cx).stats.reject_reclaim_fail += 1;
+        return Err(Errno::EINVAL);
+    };
+    let mut freed = Vec::new();
+    for _ in 0..ZBUD_RECLAIM_RETRIES {
+        let (id, slots) = match zs(cx).zbud_lru_tail(pool) {
+            Err(()) => {
+                zs(cx).stats.reject_reclaim_fail += 1;
+                return Err(Errno::EINVAL);
+            }
+            Ok(None) => break,
+            Ok(Some(tail)) => tail,
+        };
+        let mut done = true;
+        for slot in slots.into_iter().flatten() {
+            if !writeback(cx, slot) {
+                done = false;
+                continue;
+            }
+            // An entry invalidated meanwhile (its slot freed) counts as written.
+            let z = zs(cx);
+            if let Some(e) = z.invalidate(slot) {
+                z.stats.written_back_pages += 1;
+                freed.push(e);
+            }
+        }
+        if done {
+            return Ok(freed);
+        }
+        zs(cx).zbud_lru_putback(pool, id);
+    }
+    zs(cx).stats.reject_reclaim_fail += 1;
+    if freed.is_empty() {
+        Err(Errno::EAGAIN)
+    } else {
+        Ok(freed)
     }
 }
+
+// ------------------------------------------------------------------ the machine's side
+
+/// What a page holds, as zswap's compressor sees it: the workloads' `--data`, written as
+/// the oracle's guest helper writes it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PageData {
+    /// One byte (the pass number) at the page's start, the rest zeros: what every workload
+    /// writes unless told otherwise.
+    #[default]
+    Byte,
+    /// Zeros: a same-filled page, stored without compression.
+    Zero,
+    /// Words of a 32-word vocabulary and spaces, a line break now and then.
+    Text,
+    /// Random bytes: nothing to compress.
+    Random,
+    /// `ratio=R`: random bytes over the page's first 4096/R bytes (rounded up), zeros after.
+    Ratio { random: u16 },
+}
+
+impl PageData {
+    /// The forms of `--data`.
+    pub const USAGE: &'static str = "byte|zero|text|random|ratio=R";
+
+    /// Parse a `--data` value: `byte`, `zero`, `text`, `random`, or `ratio=R` for a ratio
+    /// R from 1 to 4096.
+    pub fn parse(s: &str) -> Result<PageData, String> {
+        Ok(match s {
+            "byte" => PageData::Byte,
+            "zero" => PageData::Zero,
+            "text" => PageData::Text,
+            "random" => PageData::Random,
+            _ => {
+                let r = s
+                    .strip_prefix("ratio=")
+                    .and_then(|r| r.parse::<f64>().ok())
+                    .filter(|r| (1.0..=4096.0).contains(r))
+                    .ok_or_else(|| {
+                        format!("bad --data '{s}' ({}; R from 1 to 4096)", Self::USAGE)
+                    })?;
+                PageData::Ratio {
+                    random: (PAGE as f64 / r).ceil() as u16,
+                }
+            }
+        })
+    }
+}
+
+/// The compressed length of a page of `data` with `compressor`, as Linux 6.1's crypto
+/// compressors give it for the guest helper's pages (memory.stat `zswap` per stored page);
+/// None for a same-filled page. A length above a page is a compression that failed: 6.1
+/// asks for at most a page of output (acomp_request_set_params()'s dlen) and rejects the
+/// page without counting it.
+pub fn page_dlen(data: PageData, compressor: &str) -> Option<u32> {
+    let c = compressor_index(compressor);
+    let random = |n: u32| (n * RANDOM_PER_KIB[c]).div_ceil(1024) + RANDOM_BASE[c];
+    match data {
+        PageData::Zero => None,
+        PageData::Byte => Some(BYTE_DLEN[c]),
+        PageData::Text => Some(TEXT_DLEN[c]),
+        PageData::Random => Some(random(PAGE as u32)),
+        PageData::Ratio { random: n } => Some(random(n as u32)),
+    }
+}
+
+/// The compressors' rows of the tables below, in [`COMPRESSORS`]' order.
+fn compressor_index(compressor: &str) -> usize {
+    COMPRESSORS
+        .iter()
+        .position(|&c| c == compressor)
+        .unwrap_or(0)
+}
+
+// Measured on Linux 6.1 (tests/swap/zswap_data.mcg: memory.stat `zswap` over `zswpout`, a
+// thousand pages each), for lzo, lzo-rle, lz4, lz4hc, zstd and deflate.
+/// A `--data byte` page's compressed length.
+const BYTE_DLEN: [u32; 6] = [44, 41, 27, 27, 19, 21];
+/// A `--data text` page's, on average.
+const TEXT_DLEN: [u32; 6] = [1878, 1881, 2371, 1953, 1372, 1294];
+/// `n` random bytes and zeros after them (`--data ratio=R`) compress to about
+/// n × RANDOM_PER_KIB / 1024 + RANDOM_BASE bytes (the least-squares line through n = 512,
+/// 1024 and 2048, within 12 bytes of each).
+const RANDOM_PER_KIB: [u32; 6] = [1095, 1066, 1026, 1023, 1027, 1027];
+const RANDOM_BASE: [u32; 6] = [18, 12, 28, 26, 18, 58];
+/// The compressors' published speeds (lzbench 1.7.1, one core of a Core i5-4300U, the
+/// Silesia corpus; MB/s), compressing and decompressing: lzo1x 2.09 -1 (lzo-rle taken as
+/// lzo), lz4 1.7.5, lz4hc 1.7.5 -9 (the kernel's default level), zstd 1.1.4 -2 (the
+/// published level nearest the kernel's 3), zlib 1.2.11 -6 (the kernel's deflate level).
+const SPEED_MBPS: [(u64, u64); 6] = [
+    (394, 551),
+    (394, 551),
+    (452, 2244),
+    (23, 2253),
+    (185, 587),
+    (20, 267),
+];
 
 impl crate::machine::Machine {
     /// obj_cgroup_may_zswap(): no group from the page's up to the root (excluded) is at its
@@ -895,26 +1048,35 @@ impl crate::machine::Machine {
         true
     }
 
-    /// swap_writepage()'s frontswap_store() of a page of `memcg` going to `slot` (all zeros,
-    /// or holding what the workloads write): true when zswap took it (the write then starts and ends at once, with no I/O and no
-    /// PSWPOUT), after the compressor's CPU time.
-    pub(crate) fn zswap_store(
-        &mut self,
-        slot: SwapSlot,
-        memcg: MemcgId,
-        zero_filled: bool,
-    ) -> bool {
+    /// swap_writepage()'s frontswap_store() of a page of `memcg` holding `data`, going to
+    /// `slot`: true when zswap took it (the write then starts and ends at once, with no I/O
+    /// and no PSWPOUT), after the compressor's CPU time.
+    pub(crate) fn zswap_store(&mut self, slot: SwapSlot, memcg: MemcgId, data: PageData) -> bool {
         if !self.zswap.params.enabled {
             return false;
         }
         let may = self.obj_cgroup_may_zswap(memcg);
-        // zswap_is_page_same_filled() for a zero page; else what the workloads write
-        // through a mapping compresses to its measured length.
-        let dlen = (!zero_filled).then(|| written_page_dlen(&self.zswap.params.compressor));
+        // zswap_is_page_same_filled() for a zero page; else the compressor's length.
+        let dlen = page_dlen(data, &self.zswap.params.compressor);
         let totalram = self.totalram_pages;
         let (r, dropped) = self.zswap.store(slot, memcg, may, dlen, totalram);
+        if self.zswap.shrink_pending {
+            // queue_work(shrink_wq): a kworker on another CPU runs it at once.
+            self.zswap_shrink_work();
+        }
         if let Some(e) = dropped {
             self.zswap_charge(e.memcg, e.length as u64, -1);
+        }
+        let compressed = match r {
+            Ok(_) => dlen.is_some(),
+            Err(e) => matches!(
+                e,
+                Reject::CompressFail | Reject::CompressPoor | Reject::AllocFail
+            ),
+        };
+        if compressed {
+            let c = compressor_index(&self.zswap.params.compressor);
+            self.spend_cpu(self.cfg.costs.zswap_compress_ns * SPEED_MBPS[0].0 / SPEED_MBPS[c].0);
         }
         let Ok(len) = r else {
             return false;
@@ -927,10 +1089,101 @@ impl crate::machine::Machine {
             self.zswap_fit_frames();
             return false;
         }
-        self.spend_cpu(self.cfg.costs.zswap_compress_ns);
         self.zswap_charge(memcg, len as u64, 1);
         self.mod_stat(memcg, Stat::Zswpout, 1);
         true
+    }
+
+    /// shrink_worker() on its kworker: the oldest pool's zbud_reclaim_page(), run as soon
+    /// as a store queues it, beside the reclaimer (in a context of its own, whose time is
+    /// not counted, and with allocations that do not reclaim).
+    fn zswap_shrink_work(&mut self) {
+        let worker = crate::sched::ExecCtx::new(None, self.current_cpu() as u32, self.sched.clock);
+        let reclaimer = self.cur.replace(worker);
+        let r = shrink_worker(self, |m| &mut m.zswap, Self::zswap_writeback_entry);
+        if let Ok(freed) = r {
+            for e in freed {
+                self.zswap_charge(e.memcg, e.length as u64, -1);
+            }
+            self.zswap_fit_frames();
+        }
+        self.cur = reclaimer;
+    }
+
+    /// zswap_writeback_entry() of `slot`'s entry: a new swap-cache page for it
+    /// (__read_swap_cache_async(), charged to the entry's group and a refault if the slot's
+    /// shadow says so), filled by decompression, and written to the swap device by
+    /// __swap_writepage() with PG_reclaim, so that the write's end puts it at the tail of
+    /// its inactive list. False: the slot's page is in the swap cache already (EEXIST), or
+    /// no page or charge was to be had without reclaim (ENOMEM). True too when the entry
+    /// went meanwhile.
+    fn zswap_writeback_entry(&mut self, slot: SwapSlot) -> bool {
+        if self.zswap.entry(slot).is_none() {
+            return true;
+        }
+        if self.swap.cached(slot).is_some() {
+            return false;
+        }
+        let memcg = self.swapin_memcg(slot, crate::memcontrol::ROOT_MEMCG);
+        let Some(pfn) = self.get_page_from_freelist(
+            crate::mmzone::Wmark::Min,
+            0,
+            crate::buddy::MigrateType::Movable,
+        ) else {
+            return false;
+        };
+        if !self.charge_without_reclaim(memcg) {
+            self.free_frame(pfn);
+            return false;
+        }
+        self.add_swap_cache_page(pfn, memcg, slot);
+        self.spend_cpu(self.zswap_decompress_cost(slot));
+        self.frames.set(pfn, pf::RECLAIM);
+        self.swap_start_writeback(pfn);
+        self.mod_stat(memcg, Stat::Pswpout, 1);
+        if self.swap_synchronous_io() {
+            let pos = crate::blkdev::swap_pos(slot);
+            let ns = self
+                .swap_dev()
+                .cpu_copy(&crate::blkdev::page_runs(vec![pos]), true);
+            self.spend_cpu(ns);
+            self.swap_end_writeback(pfn);
+            self.frames.clear(pfn, pf::RECLAIM);
+            self.lru_rotate_to_tail(pfn);
+        } else {
+            self.swap_submit(vec![(pfn, slot)]);
+        }
+        true
+    }
+
+    /// A page's charge to `memcg` within its limits, without reclaim (the model's stand-in
+    /// for the kworker's GFP_KERNEL charge, which could reclaim).
+    fn charge_without_reclaim(&mut self, memcg: MemcgId) -> bool {
+        if memcg == crate::memcontrol::ROOT_MEMCG {
+            return true;
+        }
+        if self.is_v1() && self.memsw.try_charge(memcg as usize, 1).is_err() {
+            return false;
+        }
+        if self.memory.try_charge(memcg as usize, 1).is_err() {
+            if self.is_v1() {
+                self.memsw.uncharge(memcg as usize, 1);
+            }
+            return false;
+        }
+        true
+    }
+
+    /// The CPU time of decompressing the page zswap holds for `slot` with its pool's
+    /// compressor (none for a same-filled page, which is a memset).
+    pub(crate) fn zswap_decompress_cost(&self, slot: SwapSlot) -> u64 {
+        match self.zswap.entry(slot) {
+            Some(e) if e.length > 0 => {
+                let c = compressor_index(self.zswap.pool_compressor(e.pool));
+                self.cfg.costs.zswap_decompress_ns * SPEED_MBPS[0].1 / SPEED_MBPS[c].1
+            }
+            _ => 0,
+        }
     }
 
     /// frontswap_load() of a slot zswap holds, for a page of `memcg`: ZSWPIN (the entry
@@ -969,6 +1222,7 @@ impl crate::machine::Machine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::page_cgroup::Pfn;
 
     const RAM: u64 = 262_144; // 1 GiB
 
@@ -1076,14 +1330,141 @@ mod tests {
             z.store(s, 1, true, Some(1800), RAM);
         }
         assert_eq!(z.pool_pages(), 2);
-        let freed = z.shrink(|_| true).unwrap();
+        let freed = shrink_worker(&mut z, |z| z, |_, _| true).unwrap();
         let slots: Vec<u32> = freed.iter().map(|e| e.length).collect();
         assert_eq!(slots, [1800, 1800]);
         assert!(z.entry(0).is_none() && z.entry(1).is_none() && z.entry(2).is_some());
         assert_eq!((z.pool_pages(), z.stats.written_back_pages), (1, 2));
         // A page whose entry cannot be written back stays; eight tries, then EAGAIN.
-        assert_eq!(z.shrink(|_| false), Err(Errno::EAGAIN));
+        assert_eq!(
+            shrink_worker(&mut z, |z| z, |_, _| false),
+            Err(Errno::EAGAIN)
+        );
         assert_eq!(z.stats.reject_reclaim_fail, 1);
+    }
+
+    /// A machine with zswap on at `max_pool_percent` 1 (655 pool pages of 256M) and swap on
+    /// a slow disk, one group holding `pages` of anon memory.
+    fn machine(pages: u64) -> (crate::Machine, MemcgId) {
+        use crate::page_io::tests::Toucher;
+        let mut cfg = crate::config::MachineConfig::default();
+        for (k, v) in [
+            ("memory", "256M"),
+            ("swap", "256M"),
+            ("disk_latency", "10ms"),
+            ("zswap", "on"),
+        ] {
+            cfg.set(k, v).unwrap();
+        }
+        let mut m = crate::Machine::new(cfg).unwrap();
+        m.check_invariants = true;
+        m.zswap.write_param("max_pool_percent", "1").unwrap();
+        let a = m.memcg_create(crate::memcontrol::ROOT_MEMCG).unwrap();
+        let t = Toucher {
+            pages,
+            next: 0,
+            vma: None,
+            exit: false,
+        };
+        let pid = m.spawn(a, "toucher".into(), 0, Box::new(t));
+        m.run_until(1_000_000_000, |m| {
+            m.task(pid).state != crate::task::TaskState::Runnable
+        });
+        (m, a)
+    }
+
+    fn reclaim(m: &mut crate::Machine, a: MemcgId, nr: u64) -> u64 {
+        let began = m.begin_external_write();
+        let r = m.try_to_free_mem_cgroup_pages(a, nr, true, true, None);
+        m.end_external_write(began);
+        r
+    }
+
+    #[test]
+    fn the_work_writes_the_oldest_zbud_page_back_through_the_swap_cache() {
+        let (mut m, a) = machine(8000);
+        let limit = m.totalram_pages / 100;
+        reclaim(&mut m, a, 2 * limit - 64);
+        let stored = m.stat_total(a, Stat::Zswpout);
+        assert_eq!(
+            (m.zswap.stats.pool_limit_hit, m.stat_total(a, Stat::Pswpout)),
+            (0, 0)
+        );
+        // The zbud page at the LRU's tail is the one allocated longest ago.
+        let pool = m.zswap.oldest_pool().unwrap();
+        let (_, tail) = m.zswap.zbud_lru_tail(pool).unwrap().unwrap();
+        let tail: Vec<SwapSlot> = tail.into_iter().flatten().collect();
+        assert_eq!(tail.len(), 2);
+        m.zswap.shrink_pending = true;
+        m.zswap_shrink_work();
+        assert!(!m.zswap.shrink_pending);
+        assert_eq!(m.zswap.stats.written_back_pages, 2);
+        assert_eq!(m.stat_total(a, Stat::Zswapped), stored - 2);
+        assert_eq!(m.zswap.pool_pages(), stored.div_ceil(2) - 1);
+        // Each back in the swap cache, charged to the group, under writeback with
+        // PG_reclaim, counted in PSWPOUT.
+        let pages: Vec<Pfn> = tail.iter().map(|&s| m.swap.cached(s).unwrap()).collect();
+        for (&slot, &pfn) in tail.iter().zip(&pages) {
+            assert!(m.zswap.entry(slot).is_none());
+            assert_eq!(m.frames.memcg(pfn), a);
+            assert!(m.frames.test(pfn, pf::WRITEBACK) && m.frames.test(pfn, pf::RECLAIM));
+        }
+        assert_eq!(m.stat_total(a, Stat::Pswpout), 2);
+        // The writes end (PG_reclaim: to the inactive tail); the next reclaim takes those
+        // pages first, clean, without writing them again.
+        let now = m.now();
+        m.run_until(now + 1_000_000_000, |_| false);
+        for &pfn in &pages {
+            assert!(!m.frames.test(pfn, pf::WRITEBACK));
+        }
+        reclaim(&mut m, a, 2);
+        for &slot in &tail {
+            assert_eq!(m.swap.cached(slot), None);
+            assert!(m.swap.in_use(slot) && m.swap.shadow(slot) != 0);
+        }
+        assert_eq!(m.stat_total(a, Stat::Pswpout), 2);
+    }
+
+    #[test]
+    fn a_store_that_finds_the_pool_full_runs_the_work_at_once() {
+        let (mut m, a) = machine(8000);
+        let limit = m.totalram_pages / 100;
+        reclaim(&mut m, a, 2 * limit - 64);
+        reclaim(&mut m, a, 96);
+        let z = &m.zswap.stats;
+        // Full past 1 % of RAM at one store, whose queued work wrote one zbud page back at
+        // once, leaving the pool at its limit: the later pages went to the device, refused
+        // by the accept threshold without another pool_limit_hit.
+        assert_eq!(m.zswap.pool_pages(), limit, "{z:?}");
+        assert_eq!((z.pool_limit_hit, z.written_back_pages), (1, 2), "{z:?}");
+        let stored = m.stat_total(a, Stat::Zswpout);
+        assert_eq!(m.zswap.stored_pages(), stored - 2);
+        assert!(m.stat_total(a, Stat::Pswpout) > 2);
+    }
+
+    #[test]
+    fn a_slot_whose_page_is_in_the_swap_cache_is_not_written_back() {
+        let (mut m, a) = machine(4000);
+        reclaim(&mut m, a, 1000);
+        m.zswap.shrink_pending = true;
+        // EEXIST for every slot zswap holds: eight tries, nothing freed.
+        // (A stand-in frame in the swap cache for each, taken out again after.)
+        let slots: Vec<SwapSlot> = m.zswap.entries().map(|(s, _)| s).collect();
+        for &slot in &slots {
+            m.swap.add_cache(slot, 0);
+        }
+        let (before, stored) = (m.zswap.stats.reject_reclaim_fail, m.zswap.stored_pages());
+        let r = shrink_worker(
+            &mut m,
+            |m| &mut m.zswap,
+            crate::Machine::zswap_writeback_entry,
+        );
+        assert_eq!(r, Err(Errno::EAGAIN));
+        assert_eq!(m.zswap.stats.reject_reclaim_fail, before + 1);
+        assert_eq!(m.zswap.stored_pages(), stored);
+        for &slot in &slots {
+            m.swap.del_cache(slot);
+        }
     }
 
     #[test]
@@ -1105,11 +1486,20 @@ mod tests {
             z.pool_pages(),
             5u64.div_ceil(c.objs as u64) * c.pages as u64
         );
+        // A whole page fits zsmalloc; more is a compression that failed, counted nowhere.
+        assert_eq!(z.store(8, 1, true, Some(4096), RAM).0, Ok(4096));
         assert_eq!(
             z.store(9, 1, true, Some(4097), RAM).0,
-            Err(Reject::AllocFail)
+            Err(Reject::CompressFail)
         );
-        assert_eq!(z.shrink(|_| true), Err(Errno::EINVAL));
+        assert_eq!(
+            (z.stats.reject_alloc_fail, z.stats.reject_compress_poor),
+            (0, 0)
+        );
+        assert_eq!(
+            shrink_worker(&mut z, |z| z, |_, _| true),
+            Err(Errno::EINVAL)
+        );
         assert_eq!(z.stats.reject_reclaim_fail, 1);
     }
 

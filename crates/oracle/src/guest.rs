@@ -37,6 +37,20 @@ const MODULES: &[&str] = &[
     "ext4",
 ];
 
+/// Modules shipped in the initramfs when the kernel has them, and loaded only when a script
+/// asks for what they give (zswap's zsmalloc and compressors that Debian builds as modules;
+/// translate.rs loads them before a write of the parameter): loaded at boot, they would
+/// take memory from every script.
+pub const ON_DEMAND_MODULES: &[&str] = &[
+    "zsmalloc",
+    "lz4_compress",
+    "lz4",
+    "lz4hc_compress",
+    "lz4hc",
+    "zstd_compress",
+    "zstd",
+];
+
 /// The guest's init: mounts, modules, then each script of the batch in turn (SCRIPTS is
 /// replaced by their count). Console markers: `@@MCG SCRIPT k` when script k starts,
 /// `@@MCG END k` when it has ended, `@@MCG UNCLEAN why` when the state it left could not be
@@ -47,6 +61,7 @@ export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mkdir -p /run/mcg /tmp /data /dev/shm
 mount -t tmpfs tmpfs /dev/shm
 for m in MODULES; do insmod /lib/modules/$m.ko 2>/dev/null; done
@@ -283,6 +298,32 @@ impl GuestSetup {
     }
 }
 
+/// Copy a module into the initramfs, decompressed.
+fn copy_module(src: &Path, dst: &Path) -> Result<(), String> {
+    let name = src.to_string_lossy().to_string();
+    let tool = [(".xz", "xz"), (".gz", "gzip"), (".zst", "zstd")]
+        .iter()
+        .find(|(suffix, _)| name.ends_with(suffix))
+        .map(|(_, t)| *t);
+    match tool {
+        None => {
+            std::fs::copy(src, dst).map_err(|e| e.to_string())?;
+        }
+        Some(tool) => {
+            let out = Command::new(tool)
+                .arg("-dc")
+                .arg(src)
+                .output()
+                .map_err(|e| format!("{tool} (to decompress {name}): {e}"))?;
+            if !out.status.success() {
+                return Err(format!("{tool} could not decompress {name}"));
+            }
+            std::fs::write(dst, out.stdout).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
 /// Whether `modules.builtin` of the module directory lists the module (built into the kernel).
 fn builtin(dir: &Path, name: &str) -> bool {
     let Ok(list) = std::fs::read_to_string(dir.join("modules.builtin")) else {
@@ -481,29 +522,13 @@ impl GuestSetup {
             let Some(src) = find_module(&self.modules, m) else {
                 continue; // built in
             };
-            let dst = st.join(format!("lib/modules/{m}.ko"));
-            let name = src.to_string_lossy().to_string();
-            let tool = [(".xz", "xz"), (".gz", "gzip"), (".zst", "zstd")]
-                .iter()
-                .find(|(suffix, _)| name.ends_with(suffix))
-                .map(|(_, t)| *t);
-            match tool {
-                None => {
-                    std::fs::copy(&src, &dst).map_err(|e| e.to_string())?;
-                }
-                Some(tool) => {
-                    let out = Command::new(tool)
-                        .arg("-dc")
-                        .arg(&src)
-                        .output()
-                        .map_err(|e| format!("{tool} (to decompress {m}): {e}"))?;
-                    if !out.status.success() {
-                        return Err(format!("{tool} could not decompress {}", src.display()));
-                    }
-                    std::fs::write(&dst, out.stdout).map_err(|e| e.to_string())?;
-                }
-            }
+            copy_module(&src, &st.join(format!("lib/modules/{m}.ko")))?;
             load.push(*m);
+        }
+        for m in ON_DEMAND_MODULES {
+            if let Some(src) = find_module(&self.modules, m) {
+                copy_module(&src, &st.join(format!("lib/modules/{m}.ko")))?;
+            }
         }
         let init = INIT
             .replace("MODULES", &load.join(" "))

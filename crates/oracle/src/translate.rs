@@ -287,11 +287,12 @@ pub fn translate(text: &str) -> Result<Translation, String> {
                 let path = cx.abs(p);
                 cx.touch(&path, Use::Write);
                 let text = cx.arith(text)?;
-                let mut code = format!(
+                let mut code = zswap_modules(&path, &text);
+                code.push_str(&format!(
                     "/bin/mcgh write {n} {} \"{}\"",
                     q(&gpath(&path)),
                     text.replace('"', "\\\"")
-                );
+                ));
                 // The kernel's cgroup.kill only sends SIGKILL; the model's kill is done
                 // when the write returns. Wait (10 s at most) for the subtree to empty
                 // so that the next line sees what the model shows.
@@ -499,6 +500,27 @@ pub fn translate(text: &str) -> Result<Translation, String> {
     })
 }
 
+/// Before a write of zswap's compressor or zpool, the modules that give it (as the kernel's
+/// request_module() would load them from a full root file system), in dependency order.
+fn zswap_modules(path: &str, text: &str) -> String {
+    let Some(param) = path.strip_prefix("/sys/module/zswap/parameters/") else {
+        return String::new();
+    };
+    let mods: &[&str] = match (param, text.trim()) {
+        ("zpool", "zsmalloc") => &["zsmalloc"],
+        ("compressor", "lz4") => &["lz4_compress", "lz4"],
+        ("compressor", "lz4hc") => &["lz4hc_compress", "lz4hc"],
+        ("compressor", "zstd") => &["zstd_compress", "zstd"],
+        _ => &[],
+    };
+    debug_assert!(mods
+        .iter()
+        .all(|m| crate::guest::ON_DEMAND_MODULES.contains(m)));
+    mods.iter()
+        .map(|m| format!("insmod /lib/modules/{m}.ko 2>/dev/null; "))
+        .collect()
+}
+
 /// The first component of an absolute path ("" for "/").
 fn top(abs: &str) -> &str {
     abs.trim_start_matches('/').split('/').next().unwrap_or("")
@@ -594,8 +616,31 @@ pub fn header(cfg: &MachineConfig) -> String {
             cfg.shmem_thp.name()
         ));
     }
-    // zswap is off on the kernel's command line (zswap.enabled=0); `zswap=on` turns it on.
-    if cfg.zswap {
+    // zswap is off on the kernel's command line (zswap.enabled=0); `zswap=on` turns it on,
+    // and the machine's other zswap keys are written as the script would write them.
+    let z = &cfg.zswap;
+    let dflt = memcgsim_model::zswap::ZswapParams::default();
+    for (param, value, default) in [
+        ("compressor", z.compressor.clone(), dflt.compressor.clone()),
+        ("zpool", z.zpool.clone(), dflt.zpool.clone()),
+        (
+            "max_pool_percent",
+            z.max_pool_percent.to_string(),
+            dflt.max_pool_percent.to_string(),
+        ),
+        (
+            "accept_threshold_percent",
+            z.accept_threshold_percent.to_string(),
+            dflt.accept_threshold_percent.to_string(),
+        ),
+    ] {
+        if value != default {
+            let path = format!("/sys/module/zswap/parameters/{param}");
+            h.push_str(&zswap_modules(&path, &value));
+            h.push_str(&format!("echo {value} > {path}\n"));
+        }
+    }
+    if z.enabled {
         h.push_str("echo 1 > /sys/module/zswap/parameters/enabled\n");
     }
     h.push_str(&format!(

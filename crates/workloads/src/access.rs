@@ -40,6 +40,7 @@ pub(crate) const SPEC: Spec = Spec {
         "--rate",
         "--file",
         "--seed",
+        "--data",
     ],
     positional: &["SIZE"],
     required: 1,
@@ -82,9 +83,14 @@ fn parse_access(args: &[String]) -> Result<Access, String> {
     if (mmap || cold) && file.is_none() {
         return Err("access: --mmap, --exec and --cold need --file".into());
     }
+    if a.value("--data").is_some() && file.is_some() {
+        return Err("access: --data is for anonymous memory (no --file)".into());
+    }
+    let data = crate::common::page_data("access", a.value("--data"))?;
     let mut region = Region::new(npages, file);
     region.mmap = mmap.then_some(exec);
     region.cold = cold;
+    region.data = data;
     Ok(Access {
         pages: npages,
         zipf: (pattern == "zipf").then(|| Zipf::new(npages, theta)),

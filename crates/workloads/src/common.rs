@@ -1,6 +1,7 @@
 //! Helpers shared by the workloads: page arithmetic, the per-step work bound and what a
 //! failed memory operation means for the program.
 
+use memcgsim_model::zswap::PageData;
 use memcgsim_model::{Fault, FileId, FileMap, Step, TaskCtx, Vma, PAGE_SIZE};
 
 /// Pages a program handles per `step` call at most (a bound on each step's work).
@@ -78,6 +79,8 @@ pub(crate) struct Region {
     /// the caches were dropped), instead of as a hole.
     pub cold: bool,
     map: Option<FileMap>,
+    /// What an anonymous region's pages hold (`--data`).
+    pub data: PageData,
 }
 
 impl Region {
@@ -90,6 +93,7 @@ impl Region {
             mmap: None,
             cold: false,
             map: None,
+            data: PageData::Byte,
         }
     }
 
@@ -112,7 +116,10 @@ impl Region {
                 }
             }
             None if self.vma.is_none() => match cx.mmap_anon(self.pages, false) {
-                Ok(v) => self.vma = Some(v),
+                Ok(v) => {
+                    cx.set_page_data(v, self.data);
+                    self.vma = Some(v);
+                }
                 Err(f) => return Err(mmap_fail(f)),
             },
             _ => {}
@@ -150,5 +157,14 @@ impl Region {
         if let Some(m) = self.map.take() {
             cx.munmap_file(m);
         }
+    }
+}
+
+/// The `--data` option of the workloads that write anonymous memory: what each write puts
+/// in its page, which is what zswap compresses.
+pub(crate) fn page_data(name: &str, v: Option<&str>) -> Result<PageData, String> {
+    match v {
+        None => Ok(PageData::Byte),
+        Some(v) => PageData::parse(v).map_err(|e| format!("{name}: {e}")),
     }
 }

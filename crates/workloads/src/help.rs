@@ -40,7 +40,7 @@ macro_rules! doc {
 pub(crate) const DOCS: &[Doc] = &[
     doc!(
         "anon",
-        "anon SIZE [--passes N] [--madvise hugepage|nohugepage] [--dontneed SIZE] [--hold]",
+        "anon SIZE [--passes N] [--madvise hugepage|nohugepage] [--dontneed SIZE] [--data KIND] [--hold]",
         "write every page of SIZE of anonymous memory N times (default 1), then free it"
     ),
     doc!(
@@ -102,12 +102,12 @@ pub(crate) const DOCS: &[Doc] = &[
     ),
     doc!(
         "usemem",
-        "usemem SIZE [--random] [--passes N] [--nap DURATION] [--seed N] [--hold]",
+        "usemem SIZE [--random] [--passes N] [--nap DURATION] [--seed N] [--data KIND] [--hold]",
         "write every page of SIZE, in order or in a random order, N times (default 1), sleeping --nap between passes"
     ),
     doc!(
         "access",
-        "access SIZE [--pattern random|zipf|seq] [--theta F] [--count N] [--rate N] [--file NAME] [--seed N] [--read-only] [--mmap] [--exec] [--cold] [--hold]",
+        "access SIZE [--pattern random|zipf|seq] [--theta F] [--count N] [--rate N] [--file NAME] [--seed N] [--data KIND] [--read-only] [--mmap] [--exec] [--cold] [--hold]",
         "N random or Zipf page accesses (default 10 x pages) to anonymous memory, a file, or a file mapping"
     ),
     doc!(

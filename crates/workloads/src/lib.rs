@@ -107,6 +107,8 @@ struct Args {
     huge: HugeAdvice,
     /// anon --dontneed: pages freed at the end of every 2 MiB after the last pass.
     dontneed: u64,
+    /// anon --data: what each write puts in its page.
+    data: memcgsim_model::zswap::PageData,
 }
 
 fn parse_args(name: &str, args: &[String], allow_file: bool) -> Result<Args, String> {
@@ -116,6 +118,7 @@ fn parse_args(name: &str, args: &[String], allow_file: bool) -> Result<Args, Str
     let mut passes = 1u64;
     let mut huge = HugeAdvice::None;
     let mut dontneed = 0u64;
+    let mut data = memcgsim_model::zswap::PageData::Byte;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -151,6 +154,13 @@ fn parse_args(name: &str, args: &[String], allow_file: bool) -> Result<Args, Str
                     ));
                 }
             }
+            "--data" if name == "anon" => {
+                let v = it.next().map(String::as_str);
+                if v.is_none() {
+                    return Err(format!("{name}: --data needs a value"));
+                }
+                data = common::page_data(name, v)?;
+            }
             "--madvise" if name == "anon" || name == "shmem" => {
                 let v = it
                     .next()
@@ -182,6 +192,7 @@ fn parse_args(name: &str, args: &[String], allow_file: bool) -> Result<Args, Str
         passes,
         huge,
         dontneed,
+        data,
     })
 }
 
@@ -207,6 +218,7 @@ fn build_known(name: &str, args: &[String]) -> Result<Box<dyn Program>, String> 
             let mut w = Anon::new(a.size, a.hold, false).with_passes(a.passes);
             w.huge = a.huge;
             w.dontneed = a.dontneed;
+            w.data = a.data;
             Ok(Box::new(w))
         }
         "mlock" => {
@@ -256,6 +268,8 @@ pub struct Anon {
     huge: HugeAdvice,
     /// Pages at the end of every 2 MiB freed with MADV_DONTNEED after the last pass.
     dontneed: u64,
+    /// What each write puts in its page (`--data`).
+    data: memcgsim_model::zswap::PageData,
     vma: Option<Vma>,
     next: u64,
     passes: u64,
@@ -270,6 +284,7 @@ impl Anon {
             mlock,
             huge: HugeAdvice::None,
             dontneed: 0,
+            data: Default::default(),
             vma: None,
             next: 0,
             passes: 1,
@@ -301,6 +316,7 @@ impl Program for Anon {
                     if self.huge != HugeAdvice::None {
                         cx.madvise_huge(v, self.huge);
                     }
+                    cx.set_page_data(v, self.data);
                     self.vma = Some(v);
                     v
                 }
@@ -480,7 +496,7 @@ mod tests {
             "anon" => {
                 return (
                     &["--hold"],
-                    &["--passes", "--madvise", "--dontneed"],
+                    &["--passes", "--madvise", "--dontneed", "--data"],
                     &["SIZE"],
                 )
             }

@@ -37,7 +37,7 @@ pub(crate) const PAGETEST_SPEC: Spec = Spec {
 
 pub(crate) const USEMEM_SPEC: Spec = Spec {
     flags: &["--random", "--hold"],
-    options: &["--passes", "--seed", "--nap"],
+    options: &["--passes", "--seed", "--nap", "--data"],
     positional: &["SIZE"],
     required: 1,
 };
@@ -57,6 +57,7 @@ pub(crate) fn build_usemem(args: &[String]) -> Result<Box<dyn Program>, String> 
     let mut t = TouchLoop::new("usemem", pages(size), passes);
     t.hold = a.flag("--hold");
     t.nap_ns = a.duration("--nap", 0, 3_600_000_000_000)?;
+    t.data = crate::common::page_data("usemem", a.value("--data"))?;
     if a.flag("--random") {
         t.random = Some(a.seed()?);
     }
@@ -71,6 +72,8 @@ pub struct TouchLoop {
     hold: bool,
     /// Idle time between passes (the working set sits untouched meanwhile).
     nap_ns: u64,
+    /// What each write puts in its page (`--data`).
+    data: memcgsim_model::zswap::PageData,
     /// Seed of the random orders, if random.
     random: Option<u64>,
     perm: Option<Permutation>,
@@ -87,6 +90,7 @@ impl TouchLoop {
             passes: passes.max(1),
             hold: false,
             nap_ns: 0,
+            data: Default::default(),
             random: None,
             perm: None,
             vma: None,
@@ -106,6 +110,7 @@ impl Program for TouchLoop {
             Some(v) => v,
             None => match cx.mmap_anon(self.pages, false) {
                 Ok(v) => {
+                    cx.set_page_data(v, self.data);
                     self.vma = Some(v);
                     v
                 }

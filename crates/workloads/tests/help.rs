@@ -293,7 +293,7 @@ fn argument_errors_end_with_the_usage_line() {
     assert_eq!(
         build_err("usemem", &[]),
         "usemem: missing SIZE (usage: usemem SIZE [--random] [--passes N] [--nap DURATION] \
-         [--seed N] [--hold])"
+         [--seed N] [--data KIND] [--hold])"
     );
     // Whatever the workload, an unknown option or a stray word gets the usage line once.
     for &w in WORKLOADS {
