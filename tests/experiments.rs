@@ -521,6 +521,50 @@ fn pressure_senpai_saves_memory_for_stall_by_its_target() {
     assert_eq!(task(&rec, "serve").reclaim_ns, 0);
 }
 
+/// experiments/tmo/backends: Senpai in every container offloads a mixed node's cold memory to zswap,
+/// to the SSD or to both, at a stall within its target, and the service keeps its pace.
+#[test]
+fn tmo_offloads_cold_memory_within_the_stall_target() {
+    let f = "experiments/tmo/backends/small.toml";
+    let [none, ssd, zswap, both] = ["none", "ssd", "zswap", "both"].map(|v| run(f, v));
+    let used = |r: &RunResult| cgroup_stat(r, "machine", |c| c.usage_avg);
+    let stall = |r: &RunResult, cg: &str| cgroup_stat(r, cg, |c| c.memory_some_ns);
+    let machine = |r: &RunResult, g: fn(&memcgsim_experiment::CgroupSummary) -> Option<u64>| {
+        cgroup_stat(r, "machine", g)
+    };
+    assert!(none.actions.is_empty());
+    assert_eq!(
+        machine(&none, |c| c.pswpout) + machine(&none, |c| c.zswpout),
+        0
+    );
+    // Senpai's target, 10 ms of `some` stall per 6 s, from its start at 100 s to the end;
+    // a feedback loop, it overshoots by a fraction (backing off after the interval that
+    // passed it).
+    let target = (400 - 100) / 6 * 10_000_000 * 3 / 2;
+    for r in [&ssd, &zswap, &both] {
+        // A tenth of the node's memory or more saved on average over the run, every
+        // backend (the full scenario, longer, saves a quarter).
+        assert!(used(r) < used(&none) * 9 / 10, "{}", r.variant);
+        for cg in ["/web", "/batch", "/cache"] {
+            assert!(stall(r, cg) < target, "{} {cg}", r.variant);
+        }
+        // The service answers at its rate: it ends when it would without Senpai.
+        assert_eq!(task(r, "serve").elapsed_ns, task(&none, "serve").elapsed_ns);
+    }
+    // Each backend takes what it is given: the SSD alone, zswap alone (room for all), and
+    // zswap up to its pool limit, then the SSD.
+    assert!(machine(&ssd, |c| c.pswpout) > 0 && machine(&ssd, |c| c.zswpout) == 0);
+    assert!(machine(&zswap, |c| c.zswpout) > 0 && machine(&zswap, |c| c.pswpout) == 0);
+    assert!(machine(&both, |c| c.zswpout) > 0 && machine(&both, |c| c.pswpout) > 0);
+    assert_eq!(machine(&zswap, |c| c.pswpin), 0);
+    assert!(machine(&zswap, |c| c.zswpin) > 0);
+    // The compressed copies stay in memory, charged to their groups: the service keeps more
+    // under zswap than with the SSD.
+    assert!(cgroup_stat(&zswap, "/web", |c| c.zswap_peak) > 0);
+    let web = |r: &RunResult| cgroup_stat(r, "/web", |c| c.usage_avg);
+    assert!(web(&zswap) > web(&ssd));
+}
+
 /// experiments/thp/modes: on an idle machine `always` maps the dense heap with huge pages (one
 /// fault per 2 MiB) and brings in the whole of a sparse heap; on a machine full of page
 /// cache the huge faults fall back, and those that may reclaim directly (defrag `always`)
