@@ -565,6 +565,34 @@ fn tmo_offloads_cold_memory_within_the_stall_target() {
     assert!(web(&zswap) > web(&ssd));
 }
 
+/// experiments/tmo/frontier: a sweep of Senpai's target over zswap's pool limit; a higher
+/// target saves more memory whatever the pool, and the service keeps its pace.
+#[test]
+fn tmo_frontier_sweeps_the_target_and_the_pool() {
+    let path = format!(
+        "{}/experiments/tmo/frontier/small.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let sc = load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let t = memcgsim_experiment::sweep::sweep(&sc, 2, &|_| {}).unwrap();
+    assert_eq!(t.rows.len(), 4);
+    let col = |name: &str| t.columns.iter().position(|c| c == name).unwrap();
+    let cell = |r: usize, name: &str| t.rows[r][col(name)].clone();
+    let (usage, elapsed) = ("cgroup./web.usage_avg", "task.serve.elapsed_s");
+    // Rows: 3ms at pools 2 and 25, then 100ms at both.
+    for pool in 0..2 {
+        assert_eq!(cell(pool, "pool"), cell(pool + 2, "pool"));
+        let (low, high) = (cell(pool, usage), cell(pool + 2, usage));
+        assert!(high.as_f64() < low.as_f64(), "{low} {high}");
+    }
+    for r in 0..4 {
+        // On pace: its million requests at 4000 a second take 250 s (and a few µs).
+        let e = cell(r, elapsed).as_f64().unwrap();
+        assert!((250.0..250.01).contains(&e), "{e}");
+        assert!(cell(r, "machine.swap_peak").as_f64() > Some(0.0));
+    }
+}
+
 /// experiments/thp/modes: on an idle machine `always` maps the dense heap with huge pages (one
 /// fault per 2 MiB) and brings in the whole of a sparse heap; on a machine full of page
 /// cache the huge faults fall back, and those that may reclaim directly (defrag `always`)

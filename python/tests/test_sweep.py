@@ -110,3 +110,25 @@ def test_memcgsim_sweep_backend_ray_writes_the_local_files(tmp_path):
         [binary, "sweep", str(SWEEP), "--address", "x"], capture_output=True, text=True, env=env
     )
     assert r.returncode == 2 and "--address is for --backend ray" in r.stderr
+
+
+def test_ray_sweeps_a_controller_setting_as_locally(tmp_path):
+    # experiments/tmo/frontier/small.toml: Senpai's target (a controller axis) over zswap's
+    # pool limit (a machine axis).
+    if os.environ.get("MEMCGSIM_PYTHON") == "1":
+        import ray
+    else:
+        ray = pytest.importorskip("ray")
+    pytest.importorskip("pandas")
+    small = ROOT / "experiments/tmo/frontier/small.toml"
+    local = sweep(small, backend="local", jobs=2)
+    assert list(local.columns[:4]) == ["variant", "pressure", "pool", "seed"]
+    by = local.set_index(["pressure", "pool"])
+    for pool in ["2", "25"]:
+        assert by.loc[("100ms", pool), "cgroup./web.usage_avg"] < by.loc[("3ms", pool), "cgroup./web.usage_avg"]
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        on_ray = sweep(small, backend="ray")
+    finally:
+        ray.shutdown()
+    assert on_ray.equals(local)

@@ -264,12 +264,16 @@ struct Panel {
     /// Vertical marks (controller actions): the time, and the index of the legend entry in
     /// `lines` whose colour they take (an entry without points).
     marks: Vec<(f64, usize)>,
+    /// The y axis's name where it is not the unit's (a sweep column).
+    y_desc: Option<String>,
 }
 
-/// A chart: a title and panels stacked vertically, sharing the time axis.
+/// A chart: a title and panels stacked vertically, sharing the x axis: time, or the values
+/// of a sweep's column (its name, and whether it counts bytes).
 struct Chart {
     title: String,
     panels: Vec<Panel>,
+    x_values: Option<(String, bool)>,
 }
 
 /// The cgroups of a run (in scenario order), then the machine.
@@ -357,6 +361,7 @@ fn run_panel(r: &RunResult, f: &FigureSpec) -> Panel {
         unit: f.unit,
         lines,
         marks,
+        y_desc: None,
     }
 }
 
@@ -420,6 +425,7 @@ fn compare_chart(c: &Comparison, f: &FigureSpec) -> Chart {
                 unit: f.unit,
                 lines,
                 marks: Vec::new(),
+                y_desc: None,
             }
         })
         .collect();
@@ -430,14 +436,17 @@ fn compare_chart(c: &Comparison, f: &FigureSpec) -> Chart {
     Chart {
         title: format!("{}: {}{}{seed}", c.scenario, f.title, per_second(f)),
         panels,
+        x_values: None,
     }
 }
 
 // ------------------------------------------------------------------ axes
 
-/// The ticks of an axis from 0: the end of the axis, the labelled ticks and the light ones.
+/// The ticks of an axis: its start (0 but for a sweep chart's x axis) and end, the labelled
+/// ticks and the light ones.
 #[derive(Clone, Debug, PartialEq)]
 struct Ticks {
+    start: f64,
     end: f64,
     bold: Vec<f64>,
     light: Vec<f64>,
@@ -496,7 +505,7 @@ impl Ranged for Ticks {
     type ValueType = f64;
 
     fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
-        RangedCoordf64::from(0.0..self.end).map(value, limit)
+        RangedCoordf64::from(self.start..self.end).map(value, limit)
     }
 
     fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
@@ -508,17 +517,42 @@ impl Ranged for Ticks {
     }
 
     fn range(&self) -> std::ops::Range<f64> {
-        0.0..self.end
+        self.start..self.end
     }
 }
 
 fn ticks_of(step: f64, sub: usize, n: usize, end: f64) -> Ticks {
-    let bold = (0..=n).map(|i| i as f64 * step).collect();
+    ticks_from(0.0, step, sub, n, end)
+}
+
+/// `n` steps from `start`, the axis ending at `end`.
+fn ticks_from(start: f64, step: f64, sub: usize, n: usize, end: f64) -> Ticks {
+    let bold = (0..=n).map(|i| start + i as f64 * step).collect();
     let light = (0..=(n + 1) * sub)
-        .map(|i| i as f64 * step / sub as f64)
+        .map(|i| start + i as f64 * step / sub as f64)
         .filter(|&v| v <= end)
         .collect();
-    Ticks { end, bold, light }
+    Ticks {
+        start,
+        end,
+        bold,
+        light,
+    }
+}
+
+/// Ticks over the values from `min` to `max` (a sweep's results, far from 0): about
+/// [`X_TICKS`] of them, the axis starting at the last tick at or below `min` and ending at
+/// the first at least 2% of the span above `max`.
+fn span_ticks(min: f64, max: f64, binary: bool) -> Ticks {
+    if !(min.is_finite() && max.is_finite() && max > min) {
+        return value_ticks(max, binary);
+    }
+    let (step, sub) = tick_step((max - min) * 1.04 / X_TICKS, binary);
+    let start = (min / step).floor() * step;
+    let n = (((max + (max - min) * 0.02 - start) / step) - 1e-9)
+        .ceil()
+        .max(1.0) as usize;
+    ticks_from(start, step, sub, n, start + n as f64 * step)
 }
 
 /// A tick label: the value with a suffix (K, M, G, T for powers of 1024 when `binary`, else
@@ -642,7 +676,18 @@ fn draw<DB: DrawingBackend>(
         .flat_map(|p| p.lines.iter())
         .flat_map(|l| l.points.iter().map(|p| p.0))
         .fold(0.0f64, f64::max);
-    let xt = time_ticks(xmax);
+    let (xt, x_desc, x_binary) = match &chart.x_values {
+        None => (time_ticks(xmax), "time (s)", false),
+        Some((name, binary)) => {
+            let xmin = chart
+                .panels
+                .iter()
+                .flat_map(|p| p.lines.iter())
+                .flat_map(|l| l.points.iter().map(|p| p.0))
+                .fold(f64::INFINITY, f64::min);
+            (span_ticks(xmin, xmax, *binary), name.as_str(), *binary)
+        }
+    };
     for (area, panel) in areas.iter().zip(&chart.panels) {
         let (plot_area, legend_area) =
             area.split_horizontally(area.dim_in_pixel().0.saturating_sub(legend_w));
@@ -664,11 +709,11 @@ fn draw<DB: DrawingBackend>(
             .y_label_area_size(60)
             .build_cartesian_2d(xt.clone(), yt)
             .map_err(e)?;
-        let xfmt = |v: &f64| tick_label(*v, false);
+        let xfmt = |v: &f64| tick_label(*v, x_binary);
         let yfmt = |v: &f64| tick_label(*v, binary);
         cc.configure_mesh()
-            .x_desc("time (s)")
-            .y_desc(panel.unit.desc())
+            .x_desc(x_desc)
+            .y_desc(panel.y_desc.as_deref().unwrap_or(panel.unit.desc()))
             .x_label_formatter(&xfmt)
             .y_label_formatter(&yfmt)
             .label_style((FONT, 12).into_font())
@@ -864,6 +909,7 @@ pub fn render_charts(r: &RunResult, dir: &Path) -> Result<(), String> {
         let chart = Chart {
             title: format!("{} / {} / seed {}: {title}", r.scenario, r.variant, r.seed),
             panels: figures.iter().map(|&i| run_panel(r, &FIGURES[i])).collect(),
+            x_values: None,
         };
         write_chart(&chart, dir, stem)?;
     }
@@ -881,6 +927,45 @@ pub fn render_compare_charts(c: &Comparison, dir: &Path) -> Result<(), String> {
         write_chart(&compare_chart(c, f), dir, f.stem)?;
     }
     Ok(())
+}
+
+/// Draw a sweep's chart into `dir` as `STEM.svg` and `STEM.png`: column `y` against column
+/// `x` (each named, and whether it counts bytes), a line per series, its points in x order.
+pub fn render_xy_chart(
+    title: &str,
+    x: (&str, bool),
+    y: (&str, bool),
+    series: Vec<(String, Vec<(f64, f64)>)>,
+    dir: &Path,
+    stem: &str,
+) -> Result<(), String> {
+    register_font();
+    let lines = series
+        .into_iter()
+        .enumerate()
+        .map(|(i, (label, mut points))| {
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Line {
+                label,
+                color: PALETTE[i % PALETTE.len()],
+                width: 2,
+                dashed: false,
+                points,
+            }
+        })
+        .collect();
+    let chart = Chart {
+        title: title.to_string(),
+        panels: vec![Panel {
+            title: format!("{} against {}", y.0, x.0),
+            unit: if y.1 { YUnit::Bytes } else { YUnit::Pages },
+            lines,
+            marks: Vec::new(),
+            y_desc: Some(y.0.to_string()),
+        }],
+        x_values: Some((x.0.to_string(), x.1)),
+    };
+    write_chart(&chart, dir, stem)
 }
 
 #[cfg(test)]

@@ -112,6 +112,10 @@ pub struct SweepArgs {
     /// line per run, aligned
     #[arg(long, value_delimiter = ',')]
     pub show: Vec<String>,
+    /// Also draw column Y against column X, a line per value of column SERIES, into
+    /// sweep.svg and sweep.png (a point per grid point, its seeds averaged)
+    #[arg(long, value_name = "X,Y[,SERIES]", value_delimiter = ',', num_args = 1)]
+    pub chart: Vec<String>,
 }
 
 /// The table of a sweep run as Ray tasks by the Python package: `python3 -m memcgsim.sweep`
@@ -369,6 +373,17 @@ pub fn sweep_cmd(args: &SweepArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
+    let chart = match args.chart.as_slice() {
+        [] => None,
+        [x, y] | [x, y, _] => {
+            let series = args.chart.get(2).map(String::as_str);
+            match table.xy_series(x, y, series) {
+                Ok(pts) => Some((x.clone(), y.clone(), series.map(str::to_string), pts)),
+                Err(e) => return fail(&e),
+            }
+        }
+        _ => return fail("--chart takes X,Y or X,Y,SERIES (columns of the table)"),
+    };
     let json = match serde_json::to_string_pretty(&table) {
         Ok(j) => j + "\n",
         Err(e) => return fail(&e.to_string()),
@@ -376,7 +391,28 @@ pub fn sweep_cmd(args: &SweepArgs) -> i32 {
     let csv = table.to_csv();
     let r = write_dir_atomic(&dir, overwrite(args.force), |d| {
         std::fs::write(d.join("sweep.csv"), &csv).map_err(|e| e.to_string())?;
-        std::fs::write(d.join("sweep.json"), &json).map_err(|e| e.to_string())
+        std::fs::write(d.join("sweep.json"), &json).map_err(|e| e.to_string())?;
+        if let Some((x, y, series, pts)) = &chart {
+            // Sizes in bytes get binary units on their axis.
+            let bytes = |c: &str| {
+                ["usage_peak", "usage_avg", "swap_peak"]
+                    .iter()
+                    .any(|s| c.ends_with(s))
+            };
+            let by = series
+                .as_deref()
+                .map(|s| format!(", by {s}"))
+                .unwrap_or_default();
+            crate::charts::render_xy_chart(
+                &format!("{} sweep{by}", sc.name),
+                (x, bytes(x)),
+                (y, bytes(y)),
+                pts.clone(),
+                d,
+                "sweep",
+            )?;
+        }
+        Ok(())
     });
     if let Err(e) = r {
         return fail(&e);

@@ -112,6 +112,8 @@ struct RawSweep {
     file: Option<Spanned<String>>,
     task: Option<Spanned<String>>,
     arg: Option<Spanned<i64>>,
+    controller: Option<Spanned<String>>,
+    key: Option<Spanned<String>>,
 }
 
 /// `[systemd]`: unit files, relative to the scenario's directory.
@@ -462,6 +464,8 @@ pub enum SweepTarget {
     File { cgroup: String, file: String },
     /// The workload argument at this index (0-based) of a `[[task]]`.
     Arg { task: String, index: usize },
+    /// A setting of a `[[controller]]` (`pressure`, `min_size`, ...; not `kind` or `name`).
+    Controller { controller: String, key: String },
 }
 
 /// One axis of a sweep: each of its values is set in turn (see crate::sweep).
@@ -1714,22 +1718,41 @@ fn sweep_axes(src: &Src, raw: &[RawSweep]) -> Result<Vec<SweepAxis>, String> {
                 scalar(v, ("true", "false")).map_err(|e| src.err(v.span(), "sweep.values", e))?,
             );
         }
-        let target = match (&r.machine, &r.cgroup, &r.file, &r.task, &r.arg) {
-            (Some(k), None, None, None, None) => SweepTarget::Machine(k.get_ref().clone()),
-            (None, Some(c), Some(f), None, None) => SweepTarget::File {
+        let target = match (
+            (&r.machine, &r.cgroup, &r.file),
+            (&r.task, &r.arg),
+            (&r.controller, &r.key),
+        ) {
+            ((Some(k), None, None), (None, None), (None, None)) => {
+                SweepTarget::Machine(k.get_ref().clone())
+            }
+            ((None, Some(c), Some(f)), (None, None), (None, None)) => SweepTarget::File {
                 cgroup: check_cgroup_path(src, c, "sweep.cgroup")?,
                 file: f.get_ref().clone(),
             },
-            (None, None, None, Some(t), Some(i)) => SweepTarget::Arg {
+            ((None, None, None), (Some(t), Some(i)), (None, None)) => SweepTarget::Arg {
                 task: t.get_ref().clone(),
                 index: ranged(src, i, "sweep.arg", 0, 1000)?,
             },
+            ((None, None, None), (None, None), (Some(c), Some(k))) => {
+                if matches!(k.get_ref().as_str(), "kind" | "name") {
+                    return Err(src.err(
+                        k.span(),
+                        "sweep.key",
+                        format!("a controller's {} is not swept", k.get_ref()),
+                    ));
+                }
+                SweepTarget::Controller {
+                    controller: c.get_ref().clone(),
+                    key: k.get_ref().clone(),
+                }
+            }
             _ => {
                 return Err(src.err_line(
                     line,
                     "sweep",
                     format!(
-                        "axis '{name}' must set one thing: `machine = KEY`, `cgroup = PATH` with `file = NAME`, or `task = NAME` with `arg = INDEX`"
+                        "axis '{name}' must set one thing: `machine = KEY`, `cgroup = PATH` with `file = NAME`, `task = NAME` with `arg = INDEX`, or `controller = NAME` with `key = SETTING`"
                     ),
                 ))
             }
@@ -2146,6 +2169,28 @@ fn apply(sc: &Scenario, setup: &mut Setup, axis: &SweepAxis, value: &str) -> Res
             })?;
             *a = value.to_string();
         }
+        SweepTarget::Controller { controller, key } => {
+            let c = setup
+                .controllers
+                .iter_mut()
+                .find(|c| &c.name == controller)
+                .ok_or_else(|| {
+                    format!(
+                        "{f}:{}: sweep.controller: no [[controller]] named '{controller}' (variant {}, axis {})",
+                        axis.line, setup.variant, axis.name
+                    )
+                })?;
+            if key == "enabled" {
+                c.enabled = matches!(value, "true" | "on");
+            } else if key == "cgroup" {
+                c.cgroup = value.to_string();
+            } else {
+                match c.settings.iter_mut().find(|s| &s.key == key) {
+                    Some(s) => *s = set(key),
+                    None => c.settings.push(set(key)),
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -2184,15 +2229,38 @@ fn check_sweep(sc: &Scenario) -> Result<(), String> {
         let base = sc.setup(&v.name)?;
         for a in &sc.sweep {
             let values: &[String] = match a.target {
-                SweepTarget::Machine(_) => &a.values,
+                SweepTarget::Machine(_) | SweepTarget::Controller { .. } => &a.values,
                 _ => &a.values[..1],
             };
             for value in values {
                 let mut setup = base.clone();
                 apply(sc, &mut setup, a, value)?;
-                if matches!(a.target, SweepTarget::Machine(_)) {
-                    machine_config(&sc.file, &setup.machine)
-                        .map_err(|e| format!("{e} (sweep axis {}, variant {})", a.name, v.name))?;
+                match &a.target {
+                    SweepTarget::Machine(_) => {
+                        machine_config(&sc.file, &setup.machine).map_err(|e| {
+                            format!("{e} (sweep axis {}, variant {})", a.name, v.name)
+                        })?;
+                    }
+                    SweepTarget::Controller { controller, key } => {
+                        let c = setup
+                            .controllers
+                            .iter()
+                            .find(|c| &c.name == controller)
+                            .expect("found by apply()");
+                        if key == "enabled" && !matches!(value.as_str(), "true" | "false") {
+                            return Err(format!(
+                                "{}:{}: sweep.values: enabled takes true or false, not '{value}' (axis {})",
+                                sc.file, a.line, a.name
+                            ));
+                        }
+                        if let Err((_, k, m)) = crate::controller::config(&c.kind, &c.settings) {
+                            return Err(format!(
+                                "{}:{}: sweep.values: controller.{k}: {m} (controller {controller}, axis {}, variant {})",
+                                sc.file, a.line, a.name, v.name
+                            ));
+                        }
+                    }
+                    _ => {}
                 }
             }
         }

@@ -89,6 +89,9 @@ pub fn row(sc: &Scenario, p: &Point, r: &RunResult) -> Vec<(String, Value)> {
     out
 }
 
+/// A chart's line: its label and its (x, y) points.
+pub type Series = (String, Vec<(f64, f64)>);
+
 /// A sweep's results: its columns and a row per run, in point order.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Table {
@@ -175,6 +178,72 @@ impl Table {
                 })
                 .collect();
             let _ = writeln!(out, "{}", cells.join("  ").trim_end());
+        }
+        Ok(out)
+    }
+
+    /// The points of a chart of column `y` against column `x`: a series per value of column
+    /// `series` (one series, `all`, without), a point per run of the grid with its seeds
+    /// averaged (the runs whose columns before `seed` are the same). Err: a column the
+    /// table does not have, or a value of `x` or `y` that is not a number.
+    pub fn xy_series(
+        &self,
+        x: &str,
+        y: &str,
+        series: Option<&str>,
+    ) -> Result<Vec<Series>, String> {
+        let col = |c: &str| {
+            self.columns.iter().position(|x| x == c).ok_or_else(|| {
+                format!(
+                    "--chart: the table has no column '{}'; it has: {}",
+                    memcgsim_model::text::clip(c),
+                    self.columns.join(", ")
+                )
+            })
+        };
+        let (xi, yi) = (col(x)?, col(y)?);
+        let si = series.map(col).transpose()?;
+        let key_end = self
+            .columns
+            .iter()
+            .position(|c| c == "seed")
+            .unwrap_or(self.columns.len());
+        // (series, point key) -> sums of x and y, and the runs counted.
+        let mut groups: Vec<(String, Vec<Value>, f64, f64, u32)> = Vec::new();
+        for r in &self.rows {
+            let num = |i: usize, name: &str| {
+                r[i].as_f64().ok_or_else(|| {
+                    format!(
+                        "--chart: column '{name}' has a value that is not a number: {}",
+                        r[i]
+                    )
+                })
+            };
+            let (xv, yv) = (num(xi, x)?, num(yi, y)?);
+            let label = match si {
+                Some(i) => match &r[i] {
+                    Value::String(s) => s.clone(),
+                    v => v.to_string(),
+                },
+                None => "all".to_string(),
+            };
+            let key = r[..key_end].to_vec();
+            match groups.iter_mut().find(|g| g.0 == label && g.1 == key) {
+                Some(g) => {
+                    g.2 += xv;
+                    g.3 += yv;
+                    g.4 += 1;
+                }
+                None => groups.push((label, key, xv, yv, 1)),
+            }
+        }
+        let mut out: Vec<Series> = Vec::new();
+        for (label, _, sx, sy, n) in groups {
+            let p = (sx / f64::from(n), sy / f64::from(n));
+            match out.iter_mut().find(|(l, _)| *l == label) {
+                Some((_, pts)) => pts.push(p),
+                None => out.push((label, vec![p])),
+            }
         }
         Ok(out)
     }

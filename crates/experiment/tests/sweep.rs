@@ -167,3 +167,105 @@ fn csv_quotes_what_needs_quoting() {
     assert_eq!(t.columns, ["a", "b", "c"]);
     assert_eq!(t.to_csv(), "a,b,c\n\"x,y\",1,\n\"say \"\"hi\"\"\",,\n");
 }
+
+const SENPAI: &str = r#"
+[[controller]]
+name = "senpai"
+kind = "senpai"
+cgroup = "/A"
+start = "5s"
+min_size = "8M"
+"#;
+
+#[test]
+fn a_controller_setting_is_an_axis() {
+    let sc = scenario(&format!(
+        "{SENPAI}\n[[sweep]]\nname = \"target\"\ncontroller = \"senpai\"\nkey = \"pressure\"\nvalues = [\"1ms\", \"100ms\"]\n"
+    ))
+    .unwrap();
+    let p = points(&sc);
+    assert_eq!(p.len(), 2 * 2 * 2);
+    let setup = point_setup(&sc, &p[2]).unwrap();
+    let s = &setup.controllers[0].settings;
+    assert_eq!(
+        s.iter().find(|s| s.key == "pressure").unwrap().value,
+        "100ms"
+    );
+    assert_eq!(setup.variant, "v60[target=100ms]");
+    // `enabled` turns the controller on and off.
+    let sc = scenario(&format!(
+        "{SENPAI}\n[[sweep]]\nname = \"on\"\ncontroller = \"senpai\"\nkey = \"enabled\"\nvalues = [false, true]\n"
+    ))
+    .unwrap();
+    let p = points(&sc);
+    assert!(!point_setup(&sc, &p[0]).unwrap().controllers[0].enabled);
+    assert!(point_setup(&sc, &p[2]).unwrap().controllers[0].enabled);
+    // Bad axes: every value is checked as the controller would take it.
+    let cases = [
+        (
+            "controller = \"nope\"\nkey = \"pressure\"\nvalues = [\"1ms\"]\n",
+            "no [[controller]] named 'nope'",
+        ),
+        (
+            "controller = \"senpai\"\nkey = \"pressure\"\nvalues = [\"1ms\", \"fast\"]\n",
+            "controller.pressure",
+        ),
+        (
+            "controller = \"senpai\"\nkey = \"bogus\"\nvalues = [1]\n",
+            "bogus",
+        ),
+        (
+            "controller = \"senpai\"\nkey = \"kind\"\nvalues = [\"oomd\"]\n",
+            "not swept",
+        ),
+        (
+            "controller = \"senpai\"\nkey = \"enabled\"\nvalues = [\"maybe\"]\n",
+            "true or false",
+        ),
+        (
+            "controller = \"senpai\"\nvalues = [1]\n",
+            "must set one thing",
+        ),
+    ];
+    for (axis, want) in cases {
+        let text = format!("{SENPAI}\n[[sweep]]\nname = \"x\"\n{axis}");
+        let e = scenario(&text).expect_err(axis);
+        assert!(e.starts_with("sw.toml:"), "{e}");
+        assert!(e.contains(want), "{axis}: {e}");
+    }
+}
+
+#[test]
+fn chart_series_average_the_seeds_of_each_point() {
+    let t = Table {
+        columns: ["variant", "a", "seed", "x", "y"]
+            .map(String::from)
+            .to_vec(),
+        rows: vec![
+            serde_json::json!(["v", "1", 1, 10, 1.0]),
+            serde_json::json!(["v", "1", 2, 20, 3.0]),
+            serde_json::json!(["v", "2", 1, 30, 5.0]),
+            serde_json::json!(["w", "1", 1, 40, 7.0]),
+        ]
+        .into_iter()
+        .map(|r| r.as_array().unwrap().clone())
+        .collect(),
+    };
+    let s = t.xy_series("x", "y", Some("variant")).unwrap();
+    assert_eq!(
+        s,
+        [
+            ("v".to_string(), vec![(15.0, 2.0), (30.0, 5.0)]),
+            ("w".to_string(), vec![(40.0, 7.0)]),
+        ]
+    );
+    assert_eq!(t.xy_series("x", "y", None).unwrap()[0].1.len(), 3);
+    assert!(t
+        .xy_series("x", "nope", None)
+        .unwrap_err()
+        .contains("no column 'nope'"));
+    assert!(t
+        .xy_series("a", "y", None)
+        .unwrap_err()
+        .contains("not a number"));
+}
