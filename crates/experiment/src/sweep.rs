@@ -186,12 +186,7 @@ impl Table {
     /// `series` (one series, `all`, without), a point per run of the grid with its seeds
     /// averaged (the runs whose columns before `seed` are the same). Err: a column the
     /// table does not have, or a value of `x` or `y` that is not a number.
-    pub fn xy_series(
-        &self,
-        x: &str,
-        y: &str,
-        series: Option<&str>,
-    ) -> Result<Vec<Series>, String> {
+    pub fn xy_series(&self, x: &str, y: &str, series: Option<&str>) -> Result<Vec<Series>, String> {
         let col = |c: &str| {
             self.columns.iter().position(|x| x == c).ok_or_else(|| {
                 format!(

@@ -223,6 +223,12 @@ pub(crate) mod tests {
         cfg.set("disk_bandwidth", "10M").unwrap();
         cfg.set("swap_sync", if sync { "on" } else { "off" })
             .unwrap();
+        holding_group(cfg, pages)
+    }
+
+    /// A machine of `cfg`, checking its invariants, with one group whose task has written
+    /// `pages` of anon memory and holds it.
+    pub(crate) fn holding_group(cfg: MachineConfig, pages: u64) -> (Machine, MemcgId, Pid) {
         let mut m = Machine::new(cfg).unwrap();
         m.check_invariants = true;
         let a = m.memcg_create(ROOT_MEMCG).unwrap();

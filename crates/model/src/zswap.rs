@@ -1346,30 +1346,17 @@ mod tests {
     /// A machine with zswap on at `max_pool_percent` 1 (655 pool pages of 256M) and swap on
     /// a slow disk, one group holding `pages` of anon memory.
     fn machine(pages: u64) -> (crate::Machine, MemcgId) {
-        use crate::page_io::tests::Toucher;
         let mut cfg = crate::config::MachineConfig::default();
         for (k, v) in [
             ("memory", "256M"),
             ("swap", "256M"),
             ("disk_latency", "10ms"),
             ("zswap", "on"),
+            ("zswap_max_pool_percent", "1"),
         ] {
             cfg.set(k, v).unwrap();
         }
-        let mut m = crate::Machine::new(cfg).unwrap();
-        m.check_invariants = true;
-        m.zswap.write_param("max_pool_percent", "1").unwrap();
-        let a = m.memcg_create(crate::memcontrol::ROOT_MEMCG).unwrap();
-        let t = Toucher {
-            pages,
-            next: 0,
-            vma: None,
-            exit: false,
-        };
-        let pid = m.spawn(a, "toucher".into(), 0, Box::new(t));
-        m.run_until(1_000_000_000, |m| {
-            m.task(pid).state != crate::task::TaskState::Runnable
-        });
+        let (m, a, _) = crate::page_io::tests::holding_group(cfg, pages);
         (m, a)
     }
 
