@@ -363,6 +363,25 @@ impl Machine {
                 self.zswap.pool_pages()
             ));
         }
+        // Every swapped-out page is somewhere: a slot no page holds has its data in zswap or
+        // on the swap device, not both (both only while the shrink work writes an entry
+        // back, which ends within its step).
+        for slot in 0..self.swap.nr_slots() {
+            if !self.swap.in_use(slot) || self.swap.cached(slot).is_some() {
+                continue;
+            }
+            let stored = self.zswap.entry(slot).is_some();
+            if stored == self.swap.written(slot) {
+                return Err(format!(
+                    "swap slot {slot}: {} (in zswap: {stored})",
+                    if stored {
+                        "in zswap and on the device"
+                    } else {
+                        "its page is nowhere"
+                    }
+                ));
+            }
+        }
         let n = self.memcgs.len();
         let mut bytes = vec![0i64; n];
         let mut count = vec![0i64; n];

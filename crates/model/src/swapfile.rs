@@ -35,6 +35,9 @@ pub struct SwapSpace {
     /// swap_map: SWAP_COUNT | SWAP_HAS_CACHE per slot, SWAP_FREE on the free list, 0 unused
     /// and not yet released.
     map: Vec<u8>,
+    /// Whether the slot's page was written to the swap device (and no later copy went to
+    /// zswap): where its data is when no page holds it.
+    written: Vec<bool>,
     /// The slot of each swap-cache page that a PTE maps.
     mapped: std::collections::HashMap<Pfn, SwapSlot>,
     free: Vec<SwapSlot>,
@@ -53,6 +56,7 @@ impl SwapSpace {
             shadow: vec![0; nr as usize],
             cache: vec![NO_PAGE; nr as usize],
             map: vec![SWAP_FREE; nr as usize],
+            written: vec![false; nr as usize],
             mapped: Default::default(),
             free: (0..nr).rev().collect(),
             nr_cached: 0,
@@ -180,8 +184,17 @@ impl SwapSpace {
         );
         self.owner[slot as usize] = 0;
         self.shadow[slot as usize] = 0;
+        self.written[slot as usize] = false;
         self.map[slot as usize] = SWAP_FREE;
         self.free.push(slot);
+    }
+    /// The slot's data is on the swap device (`true`: a write was submitted for it) or
+    /// not (`false`: zswap took a newer copy).
+    pub fn set_written(&mut self, slot: SwapSlot, on: bool) {
+        self.written[slot as usize] = on;
+    }
+    pub fn written(&self, slot: SwapSlot) -> bool {
+        self.written[slot as usize]
     }
     /// An allocated slot whose page did not get it (the swap charge failed).
     pub fn cancel(&mut self, slot: SwapSlot) {

@@ -1933,6 +1933,7 @@ impl Machine {
             // PG_reclaim so that its end rotates the page to the tail.
             self.frames.clear(pfn, pf::DIRTY);
             self.mod_stat(owner, Stat::Pswpout, 1);
+            self.swap.set_written(slot, true);
             pageout.push((pfn, slot));
             self.swap_start_writeback(pfn);
             if !self.swap_synchronous_io() {

@@ -1091,6 +1091,8 @@ impl crate::machine::Machine {
         }
         self.zswap_charge(memcg, len as u64, 1);
         self.mod_stat(memcg, Stat::Zswpout, 1);
+        // The device's copy, if any, is stale now.
+        self.swap.set_written(slot, false);
         true
     }
 
@@ -1141,6 +1143,7 @@ impl crate::machine::Machine {
         self.frames.set(pfn, pf::RECLAIM);
         self.swap_start_writeback(pfn);
         self.mod_stat(memcg, Stat::Pswpout, 1);
+        self.swap.set_written(slot, true);
         if self.swap_synchronous_io() {
             let pos = crate::blkdev::swap_pos(slot);
             let ns = self
@@ -1410,6 +1413,19 @@ mod tests {
             assert!(m.swap.in_use(slot) && m.swap.shadow(slot) != 0);
         }
         assert_eq!(m.stat_total(a, Stat::Pswpout), 2);
+        // Each swapped-out page is in one place: the checker finds one in none, or in two.
+        m.check().unwrap();
+        m.swap.set_written(tail[0], false);
+        assert!(m.check().unwrap_err().contains("nowhere"));
+        m.swap.set_written(tail[0], true);
+        let (stored, _) = m.zswap.entries().next().unwrap();
+        m.swap.set_written(stored, true);
+        assert!(m
+            .check()
+            .unwrap_err()
+            .contains("in zswap and on the device"));
+        m.swap.set_written(stored, false);
+        m.check().unwrap();
     }
 
     #[test]
