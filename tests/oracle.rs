@@ -86,6 +86,8 @@ const AGREEING: &[&str] = &[
     "tests/swap/zswap_pool.mcg",
     "tests/swap/zswap_accept.mcg",
     "tests/swap/zswap_data.mcg",
+    "tests/swap/zswap.mcg",
+    "tests/swap/zswap_compressors.mcg",
     "tests/dirty/sysctl.mcg",
     "tests/psi/high_throttle.mcg",
     "tests/psi/direct_reclaim.mcg",
@@ -181,7 +183,7 @@ fn agreeing_scripts_share_boots() -> Result<(), Failed> {
     assert_eq!(reach("tests/shmem/tmpfs.mcg"), Default::default());
     // shmem_enabled is machine-wide.
     assert!(reach("tests/shmem/huge.mcg").writes_machine);
-    assert_eq!(boots.len(), 29, "{shown:#?}");
+    assert_eq!(boots.len(), 31, "{shown:#?}");
     Ok(())
 }
 

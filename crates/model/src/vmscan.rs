@@ -141,6 +141,8 @@ pub struct ScanControl {
     pub nr_file_taken: u64,
     /// FOLIOREF_KEEP verdicts: young pages spared for another trip (nr_ref_keep).
     pub nr_ref_keep: u64,
+    /// Pages pageout() gave to zswap (PAGE_SUCCESS without I/O: nr_pageout counts them).
+    pub nr_zswap_stored: u64,
     /// The reclaimer is a task's allocation that can sleep (reclaim_throttle()); reclaim
     /// from elsewhere never sleeps.
     pub may_block: bool,
@@ -259,6 +261,7 @@ impl ScanControl {
             nr_taken: 0,
             nr_file_taken: 0,
             nr_ref_keep: 0,
+            nr_zswap_stored: 0,
             may_block: false,
             throttle: None,
             tlb_flush_remote: false,
@@ -1526,6 +1529,7 @@ impl Machine {
         let mut pageout = Vec::new();
         let mut nr_activate = 0i64;
         let unqueued_before = sc.nr_unqueued_dirty;
+        let stored_before = sc.nr_zswap_stored;
         let (keep_before, writeback_before) = (sc.nr_ref_keep, sc.nr_writeback);
         // The pages that stay go back after the batch, in order (move_folios_to_lru()).
         let mut putback = Vec::with_capacity(pages.len());
@@ -1569,9 +1573,10 @@ impl Machine {
             self.spend_cpu(self.cfg.costs.ipi_ns);
             self.reclaim_wait.tlb_flush_ipis += 1;
         }
-        let nr_pageout = pageout.len() as u64;
-        if nr_pageout > 0 {
-            self.spend_cpu(nr_pageout * self.cfg.costs.pageout_ns);
+        // stat.nr_pageout: the pages pageout() wrote, zswap's stores among them.
+        let nr_pageout = pageout.len() as u64 + (sc.nr_zswap_stored - stored_before);
+        self.spend_cpu(nr_pageout * self.cfg.costs.pageout_ns);
+        if !pageout.is_empty() {
             if self.swap_synchronous_io() {
                 // The writes ended inside pageout(): the reclaimer's CPU did the copy.
                 let runs = crate::blkdev::page_runs(
@@ -1925,8 +1930,9 @@ impl Machine {
         }
         if self.frames.test(pfn, pf::DIRTY) && self.zswap_store(slot, owner, data) {
             // swap_writepage(): frontswap_store() took the page; its writeback starts and
-            // ends at once, with no I/O.
+            // ends at once, with no I/O, and pageout() counts it written.
             self.frames.clear(pfn, pf::DIRTY);
+            sc.nr_zswap_stored += 1;
         }
         if self.frames.test(pfn, pf::DIRTY) {
             // pageout(): swap_writepage() cleans the page and starts its write, with

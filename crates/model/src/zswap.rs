@@ -1446,6 +1446,19 @@ mod tests {
     }
 
     #[test]
+    fn a_store_is_a_pageout_in_reclaim_s_cost_accounting() {
+        // pageout() returns PAGE_SUCCESS for a page zswap took: stat.nr_pageout counts it,
+        // and lru_note_cost() weighs it as I/O, steering get_scan_count() as a write would.
+        let (mut m, a) = machine(4000);
+        let cost = |m: &crate::Machine| m.memcg(a).lruvec[crate::swap::NID0].anon_cost;
+        assert_eq!(cost(&m), 0);
+        reclaim(&mut m, a, 64);
+        assert!(m.stat_total(a, Stat::Zswpout) >= 64);
+        assert_eq!(m.stat_total(a, Stat::Pswpout), 0);
+        assert!(cost(&m) >= 64, "{}", cost(&m));
+    }
+
+    #[test]
     fn a_slot_whose_page_is_in_the_swap_cache_is_not_written_back() {
         let (mut m, a) = machine(4000);
         reclaim(&mut m, a, 1000);
