@@ -910,6 +910,8 @@ fn machine_example(key: &str) -> &'static str {
         "thp_defrag" => "madvise",
         "shmem_thp" => "within_size",
         "page_cgroup" => "radix",
+        "zswap_compressor" => "zstd",
+        "zswap_zpool" => "zsmalloc",
         "reserved" | "base" => "64M",
         "cpu_scale" => "24",
         "disk_latency" | "hit_cost" | "fault_cost" | "majfault_cost" | "scan_cost"
