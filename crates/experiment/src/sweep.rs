@@ -203,8 +203,10 @@ impl Table {
             .iter()
             .position(|c| c == "seed")
             .unwrap_or(self.columns.len());
-        // (series, point key) -> sums of x and y, and the runs counted.
-        let mut groups: Vec<(String, Vec<Value>, f64, f64, u32)> = Vec::new();
+        // Per (series, point): the sums of x and y and the runs counted, in first-seen
+        // order, found through an index (a sweep has up to a million runs).
+        let mut groups: Vec<(String, f64, f64, u32)> = Vec::new();
+        let mut index: std::collections::HashMap<(String, String), usize> = Default::default();
         for r in &self.rows {
             let num = |i: usize, name: &str| {
                 r[i].as_f64().ok_or_else(|| {
@@ -222,18 +224,22 @@ impl Table {
                 },
                 None => "all".to_string(),
             };
-            let key = r[..key_end].to_vec();
-            match groups.iter_mut().find(|g| g.0 == label && g.1 == key) {
-                Some(g) => {
-                    g.2 += xv;
-                    g.3 += yv;
-                    g.4 += 1;
+            let key = Value::Array(r[..key_end].to_vec()).to_string();
+            match index.get(&(label.clone(), key.clone())) {
+                Some(&g) => {
+                    let g = &mut groups[g];
+                    g.1 += xv;
+                    g.2 += yv;
+                    g.3 += 1;
                 }
-                None => groups.push((label, key, xv, yv, 1)),
+                None => {
+                    index.insert((label.clone(), key), groups.len());
+                    groups.push((label, xv, yv, 1));
+                }
             }
         }
         let mut out: Vec<Series> = Vec::new();
-        for (label, _, sx, sy, n) in groups {
+        for (label, sx, sy, n) in groups {
             let p = (sx / f64::from(n), sy / f64::from(n));
             match out.iter_mut().find(|(l, _)| *l == label) {
                 Some((_, pts)) => pts.push(p),

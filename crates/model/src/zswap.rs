@@ -12,10 +12,10 @@
 //!   pool limit (zswap_is_full(): pool pages above max_pool_percent of RAM; counts
 //!   pool_limit_hit and queues the shrink work); after a full pool, no store until it is
 //!   below accept_threshold_percent of the limit (zswap_can_accept()); a same-filled page is
-//!   an entry of length 0; the compressed page's allocation, which zbud refuses above 3968
-//!   bytes with its 8-byte header (reject_compress_poor) and zsmalloc above a page
-//!   (reject_alloc_fail). A store over an existing entry drops that entry first (__frontswap_store()
-//!   invalidates it, so duplicate_entry stays 0).
+//!   an entry of length 0; a compression whose output would pass a page fails, counted
+//!   nowhere; the compressed page's allocation, which zbud refuses above 3968 bytes with
+//!   its 8-byte header (reject_compress_poor). A store over an existing entry drops that
+//!   entry first (__frontswap_store() invalidates it, so duplicate_entry stays 0).
 //! - Loads keep the entry (exclusive loads came with 6.5); it goes when its swap slot is freed
 //!   (zswap_frontswap_invalidate_page()).
 //! - The shrink work (shrink_worker(), zbud_reclaim_page()), queued by a store that finds
@@ -1448,7 +1448,7 @@ mod tests {
     #[test]
     fn a_store_is_a_pageout_in_reclaim_s_cost_accounting() {
         // pageout() returns PAGE_SUCCESS for a page zswap took: stat.nr_pageout counts it,
-        // and lru_note_cost() weighs it as I/O, steering get_scan_count() as a write would.
+        // and lru_note_cost() adds it to the anon cost that get_scan_count() reads.
         let (mut m, a) = machine(4000);
         let cost = |m: &crate::Machine| m.memcg(a).lruvec[crate::swap::NID0].anon_cost;
         assert_eq!(cost(&m), 0);

@@ -620,23 +620,19 @@ pub fn header(cfg: &MachineConfig) -> String {
     // and the machine's other zswap keys are written as the script would write them.
     let z = &cfg.zswap;
     let dflt = memcgsim_model::zswap::ZswapParams::default();
-    for (param, value, default) in [
-        ("compressor", z.compressor.clone(), dflt.compressor.clone()),
-        ("zpool", z.zpool.clone(), dflt.zpool.clone()),
-        (
-            "max_pool_percent",
-            z.max_pool_percent.to_string(),
-            dflt.max_pool_percent.to_string(),
-        ),
-        (
-            "accept_threshold_percent",
-            z.accept_threshold_percent.to_string(),
-            dflt.accept_threshold_percent.to_string(),
-        ),
+    for param in [
+        "compressor",
+        "zpool",
+        "max_pool_percent",
+        "accept_threshold_percent",
     ] {
-        if value != default {
-            let path = format!("/sys/module/zswap/parameters/{param}");
-            h.push_str(&zswap_modules(&path, &value));
+        let value = z.read(param).unwrap_or_default();
+        if value != dflt.read(param).unwrap_or_default() {
+            let (path, value) = (
+                format!("/sys/module/zswap/parameters/{param}"),
+                value.trim(),
+            );
+            h.push_str(&zswap_modules(&path, value));
             h.push_str(&format!("echo {value} > {path}\n"));
         }
     }
@@ -657,4 +653,32 @@ pub fn parse_kernel_value(s: &str) -> Result<i64, String> {
         return Err("cannot read it on the kernel".into());
     }
     parse_int(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_writes_the_machine_s_zswap_parameters_that_differ() {
+        let mut cfg = MachineConfig::default();
+        assert!(!header(&cfg).contains("zswap"));
+        for (k, v) in [
+            ("zswap", "on"),
+            ("zswap_compressor", "zstd"),
+            ("zswap_max_pool_percent", "5"),
+        ] {
+            cfg.set(k, v).unwrap();
+        }
+        let h = header(&cfg);
+        let zswap: Vec<&str> = h.lines().filter(|l| l.contains("zswap")).collect();
+        assert_eq!(
+            zswap,
+            [
+                "insmod /lib/modules/zstd_compress.ko 2>/dev/null; insmod /lib/modules/zstd.ko 2>/dev/null; echo zstd > /sys/module/zswap/parameters/compressor",
+                "echo 5 > /sys/module/zswap/parameters/max_pool_percent",
+                "echo 1 > /sys/module/zswap/parameters/enabled",
+            ]
+        );
+    }
 }
