@@ -119,6 +119,10 @@ struct BenchArgs {
     /// default is `always`)
     #[arg(long, default_value = "never", value_parser = ["never", "madvise", "always"])]
     thp: String,
+    /// The page-replacement design of every machine the benchmark boots: the two-list LRU
+    /// (`split`) or the multi-generational LRU (`mglru`)
+    #[arg(long, default_value = "split", value_parser = ["split", "mglru"])]
+    lru: String,
     /// The trace part replays this libCacheSim oracleGeneral trace instead of generating one
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
@@ -227,6 +231,7 @@ fn main() -> ExitCode {
             args.only,
             memcgsim_model::huge_memory::ThpEnabled::from_name(&args.thp)
                 .expect("clap checked the mode"),
+            &args.lru,
             args.trace.as_deref(),
             args.trace_out.as_deref(),
         ),

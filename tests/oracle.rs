@@ -119,6 +119,13 @@ const AGREEING: &[&str] = &[
     "tests/vmstat/activate.mcg",
     "tests/vmstat/events.mcg",
     "tests/v1/failcnt_ltp.mcg",
+    // The multi-generational LRU (lru=mglru): its files, aging, eviction order, tiers and
+    // min_ttl_ms.
+    "tests/mglru/interface.mcg",
+    "tests/mglru/aging.mcg",
+    "tests/mglru/hot_cold.mcg",
+    "tests/mglru/refault.mcg",
+    "tests/mglru/min_ttl.mcg",
 ];
 // The ported selftests that cannot be in AGREEING, and why (docs/FIDELITY.md, "Agreement with
 // real kernels"):
@@ -132,7 +139,7 @@ const AGREEING: &[&str] = &[
 //   the per-CPU charge stock), which the model does not hold, so `memory.current == 0`
 //   holds only on the model.
 
-/// How the agreeing scripts share boots (this needs no guest): 27 boots for 59 scripts.
+/// How the agreeing scripts share boots (this needs no guest): 36 boots for 68 scripts.
 /// A script that writes machine-wide state (a sysctl, a root cgroup limit, a PSI trigger on
 /// /proc/pressure) boots alone; one that reads it (the root's cgroup.stat or
 /// memory.pressure, /proc/vmstat) runs first in its boot.
@@ -183,7 +190,10 @@ fn agreeing_scripts_share_boots() -> Result<(), Failed> {
     assert_eq!(reach("tests/shmem/tmpfs.mcg"), Default::default());
     // shmem_enabled is machine-wide.
     assert!(reach("tests/shmem/huge.mcg").writes_machine);
-    assert_eq!(boots.len(), 31, "{shown:#?}");
+    // The multi-generational LRU scripts that write or read lru_gen boot alone.
+    assert!(reach("tests/mglru/aging.mcg").writes_machine);
+    assert_eq!(reach("tests/mglru/hot_cold.mcg"), Default::default());
+    assert_eq!(boots.len(), 36, "{shown:#?}");
     Ok(())
 }
 

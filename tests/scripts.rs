@@ -304,6 +304,16 @@ script_tests! {
     swap_zswap_compressors => "swap/zswap_compressors.mcg",
     // Page contents (anon --data): text, half random, zeros, random; zstd on zsmalloc.
     swap_zswap_data => "swap/zswap_data.mcg",
+    // MGLRU: lru_gen's sysfs and debugfs files, their formats and errnos.
+    mglru_interface => "mglru/interface.mcg",
+    // MGLRU aging: touched pages join the youngest generation, untouched ones grow old.
+    mglru_aging => "mglru/aging.mcg",
+    // MGLRU eviction order: idle pages go before a working set in use.
+    mglru_hot_cold => "mglru/hot_cold.mcg",
+    // MGLRU tiers: a file read many times is protected from a stream.
+    mglru_refault => "mglru/refault.mcg",
+    // MGLRU min_ttl_ms: kswapd's OOM rule.
+    mglru_min_ttl => "mglru/min_ttl.mcg",
     // The kubelet's tree on cgroup v2: its files as written, memory.high throttling, the
     // container's group OOM kill.
     node_kubelet => "node/kubelet.mcg",

@@ -19,13 +19,25 @@ pub fn set_thp(mode: memcgsim_model::huge_memory::ThpEnabled) {
     let _ = THP.set(mode);
 }
 
+/// The page-replacement design of every machine the benchmark boots (`--lru`): the
+/// two-list LRU unless asked.
+static LRU: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Set the `lru` machine key of the machines booted from now on (once, before any).
+pub fn set_lru(lru: &str) {
+    let _ = LRU.set(lru.to_string());
+}
+
 /// The configuration every benchmark machine starts from: the model's defaults with the
-/// benchmark's THP mode.
+/// benchmark's THP mode and LRU design.
 pub fn default_config() -> memcgsim_model::MachineConfig {
-    memcgsim_model::MachineConfig {
+    let mut cfg = memcgsim_model::MachineConfig {
         thp: *THP.get_or_init(|| memcgsim_model::huge_memory::ThpEnabled::Never),
         ..Default::default()
-    }
+    };
+    cfg.set("lru", LRU.get_or_init(|| "split".to_string()))
+        .expect("clap checked the design");
+    cfg
 }
 
 /// How long a measured task may run in virtual time.

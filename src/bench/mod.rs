@@ -122,15 +122,20 @@ pub fn run(
     scale: u64,
     only: Option<Part>,
     thp: memcgsim_model::huge_memory::ThpEnabled,
+    lru: &str,
     trace: Option<&Path>,
     trace_out: Option<&Path>,
 ) -> i32 {
     machine::set_thp(thp);
-    if thp == memcgsim_model::huge_memory::ThpEnabled::Never {
-        println!("memcgsim bench (scale {scale})");
-    } else {
-        println!("memcgsim bench (scale {scale}, thp {})", thp.name());
+    machine::set_lru(lru);
+    let mut settings = String::new();
+    if thp != memcgsim_model::huge_memory::ThpEnabled::Never {
+        settings.push_str(&format!(", thp {}", thp.name()));
     }
+    if lru != "split" {
+        settings.push_str(&format!(", lru {lru}"));
+    }
+    println!("memcgsim bench (scale {scale}{settings})");
     let parts: Vec<Part> = Part::ALL
         .into_iter()
         .filter(|p| only.is_none_or(|o| o == *p))

@@ -9,6 +9,7 @@
 //! mm/memcontrol.c, mm/memcontrol-v1.c and kernel/cgroup/cgroup.c of Linux 6.1, plus the
 //! writable memory.peak / memory.swap.peak of newer kernels.
 
+mod lru_gen;
 mod parse;
 mod proc;
 mod stat;

@@ -7,7 +7,8 @@
 //! max_ptes_* up to 511; defrag 0 or 1; pages_collapsed and full_scans read-only), and
 //! /sys/module/zswap/parameters/ (mm/zswap.c's module parameters, zswap.rs) and zswap's
 //! debugfs counters in /sys/kernel/debug/zswap/ (read-only, as debugfs_create_u64() and
-//! debugfs_create_atomic_t() make them).
+//! debugfs_create_atomic_t() make them). The multi-generational LRU's files are
+//! lru_gen.rs's.
 
 use memcgsim_model::huge_memory::{ShmemHuge, ThpDefrag, ThpEnabled, HPAGE_PMD_NR};
 use memcgsim_model::{Errno, PAGE_SIZE};
@@ -51,6 +52,10 @@ pub(crate) fn files() -> &'static [&'static str] {
         "kernel/debug/zswap/pool_total_size",
         "kernel/debug/zswap/stored_pages",
         "kernel/debug/zswap/same_filled_pages",
+        crate::lru_gen::ENABLED,
+        crate::lru_gen::MIN_TTL,
+        crate::lru_gen::DEBUG,
+        crate::lru_gen::DEBUG_FULL,
     ]
 }
 
@@ -65,6 +70,7 @@ pub(crate) fn dirs() -> &'static [&'static str] {
         "module/zswap/parameters",
         "kernel/debug",
         "kernel/debug/zswap",
+        "kernel/mm/lru_gen",
     ]
 }
 
@@ -80,6 +86,9 @@ fn streq(data: &str, word: &str) -> bool {
 }
 
 pub(crate) fn read(sys: &System, f: &str) -> Result<String, Errno> {
+    if let Some(r) = crate::lru_gen::read(sys, f) {
+        return r;
+    }
     let m = &sys.machine;
     if let Some(p) = f.strip_prefix(ZSWAP) {
         return m.zswap.params.read(p).ok_or(Errno::ENOENT);
@@ -176,6 +185,9 @@ fn word<'a>(names: &[&'a str], data: &str) -> Result<&'a str, Errno> {
 }
 
 pub(crate) fn write(sys: &mut System, f: &str, data: &str) -> Result<(), Errno> {
+    if let Some(r) = crate::lru_gen::write(sys, f, data) {
+        return r;
+    }
     if let Some(p) = f.strip_prefix(ZSWAP) {
         return sys.machine.zswap.write_param(p, data);
     }

@@ -901,7 +901,7 @@ fn machine_example(key: &str) -> &'static str {
         "disk_queue_depth" | "swap_queue_depth" => "16",
         "disk_seek" | "swap_seek" | "swap_latency" => "8ms",
         "cgroup" => "v2",
-        "lru" => "split",
+        "lru" => "mglru",
         "shrink_lruvec" | "reclaim" => "3.11",
         "softlimit" => "tree",
         "dirty" => "seed001",

@@ -432,8 +432,9 @@ impl Machine {
             if id == 0 || !(mc.online || mc.dying) {
                 continue;
             }
+            let gen_pages = self.check_lru_gen(id as MemcgId, &mut seen)?;
             for l in 0..lru::NR_LRU_LISTS {
-                let mut total = 0u64;
+                let mut total = gen_pages.get(l).copied().unwrap_or(0);
                 for (slot, lv) in mc.lruvec.iter().enumerate() {
                     let mut count = 0u64;
                     let mut prev = NIL;

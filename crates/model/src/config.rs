@@ -25,6 +25,9 @@ pub enum LruPolicy {
     /// One LRU pair holding anon and file pages together, the design split LRU replaced
     /// (2.6.27 and before; see docs/FIDELITY.md for what the model keeps of it).
     Unified,
+    /// The multi-generational LRU of 6.1 (CONFIG_LRU_GEN, lru_gen.rs), switched on at boot
+    /// as `echo y > /sys/kernel/mm/lru_gen/enabled` would (Debian's 6.1 builds it in, off).
+    Mglru,
 }
 
 /// The soft-limit reclaim design (cgroup v1 memory.soft_limit_in_bytes; seed 000).
@@ -239,8 +242,10 @@ pub struct MachineConfig {
     pub root_memory_enabled: bool,
     /// Number of NUMA nodes. Only 1 is supported now; per-node lruvecs exist in the data.
     pub nodes: u32,
-    /// Split LRU (default) or a single unified LRU.
+    /// Split LRU (default), a single unified LRU, or the multi-generational LRU.
     pub lru: LruPolicy,
+    /// /sys/kernel/mm/lru_gen/min_ttl_ms at boot (lru_gen.rs). Default 0, as in 6.1.
+    pub lru_gen_min_ttl_ms: u32,
     /// Soft-limit reclaim design. Default the mainline tree.
     pub softlimit: SoftLimitPolicy,
     /// Dirty-memory design. Default mainline.
@@ -316,6 +321,7 @@ impl Default for MachineConfig {
             root_memory_enabled: true,
             nodes: 1,
             lru: LruPolicy::Split,
+            lru_gen_min_ttl_ms: 0,
             softlimit: SoftLimitPolicy::Tree,
             dirty: DirtyPolicy::Mainline,
             shrink_lruvec: ShrinkLruvec::V6_1,
@@ -503,6 +509,7 @@ impl MachineConfig {
         "stock",
         "root_memory",
         "lru",
+        "lru_gen_min_ttl_ms",
         "softlimit",
         "dirty",
         "shrink_lruvec",
@@ -599,8 +606,14 @@ impl MachineConfig {
                     self.lru = match value {
                         "split" => LruPolicy::Split,
                         "unified" => LruPolicy::Unified,
-                        _ => return Err(format!("expected split or unified, got '{value}'")),
+                        "mglru" => LruPolicy::Mglru,
+                        _ => {
+                            return Err(format!("expected split, unified or mglru, got '{value}'"))
+                        }
                     }
+                }
+                "lru_gen_min_ttl_ms" => {
+                    self.lru_gen_min_ttl_ms = parse_in(value, 0, u64::from(u32::MAX))? as u32
                 }
                 "softlimit" => {
                     self.softlimit = match value {
@@ -814,6 +827,9 @@ impl MachineConfig {
         }
         if self.costs.quantum_ns == 0 {
             return Err("quantum must be positive".into());
+        }
+        if self.lru == LruPolicy::Mglru && self.reclaim == ReclaimEra::V3_11 {
+            return Err("lru=mglru is 6.1's: 3.11 had no multi-generational LRU".into());
         }
         Ok(())
     }

@@ -819,6 +819,16 @@ impl Machine {
     /// file_mapped again. The page is mapped only for that instant, so reclaim never sees
     /// it mapped. A fault past the end of the file is SIGBUS (Fault::Segv).
     pub fn file_fault(&mut self, pid: Pid, f: u32, idx: u64, write: bool) -> Result<(), Fault> {
+        self.in_lru_fault(|m| m.file_fault_in_fault(pid, f, idx, write))
+    }
+
+    fn file_fault_in_fault(
+        &mut self,
+        pid: Pid,
+        f: u32,
+        idx: u64,
+        write: bool,
+    ) -> Result<(), Fault> {
         if self.file_is_shmem(f) {
             return self.shmem_fault(pid, f, idx, write);
         }
@@ -1240,6 +1250,10 @@ impl Machine {
     /// A read of page `idx` through a shared mapping of `f`: a hit sets the PTE's young
     /// bit; otherwise a page fault (filemap_fault()), major if the page had to be read.
     pub fn file_map_access(&mut self, pid: Pid, f: u32, idx: u64) -> Result<(), Fault> {
+        self.in_lru_fault(|m| m.file_map_access_in_fault(pid, f, idx))
+    }
+
+    fn file_map_access_in_fault(&mut self, pid: Pid, f: u32, idx: u64) -> Result<(), Fault> {
         if self.file_is_shmem(f) {
             return self.shmem_map_access(pid, f, idx, false);
         }

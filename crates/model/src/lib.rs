@@ -41,6 +41,7 @@ pub mod filemap;
 pub mod huge_memory;
 pub mod khugepaged;
 pub mod kmem;
+pub mod lru_gen;
 pub mod machine;
 pub mod memcg_dirty;
 pub mod memcontrol;

@@ -93,6 +93,13 @@ pub struct Machine {
     pub compaction: crate::compaction::Compaction,
     /// cfg.lru == Unified, read on every LRU placement.
     pub unified_lru: bool,
+    /// The multi-generational LRU's switches and per-frame generations (lru_gen.rs).
+    pub lru_gen: crate::lru_gen::LruGenCtl,
+    /// A page fault is being handled (current->in_lru_fault): pages it adds to the LRU
+    /// are hot, and its refaults restore their refs (lru_gen.rs).
+    pub lru_fault: bool,
+    /// OOM kills lru_gen_age_node() invoked because min_ttl protected every group.
+    pub lru_gen_oom_kills: u64,
     /// Total RAM pages and swap pages.
     pub totalram_pages: u64,
     pub total_swap_pages: u64,
@@ -185,6 +192,12 @@ impl Machine {
             totalram_pages: nr_frames as u64,
             total_swap_pages: nr_swap,
             unified_lru: cfg.lru == crate::config::LruPolicy::Unified,
+            lru_gen: crate::lru_gen::LruGenCtl::new(
+                cfg.lru == crate::config::LruPolicy::Mglru,
+                cfg.lru_gen_min_ttl_ms,
+            ),
+            lru_fault: false,
+            lru_gen_oom_kills: 0,
             soft_tree: Default::default(),
             soft_stats: Default::default(),
             soft_interrupted: None,

@@ -489,6 +489,10 @@ impl Machine {
             self.memcg_mut(p).last_child = Some(id);
         }
         self.add_subtree_groups(parent, 1);
+        if self.lru_gen_enabled() {
+            // lru_gen_init_memcg(): the group's generations are born with it.
+            self.lrugen_mut(id);
+        }
         id
     }
 

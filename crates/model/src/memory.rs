@@ -142,7 +142,7 @@ impl Machine {
             self.task_mut(pid).stats.user_ns += self.cfg.costs.hit_ns;
             return Ok(());
         }
-        self.handle_mm_fault(pid, vma, idx)?;
+        self.in_lru_fault(|m| m.handle_mm_fault(pid, vma, idx))?;
         // Return to user space: memory.high throttling queued by the charge.
         if self.task(pid).nr_pages_over_high > 0 {
             self.mem_cgroup_handle_over_high(pid);
@@ -175,11 +175,19 @@ impl Machine {
         if pte != 0 && pte & SWAP_PTE == 0 {
             return Ok(());
         }
-        self.handle_mm_fault(pid, vma, idx)?;
+        self.in_lru_fault(|m| m.handle_mm_fault(pid, vma, idx))?;
         if self.task(pid).killed {
             return Err(Fault::Killed);
         }
         Self::fault_done(self.task(pid))
+    }
+
+    /// Run a page fault's handling with current->in_lru_fault set (lru_gen_enter_fault()).
+    pub(crate) fn in_lru_fault<R>(&mut self, f: impl FnOnce(&mut Machine) -> R) -> R {
+        let was = std::mem::replace(&mut self.lru_fault, true);
+        let r = f(self);
+        self.lru_fault = was;
+        r
     }
 
     fn handle_mm_fault(&mut self, pid: Pid, vma: u32, idx: u32) -> Result<(), Fault> {

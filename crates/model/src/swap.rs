@@ -93,6 +93,8 @@ pub struct Lruvec {
     /// LRUVEC_CONGESTED: reclaim found every dirty page queued and marked for immediate
     /// reclaim.
     pub congested: bool,
+    /// The multi-generational LRU's generations (lru_gen.rs), made at their first use.
+    pub gen: Option<Box<crate::lru_gen::LruGen>>,
     /// Per list, the page up to which the frames from the tail were last asked to be loaded
     /// (NIL: start again at the tail), and how many pages that is.
     walk: [Pfn; lru::NR_LRU_LISTS],
@@ -116,6 +118,7 @@ impl Default for Lruvec {
             nonresident_age: 0,
             refaults: [0; 2],
             congested: false,
+            gen: None,
             walk: [NIL; lru::NR_LRU_LISTS],
             walk_ahead: [0; lru::NR_LRU_LISTS],
         }
@@ -223,6 +226,10 @@ impl Machine {
 
     /// Unlink a folio from whatever list it is on.
     pub fn lru_del(&mut self, pfn: Pfn) {
+        if self.frames.lru(pfn) == crate::lru_gen::LRU_GEN {
+            self.lru_gen_del_folio(pfn, false);
+            return;
+        }
         if let Some((memcg, l, nr)) = self.lru_unlink(pfn) {
             self.mod_stat(memcg, lru::stat(l), -(nr as i64));
         }
@@ -269,6 +276,20 @@ impl Machine {
 
     /// folio_add_lru(): put a new page at the head of the list its flags select.
     pub fn lru_add(&mut self, pfn: Pfn) {
+        if self.lru_gen_enabled() {
+            // folio_add_lru(): a page added in a fault is hot (the youngest generation).
+            if self.lru_fault && !self.frames.test(pfn, pf::MLOCKED) {
+                self.frames.set(pfn, pf::ACTIVE);
+            }
+            if self.lru_gen_add_folio(pfn, false) {
+                return;
+            }
+        }
+        self.lru_add_classic(pfn);
+    }
+
+    /// lruvec_add_folio() on the two-list LRU.
+    pub(crate) fn lru_add_classic(&mut self, pfn: Pfn) {
         let l = self.lru_link_head(pfn);
         if l != lru::UNEVICTABLE && self.reclaim_3_11() {
             // 3.11's __pagevec_lru_add_fn(): update_page_reclaim_stat(), an active page
@@ -376,6 +397,14 @@ impl Machine {
     /// move_folios_to_lru(): put isolated folios of `memcg` back, in order, each at the head
     /// of the list its flags select (as lru_add()), with each list's statistic updated once.
     pub(crate) fn lru_add_batch(&mut self, memcg: MemcgId, pages: &[Pfn]) {
+        if self.lru_gen_enabled() {
+            for &pfn in pages {
+                if !self.lru_gen_add_folio(pfn, false) {
+                    self.lru_link_head(pfn);
+                }
+            }
+            return;
+        }
         let mut added = [0u64; lru::NR_LRU_LISTS];
         for &pfn in pages {
             debug_assert_eq!(self.frames.memcg(pfn), memcg);
@@ -394,6 +423,9 @@ impl Machine {
     /// Put back a page (after isolation or a flag change) at the head of its list.
     pub fn lru_putback(&mut self, pfn: Pfn) {
         self.lru_del(pfn);
+        if self.lru_gen_enabled() && self.lru_gen_add_folio(pfn, false) {
+            return;
+        }
         self.lru_link_head(pfn);
     }
 
@@ -402,6 +434,14 @@ impl Machine {
     /// is, uncounted, and its putback puts it at the head.
     pub fn lru_rotate_to_tail(&mut self, pfn: Pfn) {
         if self.frames.lru(pfn) == LRU_NONE {
+            return;
+        }
+        if self.frames.lru(pfn) == crate::lru_gen::LRU_GEN {
+            // lru_move_tail_fn(): the oldest generation's tail.
+            self.lru_gen_del_folio(pfn, false);
+            self.frames.clear(pfn, pf::ACTIVE);
+            self.lru_gen_add_folio(pfn, true);
+            self.mod_stat(crate::memcontrol::ROOT_MEMCG, Stat::Pgrotated, 1);
             return;
         }
         let l = self.page_lru_list(pfn);
@@ -417,6 +457,10 @@ impl Machine {
 
     /// folio_mark_accessed(): the two-step promotion of unmapped page-cache pages.
     pub fn mark_page_accessed(&mut self, pfn: Pfn) {
+        if self.lru_gen_enabled() {
+            self.folio_inc_refs(pfn);
+            return;
+        }
         let f = self.frames.flags(pfn);
         if f & pf::REFERENCED == 0 {
             self.frames.set(pfn, pf::REFERENCED);

@@ -132,6 +132,8 @@ pub struct ScanControl {
     pub file_cost: u64,
     pub nr_scanned: u64,
     pub nr_reclaimed: u64,
+    /// nr_reclaimed when kswapd's lru_gen_age_node() ran (sc->last_reclaimed).
+    pub last_reclaimed: u64,
     pub nr_dirty: u64,
     pub nr_unqueued_dirty: u64,
     pub nr_congested: u64,
@@ -253,6 +255,7 @@ impl ScanControl {
             file_cost: 0,
             nr_scanned: 0,
             nr_reclaimed: 0,
+            last_reclaimed: 0,
             nr_dirty: 0,
             nr_unqueued_dirty: 0,
             nr_congested: 0,
@@ -330,6 +333,9 @@ pub struct Kswapd {
     pub freeing: std::collections::VecDeque<(u64, Pfn, usize)>,
     /// The priority step in progress, between kswapd's batches.
     pub scan: Option<Box<KswapdScan>>,
+    /// sc->memcgs_need_aging of the balance_pgdat() run (lru_gen.rs): false at its start,
+    /// so that its first lru_gen_age_node() only sets it.
+    pub lru_gen_need_aging: bool,
     /// Its pressure state: a kernel thread of the root group (psi.rs).
     pub psi: crate::psi::PsiTask,
 }
@@ -382,6 +388,7 @@ impl Default for Kswapd {
             in_step: false,
             freeing: std::collections::VecDeque::new(),
             scan: None,
+            lru_gen_need_aging: false,
             psi: crate::psi::PsiTask::new(crate::psi::KTHREAD, crate::psi::PSI_SYSTEM, 0, 0),
         }
     }
@@ -412,11 +419,24 @@ pub struct LruvecScan {
     nr_to_reclaim: u64,
     scan_adjusted: bool,
     reclaimed: u64,
+    /// lru_gen_shrink_lruvec()'s loop instead, with the multi-generational LRU.
+    gen: Option<crate::lru_gen::GenScan>,
 }
 
 /// shrink_folio_list()'s free_folios: each freed frame with the memcg whose memory charge
 /// it still holds (None once mem_cgroup_swapout() has moved the charge to the swap entry).
 type FreeFolios = Vec<(Pfn, Option<MemcgId>)>;
+
+/// What shrink_folio_batch() did with a batch.
+pub(crate) struct BatchOut {
+    pub reclaimed: u64,
+    /// The pages kept, in order, to go back to the LRU.
+    pub putback: Vec<Pfn>,
+    /// Pages it activated (PG_active set: PGACTIVATE).
+    pub nr_activate: i64,
+    /// stat.nr_pageout: the pages pageout() wrote, zswap's stores among them.
+    pub nr_pageout: u64,
+}
 
 /// What shrink_folio_list decided for one page.
 enum Verdict {
@@ -675,6 +695,9 @@ impl Machine {
     }
 
     fn snapshot_refaults(&mut self, target: MemcgId) {
+        if self.lru_gen_enabled() {
+            return;
+        }
         let a = self.stat_view(target, Stat::WorkingsetActivateAnon);
         let f = self.stat_view(target, Stat::WorkingsetActivateFile);
         self.memcg_mut(target).lruvec[NID0].refaults = [a, f];
@@ -696,6 +719,9 @@ impl Machine {
 
     /// prepare_scan_count() of 6.1 (done once per shrink_node at the reclaim root).
     fn prepare_scan_control(&mut self, sc: &mut ScanControl) {
+        if self.lru_gen_enabled() {
+            return;
+        }
         // 6.1 flushes so that the heuristics below read accurate lruvec stats.
         self.mem_cgroup_flush_stats();
         let t = sc.target;
@@ -1264,6 +1290,17 @@ impl Machine {
 
     /// shrink_lruvec() up to its loop: get_scan_count()'s targets.
     fn lruvec_scan_begin(&mut self, memcg: MemcgId, sc: &mut ScanControl) -> LruvecScan {
+        if self.lru_gen_enabled() {
+            return LruvecScan {
+                memcg,
+                nr: [0; 4],
+                targets: [0; 4],
+                nr_to_reclaim: sc.nr_to_reclaim,
+                scan_adjusted: false,
+                reclaimed: 0,
+                gen: Some(self.lru_gen_scan_begin(memcg, sc)),
+            };
+        }
         let nr = self.get_scan_count(memcg, sc);
         let v3_11 = self.cfg.shrink_lruvec == crate::config::ShrinkLruvec::V3_11;
         LruvecScan {
@@ -1276,6 +1313,7 @@ impl Machine {
                 && !sc.kswapd
                 && sc.priority == DEF_PRIORITY,
             reclaimed: 0,
+            gen: None,
         }
     }
 
@@ -1283,6 +1321,9 @@ impl Machine {
     /// list, then the proportional adjustment once enough is reclaimed. Returns whether the
     /// loop is over after this pass, or None when it had ended already (nothing scanned).
     fn lruvec_scan_batch(&mut self, s: &mut LruvecScan, sc: &mut ScanControl) -> Option<bool> {
+        if let Some(g) = s.gen.as_mut() {
+            return self.lru_gen_scan_batch(s.memcg, g, sc);
+        }
         let nr = &mut s.nr;
         if nr[lru::INACTIVE_ANON] == 0 && nr[lru::ACTIVE_FILE] == 0 && nr[lru::INACTIVE_FILE] == 0 {
             return None;
@@ -1341,6 +1382,9 @@ impl Machine {
 
     /// The end of shrink_lruvec(): what it reclaimed, and the anon list's ageing.
     fn lruvec_scan_end(&mut self, s: LruvecScan, sc: &mut ScanControl) {
+        if let Some(g) = s.gen {
+            return self.lru_gen_scan_end(g, sc);
+        }
         sc.nr_reclaimed += s.reclaimed;
         // A group no active-anon page ever reached is never low (no view to load).
         if self.total_swap_pages > 0
@@ -1525,12 +1569,80 @@ impl Machine {
         self.count_reclaim_events(sc, memcg, file, taken, false);
         sc.nr_scanned += taken;
         self.spend_cpu(pages.len() as u64 * self.cfg.costs.scan_ns);
+        let (keep_before, writeback_before) = (sc.nr_ref_keep, sc.nr_writeback);
+        let unqueued_before = sc.nr_unqueued_dirty;
+        let BatchOut {
+            reclaimed: nr_reclaimed,
+            putback,
+            nr_activate,
+            nr_pageout,
+        } = self.shrink_folio_batch(pages, memcg, sc);
+        if self.reclaim_3_11() {
+            // 3.11's reclaim_stat: the batch was scanned; putback_inactive_pages() counts
+            // the pages it activates as rotated.
+            self.note_lruvec_reclaim_stat(memcg, sc.slot, file, taken, nr_activate as u64);
+        }
+        self.lru_add_batch(memcg, &putback);
+        if nr_activate > 0 {
+            self.mod_stat(memcg, Stat::Pgactivate, nr_activate);
+        }
+        self.count_reclaim_events(sc, memcg, file, nr_reclaimed, true);
+        self.lru_note_cost(memcg, file, nr_pageout, 0);
+        let kind = if sc.kswapd {
+            0
+        } else if sc.cgroup_reclaim {
+            2
+        } else {
+            1
+        };
+        let row =
+            &mut self.shrink_inactive_hist.rows[kind][sc.priority.clamp(0, DEF_PRIORITY) as usize];
+        row.calls += 1;
+        row.scanned += taken;
+        row.reclaimed += nr_reclaimed;
+        row.ref_keep += sc.nr_ref_keep - keep_before;
+        row.activate += nr_activate as u64;
+        let wb = sc.nr_writeback - writeback_before;
+        row.writeback += wb;
+        if self.reclaim_3_11() {
+            // 3.11 flags the zone ZONE_WRITEBACK from any reclaim's batch, soft-limit and
+            // memcg reclaim included, when its pages under writeback reach the share its
+            // priority allows (all of them at DEF_PRIORITY, any at priority 6 and below).
+            if wb > 0 && wb >= taken >> (DEF_PRIORITY - sc.priority.clamp(0, DEF_PRIORITY)) {
+                self.reclaim_wait.zone_writeback[sc.slot] = true;
+            }
+        }
+        self.note_isolated(isolated_at, taken, file);
+        // Every page taken was dirty and not queued for writeback: the flushers are behind.
+        // Legacy memcg has no dirty throttling of its own; its reclaim sleeps here.
+        if sc.nr_unqueued_dirty - unqueued_before == taken {
+            self.wakeup_flusher();
+            if self.reclaim_3_11() {
+                // 3.11: only global reclaim stalls here (congestion_wait(), HZ/10); memcg
+                // reclaim stalls on the pages themselves.
+                if !sc.cgroup_reclaim {
+                    self.reclaim_throttle(sc, Wait::Writeback);
+                }
+            } else if !self.writeback_throttling_sane(sc) {
+                self.reclaim_throttle(sc, Wait::Writeback);
+            }
+        }
+        nr_reclaimed
+    }
+
+    /// shrink_folio_list() of an isolated batch: each page's decision (shrink_folio()), the
+    /// activations, the TLB flush, the batch's swap writes and the frees. Returns what was
+    /// reclaimed and the pages to put back, in order.
+    pub(crate) fn shrink_folio_batch(
+        &mut self,
+        mut pages: Vec<Pfn>,
+        memcg: MemcgId,
+        sc: &mut ScanControl,
+    ) -> BatchOut {
         let mut nr_reclaimed = 0u64;
         let mut pageout = Vec::new();
         let mut nr_activate = 0i64;
-        let unqueued_before = sc.nr_unqueued_dirty;
         let stored_before = sc.nr_zswap_stored;
-        let (keep_before, writeback_before) = (sc.nr_ref_keep, sc.nr_writeback);
         // The pages that stay go back after the batch, in order (move_folios_to_lru()).
         let mut putback = Vec::with_capacity(pages.len());
         // The pages freed, uncharged and given back to the allocator after the batch.
@@ -1602,57 +1714,12 @@ impl Machine {
         // back to the head of the inactive list, clean, in the swap cache.
         self.free_page_list(&free_folios);
         self.swap_io_poll();
-        if self.reclaim_3_11() {
-            // 3.11's reclaim_stat: the batch was scanned; putback_inactive_pages() counts
-            // the pages it activates as rotated.
-            self.note_lruvec_reclaim_stat(memcg, sc.slot, file, taken, nr_activate as u64);
+        BatchOut {
+            reclaimed: nr_reclaimed,
+            putback,
+            nr_activate,
+            nr_pageout,
         }
-        self.lru_add_batch(memcg, &putback);
-        if nr_activate > 0 {
-            self.mod_stat(memcg, Stat::Pgactivate, nr_activate);
-        }
-        self.count_reclaim_events(sc, memcg, file, nr_reclaimed, true);
-        self.lru_note_cost(memcg, file, nr_pageout, 0);
-        let kind = if sc.kswapd {
-            0
-        } else if sc.cgroup_reclaim {
-            2
-        } else {
-            1
-        };
-        let row =
-            &mut self.shrink_inactive_hist.rows[kind][sc.priority.clamp(0, DEF_PRIORITY) as usize];
-        row.calls += 1;
-        row.scanned += taken;
-        row.reclaimed += nr_reclaimed;
-        row.ref_keep += sc.nr_ref_keep - keep_before;
-        row.activate += nr_activate as u64;
-        let wb = sc.nr_writeback - writeback_before;
-        row.writeback += wb;
-        if self.reclaim_3_11() {
-            // 3.11 flags the zone ZONE_WRITEBACK from any reclaim's batch, soft-limit and
-            // memcg reclaim included, when its pages under writeback reach the share its
-            // priority allows (all of them at DEF_PRIORITY, any at priority 6 and below).
-            if wb > 0 && wb >= taken >> (DEF_PRIORITY - sc.priority.clamp(0, DEF_PRIORITY)) {
-                self.reclaim_wait.zone_writeback[sc.slot] = true;
-            }
-        }
-        self.note_isolated(isolated_at, taken, file);
-        // Every page taken was dirty and not queued for writeback: the flushers are behind.
-        // Legacy memcg has no dirty throttling of its own; its reclaim sleeps here.
-        if sc.nr_unqueued_dirty - unqueued_before == taken {
-            self.wakeup_flusher();
-            if self.reclaim_3_11() {
-                // 3.11: only global reclaim stalls here (congestion_wait(), HZ/10); memcg
-                // reclaim stalls on the pages themselves.
-                if !sc.cgroup_reclaim {
-                    self.reclaim_throttle(sc, Wait::Writeback);
-                }
-            } else if !self.writeback_throttling_sane(sc) {
-                self.reclaim_throttle(sc, Wait::Writeback);
-            }
-        }
-        nr_reclaimed
     }
 
     /// Pages a batch kept off the LRU from `start` to now (NR_ISOLATED_*).
@@ -1743,6 +1810,10 @@ impl Machine {
         if !sc.may_unmap && self.folio_mapped(pfn) {
             return Verdict::Keep;
         }
+        // folio_update_gen() tried to promote this page while it was isolated?
+        if self.lru_gen_enabled() && flags & pf::REFERENCED != 0 && self.folio_mapped(pfn) {
+            return Verdict::Keep;
+        }
         // folio_check_dirty_writeback(): file pages only; reclaim writes anon pages itself and
         // does not stall on them.
         let dirty = !anon && flags & pf::DIRTY != 0;
@@ -1792,7 +1863,12 @@ impl Machine {
             return Verdict::Keep;
         }
         // folio_check_references()
-        let referenced_ptes = self.page_referenced(pfn);
+        let referenced_ptes = if self.lru_gen_enabled() {
+            let can_swap = sc.may_swap && self.total_swap_pages > 0;
+            self.lru_gen_page_referenced(pfn, can_swap)
+        } else {
+            self.page_referenced(pfn)
+        };
         let referenced_folio = self.frames.test_clear(pfn, pf::REFERENCED);
         let mut reclaim_clean = false;
         if referenced_ptes {
@@ -1974,6 +2050,7 @@ impl Machine {
         self.kswapd.awake = true;
         self.kswapd.priority = DEF_PRIORITY;
         self.kswapd.nr_reclaimed = 0;
+        self.kswapd.lru_gen_need_aging = false;
         self.kswapd.gen += 1;
         let now = self.now();
         self.sched
@@ -2141,7 +2218,10 @@ impl Machine {
         sc.kswapd = true;
         sc.priority = self.kswapd.priority;
         // kswapd_age_node()
-        if self.total_swap_pages > 0 {
+        if self.lru_gen_enabled() {
+            sc.last_reclaimed = sc.nr_reclaimed;
+            self.lru_gen_age_node(&sc);
+        } else if self.total_swap_pages > 0 {
             let groups = self.anon_ageing_groups();
             self.age_active_anon(&groups, &mut sc);
         }
@@ -2400,6 +2480,7 @@ impl Machine {
         }
         self.kswapd.priority = DEF_PRIORITY;
         self.kswapd.nr_reclaimed = 0;
+        self.kswapd.lru_gen_need_aging = false;
         if self.kswapd.failures >= crate::memcontrol::MAX_RECLAIM_RETRIES {
             self.kswapd_end_throttle();
             self.kswapd.awake = false;

@@ -17,7 +17,7 @@ use crate::swap::NID0;
 /// bit 63 = tag (bits 61 and 62 stay free for the page cache's own use).
 /// The value 0 never is a shadow (eviction clocks start at 0 but the tag bit 63 is set).
 const SHADOW_TAG: u64 = 1 << 63;
-const EVICTION_MASK: u64 = (1 << 44) - 1;
+pub const EVICTION_MASK: u64 = (1 << 44) - 1;
 
 pub fn pack_shadow(memcg: MemcgId, eviction: u64, workingset: bool) -> u64 {
     SHADOW_TAG | ((eviction & EVICTION_MASK) << 17) | ((memcg as u64) << 1) | workingset as u64
@@ -45,6 +45,9 @@ impl Machine {
 
     /// workingset_eviction(): the shadow entry for a page reclaimed on behalf of `target`.
     pub fn workingset_eviction(&mut self, pfn: Pfn, target: MemcgId) -> u64 {
+        if self.lru_gen_enabled() {
+            return self.lru_gen_eviction(pfn);
+        }
         let eviction = self.memcg(target).lruvec[NID0].nonresident_age;
         self.workingset_age_nonresident(target, 1);
         pack_shadow(target, eviction, self.frames.test(pfn, pf::WORKINGSET))
@@ -53,6 +56,9 @@ impl Machine {
     /// workingset_refault(): a page is brought back where a shadow entry was found. The page
     /// is already charged to its new memcg and not yet on an LRU.
     pub fn workingset_refault(&mut self, pfn: Pfn, shadow: u64) {
+        if self.lru_gen_enabled() {
+            return self.lru_gen_refault(pfn, shadow);
+        }
         let file = !self.frames.test(pfn, pf::SWAPBACKED);
         let (evict_memcg, eviction, workingset) = unpack_shadow(shadow);
         let em = evict_memcg as usize;

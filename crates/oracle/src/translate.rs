@@ -166,7 +166,13 @@ impl Ctx {
             }
             Value::Key(p, k) => {
                 self.touch(&self.abs(p), Use::Read);
-                format!("$(rdk {} {})", q(&gpath(&self.abs(p))), q(k))
+                // /sys/kernel/debug/lru_gen's keys have their own reader.
+                let f = if self.abs(p).starts_with("/sys/kernel/debug/lru_gen") {
+                    "rdg"
+                } else {
+                    "rdk"
+                };
+                format!("$({f} {} {})", q(&gpath(&self.abs(p))), q(k))
             }
             Value::Fd(name) => format!("$(/bin/mcgh fdread {} | rdfirst)", self.fd(name)?),
             Value::Var(name) => format!("${{v_{name}}}"),
@@ -209,6 +215,7 @@ impl Ctx {
 const PRELUDE: &str = r#"
 rdv() { v=$(cat "$1" 2>/dev/null) || { echo ERR; return; }; set -- $v; if [ "$1" = max ]; then echo 9223372036854775807; else echo "${1:-ERR}"; fi; }
 rdk() { awk -v k="$2" '{ sub(/:$/, "", $1); l[NR] = $0 } $1 == k { print $2; f = 1; exit } END { if (f) exit; d = index(k, "."); if (d > 0) { h = substr(k, 1, d - 1); g = substr(k, d + 1); for (n = 1; n <= NR; n++) { m = split(l[n], w, " "); if (w[1] != h) continue; for (i = 2; i <= m; i++) if (index(w[i], g "=") == 1) { v = substr(w[i], length(g) + 2); if (v ~ /^[0-9]+[.][0-9][0-9]$/) { sub(/[.]/, "", v); sub(/^0+/, "", v); if (v == "") v = "0" } print v; exit } break } } q = split(k, zp, "."); if (q == 2 || q == 3) { for (n = 1; n <= NR; n++) { m = split(l[n], w, " "); if (w[1] != "Node" || w[3] != "zone") continue; zz = w[4]; sub(/,$/, "", zz); if (zz != zp[1]) continue; j = 5; if (q == 3) { if (w[5] != "type" || w[6] != zp[2]) continue; j = 7 } else if (w[5] == "type") continue; v = w[j + zp[q]]; sub(/^>/, "", v); if (v == "") break; print v; exit } } print "ERR" }' "$1" 2>/dev/null || echo ERR; }
+rdg() { awk -v k="$2" 'BEGIN { n = split(k, p, ".") } $1 == "memcg" { c = ($2 == p[1]); next } c && NF == 4 { g++; if (g == 1) mn = $1; mx = $1; a += $3; f += $4; if (n == 3 && $1 == p[2]) { if (p[3] == "age") v = $2; else if (p[3] == "anon") v = $3; else if (p[3] == "file") v = $4; else v = "ERR"; s = 1 } } END { if (n == 3) { print (s ? v : "ERR"); exit } if (!g) { print "ERR"; exit } if (p[2] == "max_seq") print mx; else if (p[2] == "min_seq") print mn; else if (p[2] == "gens") print g; else if (p[2] == "anon") print a; else if (p[2] == "file") print f; else print "ERR" }' "$1" 2>/dev/null || echo ERR; }
 rdfirst() { read v rest; if [ "$v" = max ]; then echo 9223372036854775807; else echo "${v:-ERR}"; fi; }
 emit() { n=$1; shift; while IFS= read -r l; do echo "@@MCG L$n OUT $l"; done; }
 "#;
@@ -638,6 +645,17 @@ pub fn header(cfg: &MachineConfig) -> String {
     }
     if z.enabled {
         h.push_str("echo 1 > /sys/module/zswap/parameters/enabled\n");
+    }
+    // Debian's 6.1 builds the multi-generational LRU in, off: `lru=mglru` switches it on
+    // before the script starts, as the machine boots with it.
+    if cfg.lru == memcgsim_model::LruPolicy::Mglru {
+        h.push_str("echo y > /sys/kernel/mm/lru_gen/enabled\n");
+    }
+    if cfg.lru_gen_min_ttl_ms != 0 {
+        h.push_str(&format!(
+            "echo {} > /sys/kernel/mm/lru_gen/min_ttl_ms\n",
+            cfg.lru_gen_min_ttl_ms
+        ));
     }
     h.push_str(&format!(
         "echo {} > /proc/sys/vm/watermark_scale_factor\n",

@@ -191,6 +191,9 @@ pub fn single_value(content: &str) -> Result<i64, String> {
 /// the line `Node 0, zone ZONE, type TYPE` (free blocks of order N); a count capped as
 /// `>100000` reads as 100000.
 pub fn keyed_value(content: &str, key: &str) -> Result<i64, String> {
+    if content.starts_with("memcg ") {
+        return lru_gen_value(content, key);
+    }
     for line in content.lines() {
         let mut words = line.split_whitespace();
         let Some(first) = words.next() else { continue };
@@ -220,6 +223,64 @@ pub fn keyed_value(content: &str, key: &str) -> Result<i64, String> {
         return v;
     }
     Err(format!("no key '{key}'"))
+}
+
+/// A key of /sys/kernel/debug/lru_gen (`memcg ID PATH`, ` node N`, then a line per
+/// generation: seq, age in ms, anon pages, file pages): `ID.max_seq`, `ID.min_seq` (the
+/// first generation shown), `ID.gens` (how many), `ID.anon` and `ID.file` (pages over them
+/// all), and `ID.SEQ.anon`, `ID.SEQ.file`, `ID.SEQ.age` of one generation.
+fn lru_gen_value(content: &str, key: &str) -> Result<i64, String> {
+    let parts: Vec<&str> = key.split('.').collect();
+    let (id, seq, what) = match parts[..] {
+        [id, what] => (id, None, what),
+        [id, seq, what] => (id, Some(seq), what),
+        _ => return Err(format!("no key '{key}' (ID.WHAT or ID.SEQ.WHAT)")),
+    };
+    let mut cur = false;
+    let mut gens: Vec<[i64; 4]> = Vec::new();
+    for line in content.lines() {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        match w.first() {
+            Some(&"memcg") => cur = w.get(1) == Some(&id),
+            Some(_) if cur && w.len() == 4 => {
+                let mut v = [0i64; 4];
+                for (x, s) in v.iter_mut().zip(&w) {
+                    *x = s.parse().map_err(|_| format!("'{s}' is not a number"))?;
+                }
+                gens.push(v);
+            }
+            _ => {}
+        }
+    }
+    let (Some(first), Some(last)) = (gens.first(), gens.last()) else {
+        return Err(format!("no generations of group {id}"));
+    };
+    let field = |what: &str| match what {
+        "age" => Some(1),
+        "anon" => Some(2),
+        "file" => Some(3),
+        _ => None,
+    };
+    match (seq, what) {
+        (None, "max_seq") => Ok(last[0]),
+        (None, "min_seq") => Ok(first[0]),
+        (None, "gens") => Ok(gens.len() as i64),
+        (None, w) if field(w).is_some_and(|f| f >= 2) => {
+            let f = field(w).expect("checked");
+            Ok(gens.iter().map(|g| g[f]).sum())
+        }
+        (Some(seq), w) => {
+            let f = field(w).ok_or_else(|| format!("no field '{w}' (age, anon or file)"))?;
+            let seq: i64 = seq
+                .parse()
+                .map_err(|_| format!("'{seq}' is not a sequence number"))?;
+            gens.iter()
+                .find(|g| g[0] == seq)
+                .map(|g| g[f])
+                .ok_or_else(|| format!("group {id} has no generation {seq}"))
+        }
+        _ => Err(format!("no key '{key}'")),
+    }
 }
 
 /// A `ZONE.N` or `ZONE.TYPE.N` key of a per-zone file (see [`keyed_value`]); None when the key
@@ -431,6 +492,23 @@ mod tests {
         assert_eq!(keyed_value(types, "DMA32.Unmovable.1").unwrap(), 100_000);
         assert_eq!(keyed_value(types, "DMA32.1").unwrap(), 230);
         assert!(keyed_value(types, "DMA32.Isolate.0").is_err());
+    }
+
+    #[test]
+    fn lru_gen_keys() {
+        let f = "memcg     1 /\n node     0\n          0       1000          5          7 \n          1         10          0          0 \nmemcg     2 /A\n node     0\n          3       2000        100         50 \n          4        500        200          0 \n          5          4          1          2 \n";
+        assert_eq!(keyed_value(f, "2.max_seq").unwrap(), 5);
+        assert_eq!(keyed_value(f, "2.min_seq").unwrap(), 3);
+        assert_eq!(keyed_value(f, "2.gens").unwrap(), 3);
+        assert_eq!(keyed_value(f, "2.anon").unwrap(), 301);
+        assert_eq!(keyed_value(f, "2.file").unwrap(), 52);
+        assert_eq!(keyed_value(f, "2.4.anon").unwrap(), 200);
+        assert_eq!(keyed_value(f, "2.3.age").unwrap(), 2000);
+        assert_eq!(keyed_value(f, "1.0.file").unwrap(), 7);
+        assert!(keyed_value(f, "2.9.anon").is_err());
+        assert!(keyed_value(f, "3.max_seq").is_err());
+        assert!(keyed_value(f, "2.size").is_err());
+        assert!(keyed_value(f, "2.age").is_err());
     }
 
     #[test]
