@@ -11,12 +11,15 @@ requests per second and miss ratio, and memcgsim's speed as a multiple of libCac
     pip install libcachesim          # optional: without it only memcgsim's figure is shown
     cargo build --release
     scripts/bench-vs-libcachesim.py [--scale 10] [--runs 3] [--memcgsim PATH] [--baseline PATH]
+                                    [--mglru]
 
 --scale 10 is 20 million requests. Wall-clock figures depend on the machine and its load:
 compare the ratios, measured here in one run, not figures from different runs.
 --baseline PATH replays the trace with a second memcgsim binary too (an earlier build),
 alternating with the others, and prints its figures and the speed-up of --memcgsim over it;
-the two must report the same miss ratio.
+the two must report the same miss ratio. --mglru replays it with memcgsim's
+multi-generational LRU as well (`bench --lru mglru`), alternating with the rest, and
+prints its figures and its speed against the two-list LRU's.
 """
 
 import argparse
@@ -69,6 +72,8 @@ def main():
         help="the memcgsim binary (default: target/release/memcgsim)",
     )
     p.add_argument("--baseline", help="an earlier memcgsim binary to compare with")
+    p.add_argument("--mglru", action="store_true",
+                   help="also replay with memcgsim's multi-generational LRU (--lru mglru)")
     a = p.parse_args()
     if a.scale < 1 or a.runs < 1:
         sys.exit("--scale and --runs must be at least 1")
@@ -89,9 +94,12 @@ def main():
         algorithms = ["LRU", "Clock", "S3FIFO"]
         theirs = {alg: [] for alg in algorithms}
         base = []
+        gen = []
         for run in range(a.runs):
             if run > 0:
                 ours.append(memcgsim_replay(a.memcgsim, ["--trace", trace]))
+            if a.mglru:
+                gen.append(memcgsim_replay(a.memcgsim, ["--trace", trace, "--lru", "mglru"]))
             if a.baseline:
                 base.append(memcgsim_replay(a.baseline, ["--trace", trace]))
             if lcs is not None:
@@ -105,6 +113,11 @@ def main():
               f"miss ratio {runs[0][1]:.4f}")
 
     line("memcgsim", ours)
+    if a.mglru:
+        line("memcgsim, MGLRU", gen)
+        ratio = [g[0] / o[0] for g, o in zip(gen, ours)]
+        print(f"memcgsim MGLRU / two-list LRU: {statistics.median(ratio):.2f}x "
+              f"(median of {len(ratio)} pairs; min {min(ratio):.2f}, max {max(ratio):.2f})")
     if a.baseline:
         line("memcgsim (baseline)", base)
         speedup = [o[0] / b[0] for o, b in zip(ours, base)]
@@ -118,7 +131,9 @@ def main():
         return
     for alg in algorithms:
         line(f"libCacheSim {alg}", theirs[alg])
-    for name, runs in [("memcgsim", ours)] + ([("baseline", base)] if a.baseline else []):
+    others = ([("memcgsim MGLRU", gen)] if a.mglru else []) + (
+        [("baseline", base)] if a.baseline else [])
+    for name, runs in [("memcgsim", ours)] + others:
         pairs = [o[0] / t[0] for o, t in zip(runs, theirs["LRU"])]
         print(f"{name} / libCacheSim LRU: {statistics.median(pairs):.2f}x "
               f"(median of {len(pairs)} pairs; min {min(pairs):.2f}, max {max(pairs):.2f})")

@@ -381,6 +381,7 @@ fn every_readme_maps_its_commands_to_printed_blocks() -> Result<(), Failed> {
     assert_eq!(
         measured,
         vec![
+            ("experiments/mglru/trace/README.md", 2),
             ("experiments/seed001/fault-overhead/README.md", 1),
             ("experiments/seed003/nested-build/README.md", 2),
             ("experiments/seed004/page-cgroup/README.md", 3),

@@ -350,6 +350,14 @@ fn figure_specs(sc: &Scenario, runs: &[RunResult]) -> Vec<(String, Kind, Extract
                 v.push((format!("swap avg {subj}"), Kind::Size, Box::new(swap_avg)));
             }
         }
+        if machine && sc.run.stats.iter().any(|k| k == "kswapd_cpu") {
+            // kswapd's CPU time (/proc/memcgsim/reclaim), when the scenario asks for it.
+            v.push((
+                format!("kswapd CPU {subj}"),
+                Kind::Time,
+                Box::new(|r: &RunResult| r.reclaim.get("kswapd_cpu_ns")),
+            ));
+        }
         if machine {
             for &(what, kind, key) in RECLAIM_FIGURES {
                 v.push((

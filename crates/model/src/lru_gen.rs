@@ -734,6 +734,16 @@ impl Machine {
     /// on its generation lists that is mapped with its accessed bit set (anon only when it
     /// may swap) loses the bit and joins generation `max_seq`.
     fn lru_gen_walk(&mut self, memcg: MemcgId, max_seq: u64, can_swap: bool) {
+        // A group with no page mapped (only page cache read through read()) has no page
+        // table entry to walk.
+        let local = &self.memcgs[memcg as usize].stats.local;
+        if local[Stat::Anon as usize]
+            + local[Stat::FileMapped as usize]
+            + local[Stat::Shmem as usize]
+            <= 0
+        {
+            return;
+        }
         let new = gen_from_seq(max_seq);
         let mut visited = 0u64;
         for li in 0..NR_LISTS {
