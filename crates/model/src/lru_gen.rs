@@ -1575,7 +1575,8 @@ impl Machine {
         nr_to_reclaim: u64,
     ) -> Result<(), crate::Errno> {
         let max_seq = self.lrugen_mut(memcg).max_seq;
-        if seq + MIN_NR_GENS > max_seq {
+        // Unsigned long arithmetic, as 6.1's: a seq near 2^64 wraps and passes.
+        if seq.wrapping_add(MIN_NR_GENS) > max_seq {
             return Err(crate::Errno::EINVAL);
         }
         let mut sc = ScanControl::new(ROOT_MEMCG, nr_to_reclaim, false);
