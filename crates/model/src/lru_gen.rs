@@ -426,27 +426,7 @@ impl Machine {
             .as_deref_mut()
             .expect("generations");
         let pc = &mut self.frames.meta;
-        if at_tail {
-            let t = lg.tail[li];
-            pc[pfn as usize].pc.prev = t;
-            pc[pfn as usize].pc.next = NIL;
-            if t == NIL {
-                lg.head[li] = pfn;
-            } else {
-                pc[t as usize].pc.next = pfn;
-            }
-            lg.tail[li] = pfn;
-        } else {
-            let h = lg.head[li];
-            pc[pfn as usize].pc.prev = NIL;
-            pc[pfn as usize].pc.next = h;
-            if h == NIL {
-                lg.tail[li] = pfn;
-            } else {
-                pc[h as usize].pc.prev = pfn;
-            }
-            lg.head[li] = pfn;
-        }
+        crate::swap::list_link(pc, &mut lg.head[li], &mut lg.tail[li], pfn, at_tail);
         let f = &mut pc[pfn as usize].pc.flags;
         *f = (*f & !pf::LRU_MASK) | LRU_GEN;
     }
@@ -465,19 +445,7 @@ impl Machine {
             .as_deref_mut()
             .expect("generations");
         let pc = &mut self.frames.meta;
-        let (prev, next) = (pc[pfn as usize].pc.prev, pc[pfn as usize].pc.next);
-        if prev == NIL {
-            lg.head[li] = next;
-        } else {
-            pc[prev as usize].pc.next = next;
-        }
-        if next == NIL {
-            lg.tail[li] = prev;
-        } else {
-            pc[next as usize].pc.prev = prev;
-        }
-        pc[pfn as usize].pc.prev = NIL;
-        pc[pfn as usize].pc.next = NIL;
+        crate::swap::list_unlink(pc, &mut lg.head[li], &mut lg.tail[li], pfn);
         let f = &mut pc[pfn as usize].pc.flags;
         *f = (*f & !pf::LRU_MASK) | crate::page_cgroup::LRU_NONE;
     }
@@ -1783,7 +1751,7 @@ mod tests {
     use super::*;
 
     use crate::config::MachineConfig;
-    use crate::page_io::tests::holding_group;
+    use crate::page_io::tests::{holding_group, reclaim};
 
     fn mglru(pages: u64) -> (Machine, MemcgId, crate::program::Pid) {
         let mut cfg = MachineConfig::default();
@@ -1805,13 +1773,6 @@ mod tests {
                 p - 1
             })
             .collect()
-    }
-
-    fn reclaim(m: &mut Machine, a: MemcgId, nr: u64) -> u64 {
-        let began = m.begin_external_write();
-        let r = m.try_to_free_mem_cgroup_pages(a, nr, true, true, None);
-        m.end_external_write(began);
-        r
     }
 
     #[test]

@@ -245,7 +245,7 @@ pub(crate) mod tests {
     }
 
     /// Reclaim `nr` pages of `a` from outside (as memory.reclaim does, without its retries).
-    fn reclaim(m: &mut Machine, a: MemcgId, nr: u64) -> u64 {
+    pub(crate) fn reclaim(m: &mut Machine, a: MemcgId, nr: u64) -> u64 {
         let began = m.begin_external_write();
         let r = m.try_to_free_mem_cgroup_pages(a, nr, true, true, None);
         m.end_external_write(began);

@@ -131,6 +131,64 @@ impl Lruvec {
     }
 }
 
+/// Link `pfn` at the head (or the tail) of the intrusive list whose ends are `head` and
+/// `tail`, through the frames' prev/next (a list_head's list_add() and list_add_tail()).
+#[inline]
+pub(crate) fn list_link(
+    meta: &mut [crate::page_cgroup::FrameMeta],
+    head: &mut Pfn,
+    tail: &mut Pfn,
+    pfn: Pfn,
+    at_tail: bool,
+) {
+    if at_tail {
+        let t = *tail;
+        meta[pfn as usize].pc.prev = t;
+        meta[pfn as usize].pc.next = NIL;
+        if t == NIL {
+            *head = pfn;
+        } else {
+            meta[t as usize].pc.next = pfn;
+        }
+        *tail = pfn;
+    } else {
+        let h = *head;
+        meta[pfn as usize].pc.prev = NIL;
+        meta[pfn as usize].pc.next = h;
+        if h == NIL {
+            *tail = pfn;
+        } else {
+            meta[h as usize].pc.prev = pfn;
+        }
+        *head = pfn;
+    }
+}
+
+/// Unlink `pfn` from the intrusive list whose ends are `head` and `tail` (list_del()), its
+/// links cleared; returns the page that followed it towards the tail.
+#[inline]
+pub(crate) fn list_unlink(
+    meta: &mut [crate::page_cgroup::FrameMeta],
+    head: &mut Pfn,
+    tail: &mut Pfn,
+    pfn: Pfn,
+) -> Pfn {
+    let (prev, next) = (meta[pfn as usize].pc.prev, meta[pfn as usize].pc.next);
+    if prev == NIL {
+        *head = next;
+    } else {
+        meta[prev as usize].pc.next = next;
+    }
+    if next == NIL {
+        *tail = prev;
+    } else {
+        meta[next as usize].pc.prev = prev;
+    }
+    meta[pfn as usize].pc.prev = NIL;
+    meta[pfn as usize].pc.next = NIL;
+    next
+}
+
 impl Machine {
     /// The list a page belongs on from its flags (folio_lru_list()).
     #[inline]
@@ -172,27 +230,7 @@ impl Machine {
         let slot = self.lru_slot(pfn);
         let lv = &mut self.memcgs[memcg as usize].lruvec[slot];
         let pc = &mut self.frames.meta;
-        if at_tail {
-            let t = lv.tail[l];
-            pc[pfn as usize].pc.prev = t;
-            pc[pfn as usize].pc.next = NIL;
-            if t == NIL {
-                lv.head[l] = pfn;
-            } else {
-                pc[t as usize].pc.next = pfn;
-            }
-            lv.tail[l] = pfn;
-        } else {
-            let h = lv.head[l];
-            pc[pfn as usize].pc.prev = NIL;
-            pc[pfn as usize].pc.next = h;
-            if h == NIL {
-                lv.tail[l] = pfn;
-            } else {
-                pc[h as usize].pc.prev = pfn;
-            }
-            lv.head[l] = pfn;
-        }
+        list_link(pc, &mut lv.head[l], &mut lv.tail[l], pfn, at_tail);
         lv.size[l] += nr;
         let f = &mut pc[pfn as usize].pc.flags;
         *f = (*f & !pf::LRU_MASK) | l as u16;
@@ -250,25 +288,13 @@ impl Machine {
         let slot = self.lru_slot(pfn);
         let lv = &mut self.memcgs[memcg as usize].lruvec[slot];
         let pc = &mut self.frames.meta;
-        let (prev, next) = (pc[pfn as usize].pc.prev, pc[pfn as usize].pc.next);
-        if prev == NIL {
-            lv.head[l] = next;
-        } else {
-            pc[prev as usize].pc.next = next;
-        }
-        if next == NIL {
-            lv.tail[l] = prev;
-        } else {
-            pc[next as usize].pc.prev = prev;
-        }
+        let next = list_unlink(pc, &mut lv.head[l], &mut lv.tail[l], pfn);
         lv.size[l] -= nr;
         if lv.walk[l] == pfn {
             // The cursor goes back to the page after it, towards the tail (or starts over).
             lv.walk[l] = next;
             lv.walk_ahead[l] = lv.walk_ahead[l].saturating_sub(1);
         }
-        pc[pfn as usize].pc.prev = NIL;
-        pc[pfn as usize].pc.next = NIL;
         let f = &mut pc[pfn as usize].pc.flags;
         *f = (*f & !pf::LRU_MASK) | LRU_NONE;
         Some((memcg, l, nr))
