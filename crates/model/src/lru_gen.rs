@@ -55,7 +55,9 @@
 //! Simplified, with the reasons in docs/FIDELITY.md: the page-table walk is the group's
 //! own pages with their accessed bits, not its processes' page tables (no mm_struct list,
 //! no bloom filters, no skipping of processes that did not run or hold fewer than 64
-//! pages; a page of the group mapped only by another group's process is walked too);
+//! pages; a page of the group mapped only by another group's process is walked too; a
+//! group with no page mapped is not walked at all; a PTE looked at costs an eighth of
+//! `scan_cost`);
 //! look-around reaches the neighbours of anon pages and file pages in their mapping; a
 //! walk's or look-around's `can_swap` is the reclaim's; no per-CPU LRU batches; the memcg
 //! LRU of 6.5 is not there (6.1 walks the groups as classic reclaim does).
