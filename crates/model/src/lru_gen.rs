@@ -131,8 +131,8 @@ pub struct LruGenCtl {
     pub caps: u32,
     /// lru_gen_min_ttl, in jiffies.
     pub min_ttl: u64,
-    /// Per frame: generation + 1, refs, list generation (see GEN_MASK). Allocated when the
-    /// multi-generational LRU is first enabled.
+    /// Per frame: generation + 1, refs, list generation (see GEN_MASK), up to the highest
+    /// frame used since the multi-generational LRU was first enabled.
     pages: Vec<u8>,
 }
 
@@ -309,12 +309,15 @@ impl Machine {
         self.lru_gen.pages.get(pfn as usize).copied().unwrap_or(0)
     }
 
+    /// The byte of frame `pfn`, the array grown to cover the frames handed out so far (as
+    /// `Frames::meta` grows), so that a big machine costs the host what a run uses.
     fn page_byte_mut(&mut self, pfn: Pfn) -> &mut u8 {
-        let n = self.frames.nr_frames() as usize;
-        if self.lru_gen.pages.len() < n {
+        let i = pfn as usize;
+        if self.lru_gen.pages.len() <= i {
+            let n = self.frames.meta.len().max(i + 1);
             self.lru_gen.pages.resize(n, 0);
         }
-        &mut self.lru_gen.pages[pfn as usize]
+        &mut self.lru_gen.pages[i]
     }
 
     /// folio_lru_gen(): the page's generation, None off the generation lists.
