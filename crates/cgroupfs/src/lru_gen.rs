@@ -18,25 +18,14 @@ pub(crate) const DEBUG_FULL: &str = "kernel/debug/lru_gen_full";
 fn kstrtouint0(data: &str) -> Option<u32> {
     let s = data.strip_suffix('\n').unwrap_or(data);
     let s = s.strip_prefix('+').unwrap_or(s);
-    let b = s.as_bytes();
-    let (radix, digits) =
-        if b.len() > 2 && b[0] == b'0' && (b[1] | 0x20) == b'x' && b[2].is_ascii_hexdigit() {
-            (16, &s[2..])
-        } else if b.first() == Some(&b'0') {
-            (8, s)
-        } else {
-            (10, s)
-        };
-    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+    if s.is_empty() {
         return None;
     }
-    digits
-        .chars()
-        .try_fold(0u64, |v, c| {
-            let v = v * u64::from(radix) + u64::from(c.to_digit(radix)?);
-            (v <= u64::from(u32::MAX)).then_some(v)
-        })
-        .map(|v| v as u32)
+    let (v, rest, wrapped) = memcgsim_model::units::strtoull(s);
+    if !rest.is_empty() || wrapped {
+        return None;
+    }
+    u32::try_from(v).ok()
 }
 
 pub(crate) fn read(sys: &System, f: &str) -> Option<Result<String, Errno>> {

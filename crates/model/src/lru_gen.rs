@@ -728,7 +728,7 @@ impl Machine {
             while cur != NIL {
                 let next = self.frames.meta[cur as usize].pc.next;
                 let f = self.frames.flags(cur);
-                if f & pf::YOUNG != 0 && f & pf::MLOCKED == 0 && self.folio_mapped_any(cur) {
+                if f & pf::YOUNG != 0 && f & pf::MLOCKED == 0 && self.folio_mapped(cur) {
                     visited += 1;
                     self.frames.clear(cur, pf::YOUNG);
                     if let Some(old) = self.folio_update_gen(cur, new) {
@@ -744,11 +744,6 @@ impl Machine {
         }
         // A PTE is one load of a page table the walk reads in order.
         self.spend_cpu(visited * self.cfg.costs.scan_ns / 8);
-    }
-
-    /// folio_mapped() of any page kind (anon, file mapping, shmem).
-    fn folio_mapped_any(&self, pfn: Pfn) -> bool {
-        self.frames.test(pfn, pf::MAPPED) || self.shmem_folio_mapcount(pfn) > 0
     }
 
     /// try_to_inc_max_seq(): walk (with the MM_WALK capability or `force_scan`) and step
@@ -999,7 +994,7 @@ impl Machine {
     /// around, and counts as referenced (with PG_referenced, so that
     /// folio_check_references() activates it).
     pub(crate) fn lru_gen_page_referenced(&mut self, pfn: Pfn, can_swap: bool) -> bool {
-        if !self.folio_mapped_any(pfn) || !self.frames.test(pfn, pf::YOUNG) {
+        if !self.folio_mapped(pfn) || !self.frames.test(pfn, pf::YOUNG) {
             return false;
         }
         let m = self.frames.meta[pfn as usize].map;
@@ -1061,7 +1056,7 @@ impl Machine {
     /// isolate_folio(): take the page for shrink_folio_list(), or refuse it.
     fn isolate_folio(&mut self, pfn: Pfn, sc: &ScanControl) -> bool {
         let flags = self.frames.flags(pfn);
-        if !sc.may_unmap && self.folio_mapped_any(pfn) {
+        if !sc.may_unmap && self.folio_mapped(pfn) {
             return false;
         }
         if !sc.may_writepage
@@ -1130,23 +1125,11 @@ impl Machine {
             }
         }
         self.spend_cpu((MAX_LRU_BATCH - remaining) * self.cfg.costs.scan_ns);
-        let (item, node_item) = if sc.kswapd {
-            (Stat::PgscanKswapd, NodeEvent::PgscanKswapd)
-        } else {
-            (Stat::PgscanDirect, NodeEvent::PgscanDirect)
-        };
+        self.count_reclaim_events(sc, memcg, ty == FILE, isolated, false);
         if !sc.cgroup_reclaim {
-            self.node_events.count(node_item, isolated);
             self.node_events.count(NodeEvent::Pgrefill, sorted);
         }
-        self.mod_stat(memcg, item, isolated as i64);
         self.mod_stat(memcg, Stat::Pgrefill, sorted as i64);
-        let split = if ty == ANON {
-            NodeEvent::PgscanAnon
-        } else {
-            NodeEvent::PgscanFile
-        };
-        self.node_events.count(split, isolated);
         if isolated > 0 || remaining == 0 {
             scanned
         } else {
@@ -1248,7 +1231,7 @@ impl Machine {
                 }
                 if skip_retry
                     || f & (pf::ACTIVE | pf::REFERENCED | pf::DIRTY | pf::WRITEBACK) != 0
-                    || self.folio_mapped_any(pfn)
+                    || self.folio_mapped(pfn)
                 {
                     self.clear_refs(pfn);
                     self.frames.set(pfn, pf::ACTIVE);
@@ -1258,21 +1241,7 @@ impl Machine {
                 clean.push(pfn);
             }
             self.lru_add_batch(memcg, &putback);
-            let (item, node_item) = if sc.kswapd {
-                (Stat::PgstealKswapd, NodeEvent::PgstealKswapd)
-            } else {
-                (Stat::PgstealDirect, NodeEvent::PgstealDirect)
-            };
-            if !sc.cgroup_reclaim {
-                self.node_events.count(node_item, reclaimed);
-            }
-            self.mod_stat(memcg, item, reclaimed as i64);
-            let split = if ty == ANON {
-                NodeEvent::PgstealAnon
-            } else {
-                NodeEvent::PgstealFile
-            };
-            self.node_events.count(split, reclaimed);
+            self.count_reclaim_events(sc, memcg, ty == FILE, reclaimed, true);
             if clean.is_empty() || sc.throttle.is_some() {
                 if !clean.is_empty() {
                     self.lru_add_batch(memcg, &clean);
@@ -1578,18 +1547,11 @@ impl Machine {
     /// The groups in mem_cgroup_iter()'s order: pre-order, children in creation order.
     pub fn lru_gen_groups(&self) -> Vec<MemcgId> {
         let mut out = Vec::new();
-        let mut stack = vec![ROOT_MEMCG];
-        // Each group is pushed once, by its parent or as the root.
-        while let Some(m) = stack.pop() {
-            out.push(m);
-            let mut kids = Vec::new();
-            let mut c = self.memcg(m).first_child;
-            while let Some(k) = c {
-                kids.push(k);
-                c = self.memcg(k).next_sibling;
-            }
-            stack.extend(kids.into_iter().rev());
-        }
+        self.memcg_walk(
+            ROOT_MEMCG,
+            |_, _| crate::memcontrol::IterVisit::Visit,
+            &mut out,
+        );
         out
     }
 
@@ -1598,10 +1560,14 @@ impl Machine {
     /// whose generations were never used reads as new ones.
     pub fn lru_gen_show(&self, memcg: MemcgId, full: bool) -> String {
         let now = self.gen_jiffies();
-        let lg = self
-            .lrugen(memcg)
-            .cloned()
-            .unwrap_or_else(|| LruGen::new(now));
+        let fresh;
+        let lg = match self.lrugen(memcg) {
+            Some(lg) => lg,
+            None => {
+                fresh = LruGen::new(now);
+                &fresh
+            }
+        };
         let mut out = format!(" node {:5}\n", 0);
         let first = if !full {
             lg.min_seq[ANON]

@@ -1,4 +1,8 @@
-//! Page reclaim: mm/vmscan.c, classic two-list LRU (MGLRU off), as in Linux 6.1.
+//! Page reclaim: mm/vmscan.c, classic two-list LRU (MGLRU off), as in Linux 6.1. With the
+//! multi-generational LRU on, shrink_lruvec()'s loop, kswapd's aging and shrink_folio_list()'s
+//! reference checks hand over to lru_gen.rs, and prepare_scan_count() and
+//! snapshot_refaults() do nothing, as in 6.1; the rest (the memcg walk, protection, the
+//! priority loop, kswapd's steps, shrink_folio_batch()) is shared.
 //!
 //! * [`ScanControl`] (struct scan_control);
 //! * `do_try_to_free_pages()`: the priority loop from DEF_PRIORITY (12) down to 0, then the
@@ -1445,7 +1449,7 @@ impl Machine {
     /// folio_mapped(): some page of the folio is mapped (a huge shmem folio's head may not
     /// be where its other pages are; its accessed bit is the head's).
     #[inline]
-    fn folio_mapped(&self, pfn: Pfn) -> bool {
+    pub(crate) fn folio_mapped(&self, pfn: Pfn) -> bool {
         self.frames.test(pfn, pf::MAPPED) || self.shmem_folio_mapcount(pfn) > 0
     }
 
@@ -1495,7 +1499,7 @@ impl Machine {
     /// events: the kswapd/direct items in the memcg for every reclaim, in the node (what
     /// /proc/vmstat shows) for global reclaim only; the node's anon/file items for every
     /// reclaim.
-    fn count_reclaim_events(
+    pub(crate) fn count_reclaim_events(
         &mut self,
         sc: &ScanControl,
         memcg: MemcgId,
