@@ -311,7 +311,7 @@ impl Machine {
         order: u32,
     ) -> (Option<Pfn>, CompactResult) {
         let was = self.psi_memstall_enter();
-        let result = self.try_to_compact_pages(order);
+        let result = self.in_memalloc(|m| m.try_to_compact_pages(order));
         self.psi_memstall_leave(was);
         if result == CompactResult::Skipped {
             return (None, result);

@@ -12,7 +12,8 @@
 //! memory.stat and /proc/meminfo, the others as inactive.
 //!
 //! * Placement (lru_gen_add_folio()): a page faulted in (PG_active set by folio_add_lru() in
-//!   a fault) joins max_seq; anon not in the swap cache, and a page waiting for its write
+//!   a fault, unless reclaim or compaction inside it adds the page: PF_MEMALLOC) joins
+//!   max_seq; anon not in the swap cache, and a page waiting for its write
 //!   with PG_reclaim, max_seq - 1; a page rotated at the end of its write, the oldest
 //!   generation at its tail; anything else the second oldest (the oldest while there are
 //!   only two or three).
@@ -1754,6 +1755,27 @@ mod tests {
         assert_eq!(lg.size(gen_from_seq(3), ANON), 4096);
         assert_eq!(m.stat_total(a, Stat::ActiveAnon), 4096);
         assert_eq!(m.stat_total(a, Stat::InactiveAnon), 0);
+        m.check().unwrap();
+    }
+
+    #[test]
+    fn a_page_added_by_reclaim_or_compaction_inside_a_fault_is_not_faulted() {
+        let (mut m, a, pid) = mglru(4096);
+        let pages = frames_of(&m, pid);
+        assert!(m.try_to_inc_max_seq(a, 3, true, true));
+        assert!(m.try_to_inc_max_seq(a, 4, true, true));
+        assert_eq!(m.lrugen(a).unwrap().max_seq, 5);
+        // folio_add_lru() in a fault: the youngest generation.
+        m.lru_del(pages[0]);
+        m.in_lru_fault(|m| m.lru_add(pages[0]));
+        assert_eq!(m.folio_lru_gen(pages[0]), Some(gen_from_seq(5)));
+        // The same under PF_MEMALLOC (zswap's writeback page, a page migrated by the
+        // fault's compaction): placed by its own flags, here those of an inactive anon page
+        // outside the swap cache, max_seq - 1.
+        m.lru_del(pages[1]);
+        m.frames.clear(pages[1], pf::ACTIVE);
+        m.in_lru_fault(|m| m.in_memalloc(|m| m.lru_add(pages[1])));
+        assert_eq!(m.folio_lru_gen(pages[1]), Some(gen_from_seq(4)));
         m.check().unwrap();
     }
 

@@ -25,7 +25,9 @@ pub struct Machine {
     pub memcgs: Vec<Memcg>,
     /// The memcg tree packed for walks, indexed by memcg id (memcontrol.rs).
     pub memcg_topo: crate::memcontrol::MemcgTopo,
-    pub free_memcg_ids: Vec<u16>,
+    /// The ids of freed memcgs, lowest first: a new memcg takes the lowest, as 6.1's
+    /// idr_alloc() does.
+    pub free_memcg_ids: std::collections::BinaryHeap<std::cmp::Reverse<u16>>,
     /// memory, swap (v2) and memsw (v1) page counters, indexed by memcg id.
     pub memory: Counters,
     pub swap_counter: Counters,
@@ -98,6 +100,10 @@ pub struct Machine {
     /// A page fault is being handled (current->in_lru_fault): pages it adds to the LRU
     /// are hot, and its refaults restore their refs (lru_gen.rs).
     pub lru_fault: bool,
+    /// The running task reclaims or compacts for an allocation (current->flags &
+    /// PF_MEMALLOC, memalloc_noreclaim_save()): folio_add_lru() does not count the pages it
+    /// adds then as faulted, though a fault is being handled.
+    pub memalloc: bool,
     /// OOM kills lru_gen_age_node() invoked because min_ttl protected every group.
     pub lru_gen_oom_kills: u64,
     /// Total RAM pages and swap pages.
@@ -143,7 +149,7 @@ impl Machine {
             frames: Frames::new(&zones, cfg.cpus, cfg.page_cgroup),
             memcgs: Vec::new(),
             memcg_topo: Default::default(),
-            free_memcg_ids: Vec::new(),
+            free_memcg_ids: Default::default(),
             memory: Counters::default(),
             swap_counter: Counters::default(),
             memsw: Counters::default(),
@@ -197,6 +203,7 @@ impl Machine {
                 cfg.lru_gen_min_ttl_ms,
             ),
             lru_fault: false,
+            memalloc: false,
             lru_gen_oom_kills: 0,
             soft_tree: Default::default(),
             soft_stats: Default::default(),

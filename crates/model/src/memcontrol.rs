@@ -452,8 +452,9 @@ impl Machine {
 
     /// Allocate a memcg under `parent` (css_alloc + css_online).
     pub(crate) fn memcg_create_raw(&mut self, parent: Option<MemcgId>) -> MemcgId {
+        // idr_alloc() from 1: the lowest id free.
         let id = match self.free_memcg_ids.pop() {
-            Some(id) => id,
+            Some(std::cmp::Reverse(id)) => id,
             None => {
                 self.memcgs.push(Memcg::new(0, None, 0));
                 (self.memcgs.len() - 1) as MemcgId
@@ -628,7 +629,7 @@ impl Machine {
         mc.prev_sibling = None;
         self.memcg_topo.links[id as usize] = TopoLinks::default();
         self.memcg_topo.generation += 1;
-        self.free_memcg_ids.push(id);
+        self.free_memcg_ids.push(std::cmp::Reverse(id));
         self.memcg_try_release(parent);
     }
 
@@ -1588,6 +1589,25 @@ mod tests {
         // A walk rooted below the top stays in its subtree.
         m.memcg_walk(a, |_, _| IterVisit::Visit, &mut out);
         assert_eq!(out, vec![a, a1, a2]);
+    }
+
+    #[test]
+    fn a_new_memcg_takes_the_lowest_free_id() {
+        let mut m = machine();
+        let ids: Vec<MemcgId> = (0..4)
+            .map(|_| m.memcg_create(ROOT_MEMCG).unwrap())
+            .collect();
+        // Freed in the order 2, 0, 3: idr_alloc() hands out the lowest again, not the
+        // last freed.
+        for i in [2, 0, 3] {
+            m.memcg_offline(ids[i]).unwrap();
+            m.release_dying_memcgs();
+            assert!(!m.memcg_topo.alive(ids[i]));
+        }
+        assert_eq!(m.memcg_create(ROOT_MEMCG).unwrap(), ids[0]);
+        assert_eq!(m.memcg_create(ROOT_MEMCG).unwrap(), ids[2]);
+        assert_eq!(m.memcg_create(ROOT_MEMCG).unwrap(), ids[3]);
+        assert_eq!(m.memcg_create(ROOT_MEMCG).unwrap(), ids[3] + 1);
     }
 
     #[test]

@@ -190,6 +190,15 @@ impl Machine {
         r
     }
 
+    /// Run reclaim or compaction for an allocation with PF_MEMALLOC set
+    /// (memalloc_noreclaim_save() ... memalloc_noreclaim_restore()).
+    pub(crate) fn in_memalloc<R>(&mut self, f: impl FnOnce(&mut Machine) -> R) -> R {
+        let was = std::mem::replace(&mut self.memalloc, true);
+        let r = f(self);
+        self.memalloc = was;
+        r
+    }
+
     fn handle_mm_fault(&mut self, pid: Pid, vma: u32, idx: u32) -> Result<(), Fault> {
         let pte = self.vmas.v[vma as usize].ptes[idx as usize];
         if pte & SWAP_PTE != 0 {

@@ -303,8 +303,9 @@ impl Machine {
     /// folio_add_lru(): put a new page at the head of the list its flags select.
     pub fn lru_add(&mut self, pfn: Pfn) {
         if self.lru_gen_enabled() {
-            // folio_add_lru(): a page added in a fault is hot (the youngest generation).
-            if self.lru_fault && !self.frames.test(pfn, pf::MLOCKED) {
+            // folio_add_lru(): a page added in a fault is hot (the youngest generation),
+            // unless reclaim or compaction inside the fault added it (PF_MEMALLOC).
+            if self.lru_fault && !self.memalloc && !self.frames.test(pfn, pf::MLOCKED) {
                 self.frames.set(pfn, pf::ACTIVE);
             }
             if self.lru_gen_add_folio(pfn, false) {

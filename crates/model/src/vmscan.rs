@@ -545,7 +545,7 @@ impl Machine {
             .current_pid()
             .is_some()
             .then(|| self.psi_memstall_enter());
-        let reclaimed = self.do_try_to_free_pages_inner(sc, resumed);
+        let reclaimed = self.in_memalloc(|m| m.do_try_to_free_pages_inner(sc, resumed));
         if let Some(was) = memstall {
             self.psi_memstall_leave(was);
         }
