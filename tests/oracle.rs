@@ -18,8 +18,8 @@ fn main() {
     let trials = vec![
         Trial::test("agreeing_scripts_share_boots", agreeing_scripts_share_boots),
         Trial::test(
-            "a_second_boot_reruns_what_the_summary_marks",
-            a_second_boot_reruns_what_the_summary_marks,
+            "a_second_run_takes_what_the_summary_marks",
+            a_second_run_takes_what_the_summary_marks,
         ),
         Trial::ignorable_test("model_agrees_with_the_kernel", model_agrees_with_the_kernel),
         Trial::ignorable_test(
@@ -277,9 +277,9 @@ fn model_agrees_with_the_kernel() -> Result<Completion, Failed> {
         return Ok(Completion::Completed);
     }
     // A verdict of the guest's that hangs on its timing (an OOM victim's last charges, a
-    // high-order allocation meeting a fragmented zone) can differ once on a loaded host. A
-    // script whose lines disagree gets one more boot of its own, and must agree there; the
-    // model is deterministic, so a disagreement of the model's shows on both. Anything else
+    // high-order allocation meeting a fragmented zone) can differ once on a loaded host. The
+    // scripts that disagree run once more, in new boots, and must agree there; the model is
+    // deterministic, so a disagreement of the model's shows on both runs. Anything else
     // (a script not run, a guest that did not boot) fails at once.
     let marked = disagreements(&stdout);
     let again = disagreeing_scripts(&stdout);
@@ -305,14 +305,14 @@ fn model_agrees_with_the_kernel() -> Result<Completion, Failed> {
             .chain(again.iter().cloned()),
     );
     if !status2.success() {
-        let report = format!("{stdout}\n--- the second boot ---\n{stdout2}");
+        let report = format!("{stdout}\n--- the second run ---\n{stdout2}");
         return Err(failed(
-            "model and kernel disagree, again on a second boot",
+            "model and kernel disagree, again on a second run",
             &report,
             &stderr2,
         ));
     }
-    eprintln!("the kernel's verdicts differed once and agreed on a second boot:\n{marked}");
+    eprintln!("the kernel's verdicts differed once and agreed on a second run:\n{marked}");
     Ok(Completion::Completed)
 }
 
@@ -326,9 +326,9 @@ fn disagreeing_scripts(report: &str) -> Vec<String> {
         .collect()
 }
 
-/// The scripts that get a second boot are the summary's rows marked `no`, whatever their
+/// The scripts that run a second time are the summary's rows marked `no`, whatever their
 /// lines show (a keyed file's `<-- differs` does not count).
-fn a_second_boot_reruns_what_the_summary_marks() -> Result<(), Failed> {
+fn a_second_run_takes_what_the_summary_marks() -> Result<(), Failed> {
     let report = "== tests/a.mcg: model vs Linux 6.1 (TCG, 1.0 s)\n\
                   \x20  3  cat /A/memory.stat   51 lines   51 lines   <-- differs\n\
                   == tests/b.mcg: model vs Linux 6.1 (TCG, 1.0 s)\n\
