@@ -286,8 +286,8 @@ fn model_agrees_with_the_kernel() -> Result<Completion, Failed> {
     let failed = |why: &str, report: &str, stderr: &str| -> Failed {
         // The disagreeing lines come both first and last, so that a log cut to either end
         // still names them.
-        let tail: Vec<&str> = stderr.lines().rev().take(12).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        let lines: Vec<&str> = stderr.lines().collect();
+        let tail = &lines[lines.len().saturating_sub(12)..];
         format!(
             "{why} (exit {:?}):\n{marked}\n--- full report ---\n{report}\n--- stderr, last lines ---\n{}\n--- the lines that disagree ---\n{marked}",
             status.code(),
@@ -300,9 +300,8 @@ fn model_agrees_with_the_kernel() -> Result<Completion, Failed> {
     }
     let (status2, stdout2, stderr2) = run_oracle(
         ["--tolerance", "25"]
-            .iter()
-            .map(|s| s.to_string())
-            .chain(again.iter().cloned()),
+            .into_iter()
+            .chain(again.iter().map(String::as_str)),
     );
     if !status2.success() {
         let report = format!("{stdout}\n--- the second run ---\n{stdout2}");
